@@ -1,0 +1,43 @@
+# Two commands do all set-up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip
+
+.PHONY: demo test install install-test dev lint typecheck unit bench bench-results clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+install: $(BIN)/python
+	$(PIP) install -q .
+
+install-test: $(BIN)/python
+	$(PIP) install -q '.[test,bench]'
+
+# The main job: build batches, write them to a file, read and validate them back.
+demo: install
+	$(BIN)/eoslog demo
+
+# The whole suite: unit, property, crash/fault, compatibility, lint, types.
+test: install-test
+	$(BIN)/python -m pytest -q
+	$(BIN)/ruff check python spark_udfs tests bench
+	$(BIN)/ruff format --check python spark_udfs tests bench
+	$(BIN)/mypy
+
+# Incremental native rebuild for development (keeps CMake's build tree in build/dev).
+dev: $(BIN)/python
+	$(PIP) install -q scikit-build-core cython cython-cmake
+	$(PIP) install -q --no-build-isolation -Cbuild-dir=build/dev '.[test,bench]'
+
+bench: install-test
+	$(BIN)/python -m pytest bench -q --benchmark-only
+
+# Regenerate bench/RESULTS.md (medians and ratios against the peers, measured in one run).
+bench-results: install-test
+	$(BIN)/python bench/write_results.py
+
+clean:
+	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Native extension modules (Cython over engine/). Import through eoslog.record, not directly."""

@@ -1,0 +1,142 @@
+"""The Kafka v2 record batch codec (FORMAT.md §1-§4, §10).
+
+Implemented by eoslog._ext.codec (Cython over engine/) and eoslog.record.pycodec (the readable
+pure-Python twin). `eoslog.record.codec` is whichever of the two is in use
+(EOSLOG_NO_EXTENSIONS=1 selects the twin). For every input both return equal values and raise
+the same exception type with the same message; tests/test_differential.py checks this.
+
+Buffers: every function reading bytes takes any object with the buffer protocol (bytes,
+bytearray, memoryview, mmap, numpy array) and does not copy it. Positions are byte offsets in
+that buffer. Errors name the byte position of the offending batch.
+"""
+
+from collections.abc import Buffer, Iterator, Sequence
+
+from eoslog.record.columns import ColumnarRecords
+from eoslog.record.types import BatchHeader, Record, ValidatedBatch
+
+Headers = Sequence[tuple[str, bytes | None]]
+
+def read_header(data: Buffer, position: int = 0) -> BatchHeader:
+    """The header of the batch at `position`, without checking its CRC or its records.
+
+    CorruptRecordError: fewer than 61 bytes from position; batch length < 49; magic not 0-2.
+    InvalidRecordError: magic 0 or 1 (only v2 is supported)."""
+
+def iter_headers(data: Buffer, position: int = 0) -> Iterator[tuple[int, BatchHeader]]:
+    """(position, header) of each whole batch from `position` on. Stops without error at a
+    partial trailing batch (Kafka's FileLogInputStream rule); a bad length or magic raises as
+    read_header does. CRCs are not checked."""
+
+def validate_batch(
+    data: Buffer, *, batch_bytes_max: int = ..., from_client: bool = True
+) -> ValidatedBatch:
+    """Check that `data` is exactly one well-formed v2 batch, as a Kafka leader does on
+    append (FORMAT.md §10), walking (and decompressing) every record. In order:
+    header as read_header; TRUNCATED_BATCH / TRAILING_BYTES (exactly one batch); size >
+    batch_bytes_max -> RecordTooLargeError; from a client, base offset != 0; CRC; from a
+    client: control batch, count != last offset delta + 1 or count <= 0, producer id >= 0 with
+    sequence < 0, transactional without producer id; codec (gzip/snappy/zstd ->
+    UnsupportedCompressionTypeError); every record well formed, offset deltas exactly
+    0..count-1, header keys valid UTF-8, no bytes left over; a control batch holds exactly one
+    record whose key is >= 4 bytes. Changes nothing."""
+
+def batch_records(data: Buffer, position: int = 0, *, verify_crc: bool = True) -> list[Record]:
+    """Decode every record of the batch at `position` (decompressing it). Records carry
+    absolute offsets and timestamps (LogAppendTime: the batch max timestamp). Header keys are
+    decoded as UTF-8 with replacement, as Java's String constructor does."""
+
+def batch_crc(data: Buffer, position: int = 0) -> int:
+    """The CRC-32C the batch at `position` should carry (over bytes [21, end))."""
+
+def stamp_batch(
+    data: Buffer,
+    *,
+    base_offset: int,
+    partition_leader_epoch: int,
+    log_append_time_ms: int = -1,
+) -> None:
+    """Rewrite, in place, the fields a leader assigns on append: base offset and partition
+    leader epoch (outside the CRC); with log_append_time_ms >= 0 also the LogAppendTime bit and
+    max timestamp, recomputing the CRC. `data` must be writable and exactly one batch."""
+
+def build_control_batch(
+    control_type: int,
+    *,
+    producer_id: int,
+    producer_epoch: int,
+    coordinator_epoch: int,
+    timestamp: int,
+    base_offset: int = 0,
+    partition_leader_epoch: int = -1,
+) -> bytes:
+    """A COMMIT (1) or ABORT (0) end-transaction marker batch exactly as Kafka writes it
+    (FORMAT.md §3): 78 bytes, attributes 0x30, base sequence -1, one record."""
+
+def decode_columns(
+    data: Buffer,
+    position: int = 0,
+    *,
+    include_headers: bool = False,
+    verify_crc: bool = True,
+    include_control: bool = False,
+    offset_min: int = 0,
+    offset_end: int = ...,
+) -> ColumnarRecords:
+    """Decode the run of whole batches from `position` into Arrow-layout columns, with no
+    Python object per record. Keeps records with offset_min <= offset < offset_end; skips
+    control batches unless include_control. Stops at a partial trailing batch or before a
+    batch that would push a column past limits.column_bytes_max (see end_position).
+    Raises as validate_batch does for a batch that is corrupt or malformed (CRC checked when
+    verify_crc)."""
+
+class BatchBuilder:
+    """Builds one v2 batch record by record. Not thread-safe: one builder per thread."""
+
+    def __init__(
+        self,
+        *,
+        compression: int = 0,
+        timestamp_type: int = 0,
+        is_transactional: bool = False,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        base_sequence: int = -1,
+        partition_leader_epoch: int = -1,
+        base_offset: int = 0,
+        batch_bytes_max: int = ...,
+    ) -> None:
+        """ValueError for an unsupported compression (only 0 none and 3 lz4 are built), a
+        timestamp type other than 0/1, or a transactional batch without a producer id."""
+
+    def append(
+        self,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Headers | None = None,
+    ) -> bool:
+        """Add one record (offset delta = records so far). False, changing nothing, if the
+        builder already holds records and this one would take the batch past batch_bytes_max
+        (start a new batch). RecordTooLargeError if it alone would not fit in an empty batch.
+        ValueError for a negative timestamp other than -1."""
+
+    def append_values(
+        self,
+        values: Sequence[bytes | None],
+        keys: Sequence[bytes | None] | None = None,
+        timestamp: int = -1,
+    ) -> int:
+        """Append records with these values (and keys), all at `timestamp`, as many as fit;
+        returns how many were appended (the rest belong in the next batch)."""
+
+    def record_count(self) -> int: ...
+    def estimated_size(self) -> int:
+        """Size in bytes of the batch if built now, before compression."""
+
+    def build(self) -> bytes:
+        """The finished batch (compressed if asked; CRC set). The builder may be reused
+        only after reset()."""
+
+    def reset(self) -> None:
+        """Forget all records; keep the batch settings."""

@@ -1,0 +1,207 @@
+"""The error model (API.md "Errors"), shaped like confluent-kafka-python's.
+
+`KafkaException` carries a `KafkaError` whose `code()` is Kafka's numeric protocol error code
+(clients/.../common/protocol/Errors.java, tabulated in COORDINATOR.md §8). Named subclasses let
+callers catch the common cases directly. Corruption and bad-input errors also subclass
+ValueError; I/O errors also subclass OSError.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, NoReturn
+
+from eoslog.record import status as _status
+
+
+class KafkaError:
+    """An error value: Kafka's code and name, a message, and how a client should react."""
+
+    __slots__ = ("_code", "_fatal", "_message", "_name", "_retriable", "_txn_requires_abort")
+
+    def __init__(
+        self,
+        code: int,
+        name: str,
+        message: str = "",
+        *,
+        retriable: bool = False,
+        fatal: bool = False,
+        txn_requires_abort: bool = False,
+    ) -> None:
+        self._code = code
+        self._name = name
+        self._message = message or name
+        self._retriable = retriable
+        self._fatal = fatal
+        self._txn_requires_abort = txn_requires_abort
+
+    def code(self) -> int:
+        return self._code
+
+    def name(self) -> str:
+        return self._name
+
+    def str(self) -> str:
+        return self._message
+
+    def retriable(self) -> bool:
+        return self._retriable
+
+    def fatal(self) -> bool:
+        return self._fatal
+
+    def txn_requires_abort(self) -> bool:
+        return self._txn_requires_abort
+
+    def __str__(self) -> str:
+        return self._message
+
+    def __repr__(self) -> str:
+        return f"KafkaError{{code={self._name},val={self._code},str=\"{self._message}\"}}"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, KafkaError):
+            return self._code == other._code
+        if isinstance(other, int):
+            return self._code == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._code)
+
+
+class KafkaException(Exception):
+    """Raised by eoslog; `args[0]` is the KafkaError, as in confluent-kafka-python."""
+
+    # Subclasses fix the Kafka error they stand for.
+    code: ClassVar[int] = -1
+    error_name: ClassVar[str] = "UNKNOWN_SERVER_ERROR"
+    retriable: ClassVar[bool] = False
+    fatal: ClassVar[bool] = False
+    txn_requires_abort: ClassVar[bool] = False
+
+    def __init__(self, error: KafkaError | str | None = None) -> None:
+        if not isinstance(error, KafkaError):
+            error = KafkaError(
+                type(self).code,
+                type(self).error_name,
+                error or type(self).error_name,
+                retriable=type(self).retriable,
+                fatal=type(self).fatal,
+                txn_requires_abort=type(self).txn_requires_abort,
+            )
+        super().__init__(error)
+
+    @property
+    def error(self) -> KafkaError:
+        error = self.args[0]
+        assert isinstance(error, KafkaError)
+        return error
+
+    def __str__(self) -> str:
+        return self.error.str()
+
+
+class CorruptRecordError(KafkaException, ValueError):
+    """Bytes that fail a checksum or whose length fields cannot be right."""
+
+    code = 2
+    error_name = "CORRUPT_MESSAGE"
+
+
+class InvalidRecordError(KafkaException, ValueError):
+    """A well-checksummed batch whose structure breaks Kafka's rules."""
+
+    code = 87
+    error_name = "INVALID_RECORD"
+
+
+class RecordTooLargeError(KafkaException, ValueError):
+    code = 10
+    error_name = "MESSAGE_TOO_LARGE"
+
+
+class UnsupportedCompressionTypeError(KafkaException, ValueError):
+    code = 76
+    error_name = "UNSUPPORTED_COMPRESSION_TYPE"
+
+
+class UnknownTopicOrPartitionError(KafkaException):
+    code = 3
+    error_name = "UNKNOWN_TOPIC_OR_PARTITION"
+    retriable = True
+
+
+class InvalidTopicError(KafkaException, ValueError):
+    code = 17
+    error_name = "INVALID_TOPIC_EXCEPTION"
+
+
+class OutOfOrderSequenceError(KafkaException):
+    code = 45
+    error_name = "OUT_OF_ORDER_SEQUENCE_NUMBER"
+
+
+class InvalidProducerEpochError(KafkaException):
+    code = 47
+    error_name = "INVALID_PRODUCER_EPOCH"
+    txn_requires_abort = True
+
+
+class InvalidTxnStateError(KafkaException):
+    code = 48
+    error_name = "INVALID_TXN_STATE"
+    fatal = True
+
+
+class UnstableOffsetCommitError(KafkaException):
+    code = 88
+    error_name = "UNSTABLE_OFFSET_COMMIT"
+    retriable = True
+
+
+class ProducerFencedError(KafkaException):
+    code = 90
+    error_name = "PRODUCER_FENCED"
+    fatal = True
+
+
+class TransactionTimedOutError(KafkaException):
+    """The transaction passed transaction.timeout.ms and was aborted by the coordinator.
+
+    Kafka never shipped a separate code for this (KIP-588, COORDINATOR.md §8): on the wire a
+    timed-out producer sees PRODUCER_FENCED, so this carries code 90 and stays fatal.
+    """
+
+    code = 90
+    error_name = "PRODUCER_FENCED"
+    fatal = True
+
+
+class LogDirLockedError(KafkaException, OSError):
+    """Another live process owns the log directory."""
+
+    code = 56
+    error_name = "KAFKA_STORAGE_ERROR"
+
+
+_BY_NAME: dict[str, type[KafkaException]] = {
+    cls.__name__: cls
+    for cls in (
+        CorruptRecordError,
+        InvalidRecordError,
+        RecordTooLargeError,
+        UnsupportedCompressionTypeError,
+    )
+}
+
+
+def error_for_status(code: int, position: int) -> KafkaException:
+    """The exception for a codec status code; the one place codes become exceptions."""
+    class_name, text = _status.MESSAGES[code]
+    return _BY_NAME[class_name](f"{text} (batch at byte {position})")
+
+
+def raise_for_status(code: int, position: int) -> NoReturn:
+    """Raise the exception for a non-OK codec status (STYLE.md rule 4)."""
+    raise error_for_status(code, position)
