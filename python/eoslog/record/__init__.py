@@ -4,27 +4,32 @@
 EOSLOG_NO_EXTENSIONS=1 selects the pure-Python twins (eoslog.record.pycodec and
 eoslog.record.pyprimitives). An installed eoslog always has its extensions: a failed import
 of them is an error, never a silent switch to the slow path (STYLE.md rule 12).
+
+The two are loaded on first use, so the modules they depend on (errors, status, layout) can
+import from this package without a cycle.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from types import ModuleType
 
 USING_EXTENSIONS: bool = os.environ.get("EOSLOG_NO_EXTENSIONS", "") not in ("1", "true", "yes")
 
-
-def _load() -> tuple[ModuleType, ModuleType]:
-    if USING_EXTENSIONS:
-        from eoslog._ext import codec as native_codec
-        from eoslog._ext import primitives as native_primitives
-
-        return native_codec, native_primitives
-    from eoslog.record import pycodec, pyprimitives
-
-    return pycodec, pyprimitives
+_MODULES = {
+    "codec": ("eoslog._ext.codec", "eoslog.record.pycodec"),
+    "primitives": ("eoslog._ext.primitives", "eoslog.record.pyprimitives"),
+}
 
 
-codec, primitives = _load()
+def __getattr__(name: str) -> ModuleType:
+    if name not in _MODULES:
+        raise AttributeError(f"module 'eoslog.record' has no attribute {name!r}")
+    native, pure = _MODULES[name]
+    module = importlib.import_module(native if USING_EXTENSIONS else pure)
+    globals()[name] = module
+    return module
+
 
 __all__ = ["USING_EXTENSIONS", "codec", "primitives"]

@@ -1,0 +1,353 @@
+/* Kafka v2 record batches: see batch.h for the contract of each function. */
+#include "batch.h"
+
+#include <string.h>
+
+#include "batch_layout.h"
+#include "bytes_be.h"
+#include "crc32c.h"
+#include "status.h"
+#include "varint.h"
+
+/* Broken invariants are our bugs: fail loudly even in release builds (STYLE.md rule 5);
+ * assert() would vanish under NDEBUG. */
+#define EOS_VERIFY(cond)          \
+    do {                          \
+        if (!(cond)) __builtin_trap(); \
+    } while (0)
+
+static int check_magic(int8_t magic) {
+    if (magic == EOS_MAGIC_V2) return EOS_OK;
+    if (magic == 0 || magic == 1) return EOS_UNSUPPORTED_MAGIC;
+    return EOS_BAD_MAGIC;
+}
+
+int eos_read_header(const uint8_t *buf, size_t len, eos_batch_header *out) {
+    if (len < EOS_HEADER_SIZE) return EOS_TRUNCATED_HEADER;
+    out->base_offset = eos_load_i64be(buf + EOS_BASE_OFFSET_OFFSET);
+    out->batch_length = eos_load_i32be(buf + EOS_BATCH_LENGTH_OFFSET);
+    out->partition_leader_epoch = eos_load_i32be(buf + EOS_PARTITION_LEADER_EPOCH_OFFSET);
+    out->magic = (int8_t)buf[EOS_MAGIC_OFFSET];
+    out->crc = eos_load_u32be(buf + EOS_CRC_OFFSET);
+    out->attributes = eos_load_i16be(buf + EOS_ATTRIBUTES_OFFSET);
+    out->last_offset_delta = eos_load_i32be(buf + EOS_LAST_OFFSET_DELTA_OFFSET);
+    out->base_timestamp = eos_load_i64be(buf + EOS_BASE_TIMESTAMP_OFFSET);
+    out->max_timestamp = eos_load_i64be(buf + EOS_MAX_TIMESTAMP_OFFSET);
+    out->producer_id = eos_load_i64be(buf + EOS_PRODUCER_ID_OFFSET);
+    out->producer_epoch = eos_load_i16be(buf + EOS_PRODUCER_EPOCH_OFFSET);
+    out->base_sequence = eos_load_i32be(buf + EOS_BASE_SEQUENCE_OFFSET);
+    out->records_count = eos_load_i32be(buf + EOS_RECORDS_COUNT_OFFSET);
+    if (out->batch_length < EOS_BATCH_LENGTH_MIN) return EOS_BATCH_LENGTH_TOO_SMALL;
+    return check_magic(out->magic);
+}
+
+void eos_write_header(uint8_t *buf, const eos_batch_header *h) {
+    eos_store_i64be(buf + EOS_BASE_OFFSET_OFFSET, h->base_offset);
+    eos_store_i32be(buf + EOS_BATCH_LENGTH_OFFSET, h->batch_length);
+    eos_store_i32be(buf + EOS_PARTITION_LEADER_EPOCH_OFFSET, h->partition_leader_epoch);
+    buf[EOS_MAGIC_OFFSET] = (uint8_t)h->magic;
+    eos_store_u32be(buf + EOS_CRC_OFFSET, h->crc);
+    eos_store_i16be(buf + EOS_ATTRIBUTES_OFFSET, h->attributes);
+    eos_store_i32be(buf + EOS_LAST_OFFSET_DELTA_OFFSET, h->last_offset_delta);
+    eos_store_i64be(buf + EOS_BASE_TIMESTAMP_OFFSET, h->base_timestamp);
+    eos_store_i64be(buf + EOS_MAX_TIMESTAMP_OFFSET, h->max_timestamp);
+    eos_store_i64be(buf + EOS_PRODUCER_ID_OFFSET, h->producer_id);
+    eos_store_i16be(buf + EOS_PRODUCER_EPOCH_OFFSET, h->producer_epoch);
+    eos_store_i32be(buf + EOS_BASE_SEQUENCE_OFFSET, h->base_sequence);
+    eos_store_i32be(buf + EOS_RECORDS_COUNT_OFFSET, h->records_count);
+}
+
+/* Kafka's FileLogInputStream gives up quietly with fewer than 17 bytes (offset, length and
+ * magic) left, and when the length runs past the end; only then is the magic read. */
+#define EOS_HEADER_SIZE_UP_TO_MAGIC 17
+
+int eos_frame_batch(const uint8_t *buf, size_t len, size_t *size) {
+    if (len < EOS_HEADER_SIZE_UP_TO_MAGIC) return EOS_TRUNCATED_BATCH;
+    int32_t batch_length = eos_load_i32be(buf + EOS_BATCH_LENGTH_OFFSET);
+    if (batch_length < EOS_BATCH_LENGTH_MIN) return EOS_BATCH_LENGTH_TOO_SMALL;
+    size_t total = (size_t)EOS_LOG_OVERHEAD + (size_t)batch_length;
+    if (total > len) return EOS_TRUNCATED_BATCH;
+    int status = check_magic((int8_t)buf[EOS_MAGIC_OFFSET]);
+    if (status != EOS_OK) return status;
+    *size = total;
+    return EOS_OK;
+}
+
+uint32_t eos_batch_crc(const uint8_t *batch, size_t size) {
+    EOS_VERIFY(size >= EOS_HEADER_SIZE);
+    return eos_crc32c(0, batch + EOS_ATTRIBUTES_OFFSET, size - EOS_ATTRIBUTES_OFFSET);
+}
+
+/* Reads a varint field inside a record; any failure of a field varint is BAD_VARINT. */
+#define READ_VARINT(p, end, out)                        \
+    do {                                                \
+        size_t used_ = eos_decode_varint((p), (end), (out)); \
+        if (used_ == 0) return EOS_BAD_VARINT;          \
+        (p) += used_;                                   \
+    } while (0)
+
+int eos_parse_record(const uint8_t **cursor, const uint8_t *end, eos_record *r) {
+    const uint8_t *p = *cursor;
+    if (p >= end) return EOS_RECORD_OVERRUN; /* the section ended before the declared count */
+    int32_t length;
+    READ_VARINT(p, end, &length);
+    if (length < 0) return EOS_RECORD_SIZE_MISMATCH;
+    if ((size_t)length > (size_t)(end - p)) return EOS_RECORD_OVERRUN;
+    const uint8_t *record_end = p + length;
+
+    if (p >= record_end) return EOS_RECORD_OVERRUN;
+    p++; /* attributes: unused in v2 */
+    size_t used = eos_decode_varlong(p, record_end, &r->timestamp_delta);
+    if (used == 0) return EOS_BAD_VARINT;
+    p += used;
+    READ_VARINT(p, record_end, &r->offset_delta);
+
+    READ_VARINT(p, record_end, &r->key_length);
+    r->key = p;
+    if (r->key_length > 0) {
+        if ((size_t)r->key_length > (size_t)(record_end - p)) return EOS_RECORD_OVERRUN;
+        p += r->key_length;
+    }
+    READ_VARINT(p, record_end, &r->value_length);
+    r->value = p;
+    if (r->value_length > 0) {
+        if ((size_t)r->value_length > (size_t)(record_end - p)) return EOS_RECORD_OVERRUN;
+        p += r->value_length;
+    }
+    READ_VARINT(p, record_end, &r->headers_count);
+    if (r->headers_count < 0 || (size_t)r->headers_count > (size_t)(record_end - p))
+        return EOS_BAD_HEADER_COUNT;
+    r->headers = p;
+    for (int32_t i = 0; i < r->headers_count; i++) {
+        int32_t key_length, value_length;
+        READ_VARINT(p, record_end, &key_length);
+        if (key_length < 0) return EOS_BAD_HEADER_KEY;
+        if ((size_t)key_length > (size_t)(record_end - p)) return EOS_RECORD_OVERRUN;
+        p += key_length;
+        READ_VARINT(p, record_end, &value_length);
+        if (value_length > 0) {
+            if ((size_t)value_length > (size_t)(record_end - p)) return EOS_RECORD_OVERRUN;
+            p += value_length;
+        }
+    }
+    if (p != record_end) return EOS_RECORD_SIZE_MISMATCH;
+    r->end = record_end;
+    *cursor = record_end;
+    return EOS_OK;
+}
+
+int eos_utf8_valid(const uint8_t *p, size_t len) {
+    size_t i = 0;
+    while (i < len) {
+        uint8_t c = p[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t need;
+        uint8_t low = 0x80, high = 0xBF; /* allowed range of the first continuation byte */
+        if (c >= 0xC2 && c <= 0xDF) {
+            need = 1;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            need = 2;
+            if (c == 0xE0) low = 0xA0;  /* no overlong 3-byte forms */
+            if (c == 0xED) high = 0x9F; /* no UTF-16 surrogates */
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            need = 3;
+            if (c == 0xF0) low = 0x90;  /* no overlong 4-byte forms */
+            if (c == 0xF4) high = 0x8F; /* nothing above U+10FFFF */
+        } else {
+            return 0;
+        }
+        if (need > len - i - 1) return 0;
+        if (p[i + 1] < low || p[i + 1] > high) return 0;
+        for (size_t k = 2; k <= need; k++)
+            if ((p[i + k] & 0xC0) != 0x80) return 0;
+        i += need + 1;
+    }
+    return 1;
+}
+
+/* One header of a record whose structure eos_parse_record already checked: these reads
+ * cannot fail, and the cursor stays inside the record. */
+typedef struct {
+    const uint8_t *key;
+    int32_t key_length;
+    const uint8_t *value;
+    int32_t value_length; /* < 0: null */
+} checked_header;
+
+static inline const uint8_t *next_checked_header(const uint8_t *p, const uint8_t *end,
+                                                 checked_header *h) {
+    h->key_length = 0;
+    h->value_length = -1;
+    p += eos_decode_varint(p, end, &h->key_length);
+    h->key = p;
+    p += h->key_length;
+    p += eos_decode_varint(p, end, &h->value_length);
+    h->value = p;
+    if (h->value_length > 0) p += h->value_length;
+    return p;
+}
+
+static int check_header_keys_utf8(const eos_record *r) {
+    const uint8_t *p = r->headers;
+    for (int32_t i = 0; i < r->headers_count; i++) {
+        checked_header h;
+        p = next_checked_header(p, r->end, &h);
+        if (!eos_utf8_valid(h.key, (size_t)h.key_length)) return EOS_BAD_HEADER_KEY_UTF8;
+    }
+    EOS_VERIFY(p == r->end);
+    return EOS_OK;
+}
+
+int eos_walk_records(const uint8_t *records, size_t len, int32_t count, int64_t base_timestamp,
+                     int flags, eos_walk_result *out) {
+    const uint8_t *cursor = records, *end = records + len;
+    out->max_timestamp = -1;
+    out->offset_delta_of_max_timestamp = 0;
+    out->first_key_length = -1;
+    for (int32_t i = 0; i < count; i++) {
+        eos_record r;
+        int status = eos_parse_record(&cursor, end, &r);
+        if (status != EOS_OK) return status;
+        if (flags & EOS_WALK_CLIENT_RULES) {
+            if (r.offset_delta != i) return EOS_BAD_OFFSET_DELTA;
+            status = check_header_keys_utf8(&r);
+            if (status != EOS_OK) return status;
+        }
+        if (i == 0) out->first_key_length = r.key_length;
+        int64_t timestamp = base_timestamp + r.timestamp_delta;
+        if (i == 0 || timestamp > out->max_timestamp) {
+            out->max_timestamp = timestamp;
+            out->offset_delta_of_max_timestamp = r.offset_delta;
+        }
+    }
+    if (cursor != end) return EOS_RECORDS_REMAINING;
+    return EOS_OK;
+}
+
+static inline void set_bit(uint8_t *bitmap, int64_t i, int on) {
+    uint8_t mask = (uint8_t)(1u << (i & 7));
+    if (on)
+        bitmap[i >> 3] |= mask;
+    else
+        bitmap[i >> 3] &= (uint8_t)~mask;
+}
+
+/* Append one record's headers to the header columns; the structure was already checked. */
+static int decode_headers(eos_columns *c, const eos_record *r, int64_t *entries,
+                          int64_t *key_bytes, int64_t *value_bytes) {
+    const uint8_t *p = r->headers;
+    for (int32_t i = 0; i < r->headers_count; i++) {
+        checked_header h;
+        p = next_checked_header(p, r->end, &h);
+        int32_t key_length = h.key_length, value_length = h.value_length;
+        const uint8_t *key = h.key, *value = h.value;
+        int64_t value_size = value_length > 0 ? value_length : 0;
+        if (*entries >= c->header_entries_capacity ||
+            *key_bytes + key_length > c->header_key_bytes_capacity ||
+            *value_bytes + value_size > c->header_value_bytes_capacity)
+            return EOS_NEED_SPACE;
+        memcpy(c->header_key_data + *key_bytes, key, (size_t)key_length);
+        *key_bytes += key_length;
+        if (value_size) memcpy(c->header_value_data + *value_bytes, value, (size_t)value_size);
+        *value_bytes += value_size;
+        set_bit(c->header_value_validity, *entries, value_length >= 0);
+        *entries += 1;
+        c->header_key_offsets[*entries] = (int32_t)*key_bytes;
+        c->header_value_offsets[*entries] = (int32_t)*value_bytes;
+    }
+    return EOS_OK;
+}
+
+int eos_decode_records(eos_columns *c, const uint8_t *records, size_t len,
+                       const eos_batch_header *h, int64_t offset_min, int64_t offset_end) {
+    const uint8_t *cursor = records, *end = records + len;
+    /* Work on local counters and publish them only when the whole batch decoded, so a failed
+     * or retried batch leaves the columns exactly as they were. */
+    int64_t n = c->records, key_bytes = c->key_bytes, value_bytes = c->value_bytes;
+    int64_t entries = c->header_entries, header_key_bytes = c->header_key_bytes;
+    int64_t header_value_bytes = c->header_value_bytes;
+    int log_append_time = (h->attributes & EOS_TIMESTAMP_TYPE_MASK) != 0;
+    if (h->records_count < 0) return EOS_NEGATIVE_COUNT;
+    for (int32_t i = 0; i < h->records_count; i++) {
+        eos_record r;
+        int status = eos_parse_record(&cursor, end, &r);
+        if (status != EOS_OK) return status;
+        int64_t offset = h->base_offset + r.offset_delta;
+        if (offset < offset_min || offset >= offset_end) continue;
+        int64_t key_size = r.key_length > 0 ? r.key_length : 0;
+        int64_t value_size = r.value_length > 0 ? r.value_length : 0;
+        if (n >= c->records_capacity || key_bytes + key_size > c->key_bytes_capacity ||
+            value_bytes + value_size > c->value_bytes_capacity)
+            return EOS_NEED_SPACE;
+        c->offset[n] = offset;
+        c->timestamp_ms[n] = log_append_time ? h->max_timestamp
+                                             : h->base_timestamp + r.timestamp_delta;
+        c->timestamp_type[n] = log_append_time;
+        if (key_size) memcpy(c->key_data + key_bytes, r.key, (size_t)key_size);
+        key_bytes += key_size;
+        set_bit(c->key_validity, n, r.key_length >= 0);
+        c->key_offsets[n + 1] = (int32_t)key_bytes;
+        if (value_size) memcpy(c->value_data + value_bytes, r.value, (size_t)value_size);
+        value_bytes += value_size;
+        set_bit(c->value_validity, n, r.value_length >= 0);
+        c->value_offsets[n + 1] = (int32_t)value_bytes;
+        if (c->headers_wanted) {
+            status = decode_headers(c, &r, &entries, &header_key_bytes, &header_value_bytes);
+            if (status != EOS_OK) return status;
+            set_bit(c->header_validity, n, r.headers_count > 0);
+            c->header_offsets[n + 1] = (int32_t)entries;
+        }
+        n++;
+    }
+    if (cursor != end) return EOS_RECORDS_REMAINING;
+    c->records = n;
+    c->key_bytes = key_bytes;
+    c->value_bytes = value_bytes;
+    c->header_entries = entries;
+    c->header_key_bytes = header_key_bytes;
+    c->header_value_bytes = header_value_bytes;
+    return EOS_OK;
+}
+
+size_t eos_record_body_size(int64_t timestamp_delta, int32_t offset_delta, int32_t key_length,
+                            int32_t value_length, int32_t headers_count, size_t headers_size) {
+    size_t size = 1 + eos_size_of_varlong(timestamp_delta) + eos_size_of_varint(offset_delta);
+    size += eos_size_of_varint(key_length) + (key_length > 0 ? (size_t)key_length : 0);
+    size += eos_size_of_varint(value_length) + (value_length > 0 ? (size_t)value_length : 0);
+    size += eos_size_of_varint(headers_count) + headers_size;
+    return size;
+}
+
+size_t eos_write_record(uint8_t *out, size_t body_size, int64_t timestamp_delta,
+                        int32_t offset_delta, const uint8_t *key, int32_t key_length,
+                        const uint8_t *value, int32_t value_length, int32_t headers_count,
+                        const uint8_t *headers, size_t headers_size) {
+    EOS_VERIFY(body_size <= INT32_MAX);
+    uint8_t *p = out;
+    p += eos_encode_varint(p, (int32_t)body_size);
+    uint8_t *body = p;
+    *p++ = 0; /* record attributes: unused in v2, written as 0 */
+    p += eos_encode_varlong(p, timestamp_delta);
+    p += eos_encode_varint(p, offset_delta);
+    p += eos_encode_varint(p, key_length);
+    if (key_length > 0) {
+        memcpy(p, key, (size_t)key_length);
+        p += key_length;
+    }
+    p += eos_encode_varint(p, value_length);
+    if (value_length > 0) {
+        memcpy(p, value, (size_t)value_length);
+        p += value_length;
+    }
+    p += eos_encode_varint(p, headers_count);
+    if (headers_size) {
+        memcpy(p, headers, headers_size);
+        p += headers_size;
+    }
+    /* The size computed up front and the bytes written must agree (pairs with the reader). */
+    EOS_VERIFY((size_t)(p - body) == body_size);
+    return (size_t)(p - out);
+}

@@ -1,0 +1,406 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The Kafka v2 record batch codec over the C engine. The contract is pyext/codec.pyi; the
+readable twin is eoslog.record.pycodec, and both must behave identically.
+
+Python decides per batch (framing, decompression, building result objects); every per-record
+and per-byte loop runs in engine/batch.c, without the GIL where the work is large.
+"""
+
+cimport cython
+from cpython.bytes cimport (
+    PyBytes_AS_STRING,
+    PyBytes_CheckExact,
+    PyBytes_FromStringAndSize,
+    PyBytes_GET_SIZE,
+)
+from cpython.unicode cimport PyUnicode_AsUTF8AndSize
+from libc.stdint cimport INT32_MAX, INT64_MAX, int16_t, int32_t, int64_t, uint8_t, uint32_t
+from libc.stdlib cimport free, realloc
+from libc.string cimport memcpy
+
+from batch cimport (
+    EOS_WALK_CLIENT_RULES,
+    eos_batch_crc,
+    eos_batch_header,
+    eos_columns,
+    eos_decode_records,
+    eos_frame_batch,
+    eos_parse_record,
+    eos_read_header,
+    eos_record,
+    eos_record_body_size,
+    eos_walk_records,
+    eos_walk_result,
+    eos_write_header,
+    eos_write_record,
+)
+from engine cimport *
+
+import numpy as np
+
+from eoslog import limits
+from eoslog.errors import RecordTooLargeError, raise_for_status
+from eoslog.record import layout, lz4frame
+from eoslog.record import status as status_codes
+from eoslog.record.columns import ColumnarRecords, RecordHeaders
+from eoslog.record.types import BatchHeader, Record, ValidatedBatch
+
+# The C statement of the layout and status codes, for tests/test_layout.py to compare with
+# layout.py and status.py (STYLE.md rule 1).
+LAYOUT = {
+    "BASE_OFFSET_OFFSET": EOS_BASE_OFFSET_OFFSET,
+    "BATCH_LENGTH_OFFSET": EOS_BATCH_LENGTH_OFFSET,
+    "PARTITION_LEADER_EPOCH_OFFSET": EOS_PARTITION_LEADER_EPOCH_OFFSET,
+    "MAGIC_OFFSET": EOS_MAGIC_OFFSET,
+    "CRC_OFFSET": EOS_CRC_OFFSET,
+    "ATTRIBUTES_OFFSET": EOS_ATTRIBUTES_OFFSET,
+    "LAST_OFFSET_DELTA_OFFSET": EOS_LAST_OFFSET_DELTA_OFFSET,
+    "BASE_TIMESTAMP_OFFSET": EOS_BASE_TIMESTAMP_OFFSET,
+    "MAX_TIMESTAMP_OFFSET": EOS_MAX_TIMESTAMP_OFFSET,
+    "PRODUCER_ID_OFFSET": EOS_PRODUCER_ID_OFFSET,
+    "PRODUCER_EPOCH_OFFSET": EOS_PRODUCER_EPOCH_OFFSET,
+    "BASE_SEQUENCE_OFFSET": EOS_BASE_SEQUENCE_OFFSET,
+    "RECORDS_COUNT_OFFSET": EOS_RECORDS_COUNT_OFFSET,
+    "RECORDS_OFFSET": EOS_RECORDS_OFFSET,
+    "LOG_OVERHEAD": EOS_LOG_OVERHEAD,
+    "HEADER_SIZE": EOS_HEADER_SIZE,
+    "BATCH_LENGTH_MIN": EOS_BATCH_LENGTH_MIN,
+    "MAGIC_V2": EOS_MAGIC_V2,
+    "COMPRESSION_MASK": EOS_COMPRESSION_MASK,
+    "TIMESTAMP_TYPE_MASK": EOS_TIMESTAMP_TYPE_MASK,
+    "TRANSACTIONAL_MASK": EOS_TRANSACTIONAL_MASK,
+    "CONTROL_MASK": EOS_CONTROL_MASK,
+    "DELETE_HORIZON_MASK": EOS_DELETE_HORIZON_MASK,
+    "COMPRESSION_NONE": EOS_COMPRESSION_NONE,
+    "COMPRESSION_LZ4": EOS_COMPRESSION_LZ4,
+    "CONTROL_ABORT": EOS_CONTROL_ABORT,
+    "CONTROL_COMMIT": EOS_CONTROL_COMMIT,
+    "CONTROL_KEY_SIZE": EOS_CONTROL_KEY_SIZE,
+}
+STATUS = {
+    "OK": EOS_OK,
+    "TRUNCATED_HEADER": EOS_TRUNCATED_HEADER,
+    "BATCH_LENGTH_TOO_SMALL": EOS_BATCH_LENGTH_TOO_SMALL,
+    "BAD_MAGIC": EOS_BAD_MAGIC,
+    "UNSUPPORTED_MAGIC": EOS_UNSUPPORTED_MAGIC,
+    "TRUNCATED_BATCH": EOS_TRUNCATED_BATCH,
+    "TRAILING_BYTES": EOS_TRAILING_BYTES,
+    "CRC_MISMATCH": EOS_CRC_MISMATCH,
+    "BATCH_TOO_LARGE": EOS_BATCH_TOO_LARGE,
+    "NONZERO_BASE_OFFSET": EOS_NONZERO_BASE_OFFSET,
+    "CONTROL_FROM_CLIENT": EOS_CONTROL_FROM_CLIENT,
+    "COUNT_MISMATCH": EOS_COUNT_MISMATCH,
+    "SEQUENCE_WITHOUT_PRODUCER": EOS_SEQUENCE_WITHOUT_PRODUCER,
+    "TRANSACTIONAL_WITHOUT_PRODUCER": EOS_TRANSACTIONAL_WITHOUT_PRODUCER,
+    "UNSUPPORTED_COMPRESSION": EOS_UNSUPPORTED_COMPRESSION,
+    "BAD_COMPRESSION": EOS_BAD_COMPRESSION,
+    "DECOMPRESS_FAILED": EOS_DECOMPRESS_FAILED,
+    "BAD_VARINT": EOS_BAD_VARINT,
+    "RECORD_OVERRUN": EOS_RECORD_OVERRUN,
+    "RECORD_SIZE_MISMATCH": EOS_RECORD_SIZE_MISMATCH,
+    "BAD_HEADER_COUNT": EOS_BAD_HEADER_COUNT,
+    "BAD_HEADER_KEY": EOS_BAD_HEADER_KEY,
+    "RECORDS_REMAINING": EOS_RECORDS_REMAINING,
+    "BAD_OFFSET_DELTA": EOS_BAD_OFFSET_DELTA,
+    "NEGATIVE_COUNT": EOS_NEGATIVE_COUNT,
+    "DECOMPRESSED_TOO_LARGE": EOS_DECOMPRESSED_TOO_LARGE,
+    "BAD_HEADER_KEY_UTF8": EOS_BAD_HEADER_KEY_UTF8,
+    "BAD_CONTROL_RECORD": EOS_BAD_CONTROL_RECORD,
+}
+
+# Work on more bytes than this runs without the GIL; below it, releasing costs more than it
+# saves (a GIL round trip is ~100 ns, a kilobyte of decode about as much).
+cdef size_t NOGIL_BYTES = 64 * 1024
+cdef uint8_t EMPTY[1]
+
+
+cdef inline const uint8_t *start_of(const uint8_t[::1] view) noexcept:
+    """Address of a view's first byte; a valid (never read) address for an empty view."""
+    if view.shape[0] == 0:
+        return <const uint8_t *>EMPTY
+    return &view[0]
+
+
+cdef inline Py_ssize_t checked_position(Py_ssize_t position, Py_ssize_t size) except -1:
+    if position < 0 or position > size:
+        raise ValueError(f"position {position} is outside the buffer of {size} bytes")
+    return position
+
+
+cdef inline int check(int status, Py_ssize_t position) except -1:
+    if status != EOS_OK:
+        raise_for_status(status, position)
+    return 0
+
+
+cdef object header_object(const eos_batch_header *h):
+    return BatchHeader(
+        h.base_offset, h.batch_length, h.partition_leader_epoch, h.magic, h.crc,
+        h.attributes, h.last_offset_delta, h.base_timestamp, h.max_timestamp,
+        h.producer_id, h.producer_epoch, h.base_sequence, h.records_count,
+    )
+
+
+cdef class _RecordsSection:
+    """The records bytes of one batch: a pointer into the caller's buffer when uncompressed,
+    or the decompressed bytes (owned here) for lz4."""
+
+    cdef const uint8_t *start
+    cdef size_t size
+    cdef object owner
+
+
+cdef _RecordsSection records_section(object data, const uint8_t *batch, size_t size,
+                                     const eos_batch_header *h, Py_ssize_t position):
+    """Locate (decompressing if needed) the records of the batch batch[0, size) found at
+    `position` of `data`. Raises for an unknown or unsupported codec or a bad lz4 frame."""
+    cdef _RecordsSection section = _RecordsSection.__new__(_RecordsSection)
+    cdef int codec = h.attributes & EOS_COMPRESSION_MASK
+    if codec == EOS_COMPRESSION_NONE:
+        section.start = batch + EOS_RECORDS_OFFSET
+        section.size = size - EOS_RECORDS_OFFSET
+        return section
+    if codec == EOS_COMPRESSION_LZ4:
+        # One Python call per batch: lz4frame wraps the lz4 package (reference liblz4) with
+        # Kafka's framing rules. It returns bytes, or an int status for a bad frame.
+        payload = memoryview(data)[position + EOS_RECORDS_OFFSET:position + <Py_ssize_t>size]
+        result = lz4frame.decompress(payload, limits.decompressed_batch_bytes_max)
+        if isinstance(result, int):
+            raise_for_status(result, position)
+        section.owner = result
+        section.start = <const uint8_t *>PyBytes_AS_STRING(result)
+        section.size = <size_t>PyBytes_GET_SIZE(result)
+        return section
+    if codec == 1 or codec == 2 or codec == 4:
+        raise_for_status(EOS_UNSUPPORTED_COMPRESSION, position)
+    raise_for_status(EOS_BAD_COMPRESSION, position)
+
+
+def read_header(data, Py_ssize_t position=0):
+    cdef const uint8_t[::1] view = data
+    cdef Py_ssize_t size = view.shape[0]
+    cdef eos_batch_header h
+    checked_position(position, size)
+    check(eos_read_header(start_of(view) + position, <size_t>(size - position), &h), position)
+    return header_object(&h)
+
+
+def iter_headers(data, Py_ssize_t position=0):
+    cdef const uint8_t[::1] view = data
+    cdef Py_ssize_t size = view.shape[0]
+    cdef size_t batch_size = 0
+    cdef eos_batch_header h
+    cdef int status
+    checked_position(position, size)
+    while True:
+        status = eos_frame_batch(start_of(view) + position, <size_t>(size - position),
+                                 &batch_size)
+        if status == EOS_TRUNCATED_BATCH:
+            return
+        check(status, position)
+        check(eos_read_header(start_of(view) + position, batch_size, &h), position)
+        yield position, header_object(&h)
+        position += <Py_ssize_t>batch_size
+
+
+def batch_crc(data, Py_ssize_t position=0):
+    cdef const uint8_t[::1] view = data
+    cdef Py_ssize_t size = view.shape[0]
+    cdef eos_batch_header h
+    checked_position(position, size)
+    cdef const uint8_t *batch = start_of(view) + position
+    check(eos_read_header(batch, <size_t>(size - position), &h), position)
+    cdef size_t batch_size = EOS_LOG_OVERHEAD + <size_t>h.batch_length
+    if batch_size > <size_t>(size - position):
+        raise_for_status(EOS_TRUNCATED_BATCH, position)
+    return eos_batch_crc(batch, batch_size)
+
+
+cdef int check_client_rules(const eos_batch_header *h) noexcept:
+    """The rules a leader applies to a batch from a producer (FORMAT.md §10.2)."""
+    if h.attributes & EOS_CONTROL_MASK:
+        return EOS_CONTROL_FROM_CLIENT
+    if h.records_count <= 0 or <int64_t>h.last_offset_delta + 1 != h.records_count:
+        return EOS_COUNT_MISMATCH
+    if h.producer_id >= 0 and h.base_sequence < 0:
+        return EOS_SEQUENCE_WITHOUT_PRODUCER
+    if (h.attributes & EOS_TRANSACTIONAL_MASK) and h.producer_id < 0:
+        return EOS_TRANSACTIONAL_WITHOUT_PRODUCER
+    return EOS_OK
+
+
+def validate_batch(data, *, Py_ssize_t batch_bytes_max=limits.message_bytes_default,
+                   bint from_client=True):
+    cdef const uint8_t[::1] view = data
+    cdef size_t size = <size_t>view.shape[0]
+    cdef const uint8_t *batch = start_of(view)
+    cdef eos_batch_header h
+    cdef eos_walk_result walk
+    cdef int status
+    check(eos_read_header(batch, size, &h), 0)
+    cdef size_t batch_size = EOS_LOG_OVERHEAD + <size_t>h.batch_length
+    if batch_size > size:
+        raise_for_status(EOS_TRUNCATED_BATCH, 0)
+    if batch_size < size:
+        raise_for_status(EOS_TRAILING_BYTES, 0)
+    if batch_size > <size_t>batch_bytes_max:
+        raise_for_status(EOS_BATCH_TOO_LARGE, 0)
+    if from_client and h.base_offset != 0:
+        raise_for_status(EOS_NONZERO_BASE_OFFSET, 0)
+    if eos_batch_crc(batch, batch_size) != h.crc:
+        raise_for_status(EOS_CRC_MISMATCH, 0)
+    if from_client:
+        check(check_client_rules(&h), 0)
+    if h.records_count < 0:
+        raise_for_status(EOS_NEGATIVE_COUNT, 0)
+    cdef _RecordsSection section = records_section(data, batch, batch_size, &h, 0)
+    if section.size >= NOGIL_BYTES:
+        with nogil:
+            status = eos_walk_records(section.start, section.size, h.records_count,
+                                      h.base_timestamp, EOS_WALK_CLIENT_RULES, &walk)
+    else:
+        status = eos_walk_records(section.start, section.size, h.records_count,
+                                  h.base_timestamp, EOS_WALK_CLIENT_RULES, &walk)
+    check(status, 0)
+    if h.attributes & EOS_CONTROL_MASK:
+        if h.records_count != 1 or walk.first_key_length < EOS_CONTROL_KEY_SIZE:
+            raise_for_status(EOS_BAD_CONTROL_RECORD, 0)
+    header = header_object(&h)
+    if h.attributes & EOS_TIMESTAMP_TYPE_MASK:
+        return ValidatedBatch(header, h.max_timestamp, h.last_offset_delta)
+    if h.records_count == 0:
+        return ValidatedBatch(header, h.max_timestamp, 0)
+    return ValidatedBatch(header, walk.max_timestamp, walk.offset_delta_of_max_timestamp)
+
+
+cdef tuple headers_tuple(const eos_record *r):
+    """The record's headers as Python objects; keys decoded as Java's String(byte[]) would."""
+    if r.headers_count == 0:
+        return ()
+    cdef list out = []
+    cdef const uint8_t *p = r.headers
+    cdef int32_t i, key_length, value_length
+    for i in range(r.headers_count):
+        # The structure was checked by eos_parse_record, so these reads stay in bounds.
+        p += eos_decode_varint(p, r.end, &key_length)
+        key = (<const char *>p)[:key_length].decode("utf-8", "replace")
+        p += key_length
+        p += eos_decode_varint(p, r.end, &value_length)
+        if value_length < 0:
+            value = None
+        else:
+            value = PyBytes_FromStringAndSize(<const char *>p, value_length)
+            p += value_length
+        out.append((key, value))
+    return tuple(out)
+
+
+cdef inline object bytes_or_none(const uint8_t *p, int32_t length):
+    if length < 0:
+        return None
+    return PyBytes_FromStringAndSize(<const char *>p, length)
+
+
+def batch_records(data, Py_ssize_t position=0, *, bint verify_crc=True):
+    cdef const uint8_t[::1] view = data
+    cdef Py_ssize_t size = view.shape[0]
+    cdef eos_batch_header h
+    cdef eos_record r
+    checked_position(position, size)
+    cdef const uint8_t *batch = start_of(view) + position
+    check(eos_read_header(batch, <size_t>(size - position), &h), position)
+    cdef size_t batch_size = EOS_LOG_OVERHEAD + <size_t>h.batch_length
+    if batch_size > <size_t>(size - position):
+        raise_for_status(EOS_TRUNCATED_BATCH, position)
+    if verify_crc and eos_batch_crc(batch, batch_size) != h.crc:
+        raise_for_status(EOS_CRC_MISMATCH, position)
+    if h.records_count < 0:
+        raise_for_status(EOS_NEGATIVE_COUNT, position)
+    cdef _RecordsSection section = records_section(data, batch, batch_size, &h, position)
+    cdef const uint8_t *cursor = section.start
+    cdef const uint8_t *end = section.start + section.size
+    cdef bint log_append_time = (h.attributes & EOS_TIMESTAMP_TYPE_MASK) != 0
+    cdef list records = []
+    cdef int32_t i
+    for i in range(h.records_count):
+        check(eos_parse_record(&cursor, end, &r), position)
+        records.append(Record(
+            h.base_offset + r.offset_delta,
+            h.max_timestamp if log_append_time else h.base_timestamp + r.timestamp_delta,
+            bytes_or_none(r.key, r.key_length),
+            bytes_or_none(r.value, r.value_length),
+            headers_tuple(&r),
+        ))
+    if cursor != end:
+        raise_for_status(EOS_RECORDS_REMAINING, position)
+    return records
+
+
+def stamp_batch(data, *, int64_t base_offset, int32_t partition_leader_epoch,
+                int64_t log_append_time_ms=-1):
+    cdef uint8_t[::1] view
+    try:
+        view = data
+    except (BufferError, ValueError, TypeError):
+        raise TypeError("stamp_batch needs a writable buffer") from None
+    cdef size_t size = <size_t>view.shape[0]
+    cdef eos_batch_header h
+    check(eos_read_header(start_of(view), size, &h), 0)
+    cdef size_t batch_size = EOS_LOG_OVERHEAD + <size_t>h.batch_length
+    if batch_size > size:
+        raise_for_status(EOS_TRUNCATED_BATCH, 0)
+    if batch_size < size:
+        raise_for_status(EOS_TRAILING_BYTES, 0)
+    h.base_offset = base_offset
+    h.partition_leader_epoch = partition_leader_epoch
+    if log_append_time_ms >= 0:
+        h.attributes = h.attributes | EOS_TIMESTAMP_TYPE_MASK
+        h.max_timestamp = log_append_time_ms
+    eos_write_header(&view[0], &h)
+    if log_append_time_ms >= 0:
+        # Only the attributes and max timestamp are covered by the CRC (FORMAT.md §1.1).
+        h.crc = eos_batch_crc(&view[0], batch_size)
+        eos_write_header(&view[0], &h)
+
+
+def build_control_batch(int control_type, *, int64_t producer_id, int16_t producer_epoch,
+                        int32_t coordinator_epoch, int64_t timestamp, int64_t base_offset=0,
+                        int32_t partition_leader_epoch=-1):
+    if control_type != EOS_CONTROL_ABORT and control_type != EOS_CONTROL_COMMIT:
+        raise ValueError(f"control type must be 0 (ABORT) or 1 (COMMIT), not {control_type}")
+    cdef uint8_t key[4]
+    cdef uint8_t value[6]
+    eos_store_i16be(key, 0)  # control key version 0
+    eos_store_i16be(key + 2, <int16_t>control_type)
+    eos_store_i16be(value, 0)  # end-transaction marker version 0
+    eos_store_i32be(value + 2, coordinator_epoch)
+    cdef size_t body = eos_record_body_size(0, 0, 4, 6, 0, 0)
+    out = PyBytes_FromStringAndSize(NULL, EOS_RECORDS_OFFSET + 1 + <Py_ssize_t>body)
+    cdef uint8_t *batch = <uint8_t *>PyBytes_AS_STRING(out)
+    cdef size_t written = eos_write_record(batch + EOS_RECORDS_OFFSET, body, 0, 0, key, 4,
+                                           value, 6, 0, NULL, 0)
+    cdef size_t batch_size = EOS_RECORDS_OFFSET + written
+    if batch_size != <size_t>PyBytes_GET_SIZE(out):
+        raise AssertionError("control record size disagrees with its encoding")
+    cdef eos_batch_header h
+    h.base_offset = base_offset
+    h.batch_length = <int32_t>(batch_size - EOS_LOG_OVERHEAD)
+    h.partition_leader_epoch = partition_leader_epoch
+    h.magic = EOS_MAGIC_V2
+    h.crc = 0
+    h.attributes = EOS_TRANSACTIONAL_MASK | EOS_CONTROL_MASK
+    h.last_offset_delta = 0
+    h.base_timestamp = timestamp
+    h.max_timestamp = timestamp
+    h.producer_id = producer_id
+    h.producer_epoch = producer_epoch
+    h.base_sequence = -1
+    h.records_count = 1
+    eos_write_header(batch, &h)
+    h.crc = eos_batch_crc(batch, batch_size)
+    eos_write_header(batch, &h)
+    return out
+
+
+include "columns.pxi"
+include "builder.pxi"

@@ -1,0 +1,225 @@
+# Columnar decode (included into codec.pyx): a run of whole batches -> Arrow-layout buffers,
+# with no Python object per record. See decode_columns in pyext/codec.pyi.
+
+from libc.string cimport memset
+
+
+cdef inline int64_t grown(int64_t capacity, int64_t needed) noexcept:
+    """A new capacity of at least `needed`, at least doubling so growth stays amortized."""
+    return needed if needed > 2 * capacity else 2 * capacity
+
+
+@cython.final
+cdef class _ColumnBuffers:
+    """numpy arrays behind an eos_columns struct. Capacities only grow; each growth copies
+    what was used and re-points the struct."""
+
+    cdef eos_columns c
+    cdef object offset, timestamp_ms, timestamp_type
+    cdef object key_offsets, key_data, key_validity
+    cdef object value_offsets, value_data, value_validity
+    cdef object header_offsets, header_validity, header_key_offsets, header_key_data
+    cdef object header_value_offsets, header_value_data, header_value_validity
+
+    def __cinit__(self, bint headers_wanted):
+        memset(&self.c, 0, sizeof(eos_columns))
+        self.c.headers_wanted = headers_wanted
+        self.offset = np.empty(0, np.int64)
+        self.timestamp_ms = np.empty(0, np.int64)
+        self.timestamp_type = np.empty(0, np.int32)
+        self.key_offsets = np.zeros(1, np.int32)
+        self.value_offsets = np.zeros(1, np.int32)
+        self.key_data = np.empty(0, np.uint8)
+        self.value_data = np.empty(0, np.uint8)
+        self.key_validity = np.empty(0, np.uint8)
+        self.value_validity = np.empty(0, np.uint8)
+        self.header_offsets = np.zeros(1, np.int32)
+        self.header_validity = np.empty(0, np.uint8)
+        self.header_key_offsets = np.zeros(1, np.int32)
+        self.header_value_offsets = np.zeros(1, np.int32)
+        self.header_key_data = np.empty(0, np.uint8)
+        self.header_value_data = np.empty(0, np.uint8)
+        self.header_value_validity = np.empty(0, np.uint8)
+        self.point()
+
+    cdef void point(self):
+        cdef int64_t[::1] i64
+        cdef int32_t[::1] i32
+        cdef uint8_t[::1] u8
+        i64 = self.offset; self.c.offset = &i64[0] if i64.shape[0] else NULL
+        i64 = self.timestamp_ms; self.c.timestamp_ms = &i64[0] if i64.shape[0] else NULL
+        i32 = self.timestamp_type; self.c.timestamp_type = &i32[0] if i32.shape[0] else NULL
+        i32 = self.key_offsets; self.c.key_offsets = &i32[0]
+        i32 = self.value_offsets; self.c.value_offsets = &i32[0]
+        u8 = self.key_data; self.c.key_data = &u8[0] if u8.shape[0] else NULL
+        u8 = self.value_data; self.c.value_data = &u8[0] if u8.shape[0] else NULL
+        u8 = self.key_validity; self.c.key_validity = &u8[0] if u8.shape[0] else NULL
+        u8 = self.value_validity; self.c.value_validity = &u8[0] if u8.shape[0] else NULL
+        i32 = self.header_offsets; self.c.header_offsets = &i32[0]
+        i32 = self.header_key_offsets; self.c.header_key_offsets = &i32[0]
+        i32 = self.header_value_offsets; self.c.header_value_offsets = &i32[0]
+        u8 = self.header_validity; self.c.header_validity = &u8[0] if u8.shape[0] else NULL
+        u8 = self.header_key_data; self.c.header_key_data = &u8[0] if u8.shape[0] else NULL
+        u8 = self.header_value_data
+        self.c.header_value_data = &u8[0] if u8.shape[0] else NULL
+        u8 = self.header_value_validity
+        self.c.header_value_validity = &u8[0] if u8.shape[0] else NULL
+
+    cdef int reserve(self, int64_t records, int64_t section_bytes) except -1:
+        """Room for one more records section of section_bytes holding at most `records`
+        records: keys, values and header fields each fit in the section's bytes, and a
+        header takes at least 2 of them (limits.record_header_bytes_min)."""
+        cdef eos_columns *c = &self.c
+        cdef bint moved = False
+        cdef int64_t need
+        need = c.records + records
+        if need > c.records_capacity:
+            cap = grown(c.records_capacity, need)
+            self.offset = _grow(self.offset, c.records, cap)
+            self.timestamp_ms = _grow(self.timestamp_ms, c.records, cap)
+            self.timestamp_type = _grow(self.timestamp_type, c.records, cap)
+            self.key_offsets = _grow(self.key_offsets, c.records + 1, cap + 1)
+            self.value_offsets = _grow(self.value_offsets, c.records + 1, cap + 1)
+            self.key_validity = _grow(self.key_validity, (c.records + 7) // 8, (cap + 7) // 8)
+            self.value_validity = _grow(self.value_validity, (c.records + 7) // 8,
+                                        (cap + 7) // 8)
+            if c.headers_wanted:
+                self.header_offsets = _grow(self.header_offsets, c.records + 1, cap + 1)
+                self.header_validity = _grow(self.header_validity, (c.records + 7) // 8,
+                                             (cap + 7) // 8)
+            c.records_capacity = cap
+            moved = True
+        if c.key_bytes + section_bytes > c.key_bytes_capacity:
+            cap = grown(c.key_bytes_capacity, c.key_bytes + section_bytes)
+            self.key_data = _grow(self.key_data, c.key_bytes, cap)
+            c.key_bytes_capacity = cap
+            moved = True
+        if c.value_bytes + section_bytes > c.value_bytes_capacity:
+            cap = grown(c.value_bytes_capacity, c.value_bytes + section_bytes)
+            self.value_data = _grow(self.value_data, c.value_bytes, cap)
+            c.value_bytes_capacity = cap
+            moved = True
+        if c.headers_wanted:
+            need = c.header_entries + section_bytes // limits.record_header_bytes_min
+            if need > c.header_entries_capacity:
+                cap = grown(c.header_entries_capacity, need)
+                self.header_key_offsets = _grow(self.header_key_offsets,
+                                                c.header_entries + 1, cap + 1)
+                self.header_value_offsets = _grow(self.header_value_offsets,
+                                                  c.header_entries + 1, cap + 1)
+                self.header_value_validity = _grow(self.header_value_validity,
+                                                   (c.header_entries + 7) // 8, (cap + 7) // 8)
+                c.header_entries_capacity = cap
+                moved = True
+            if c.header_key_bytes + section_bytes > c.header_key_bytes_capacity:
+                cap = grown(c.header_key_bytes_capacity, c.header_key_bytes + section_bytes)
+                self.header_key_data = _grow(self.header_key_data, c.header_key_bytes, cap)
+                c.header_key_bytes_capacity = cap
+                moved = True
+            if c.header_value_bytes + section_bytes > c.header_value_bytes_capacity:
+                cap = grown(c.header_value_bytes_capacity,
+                            c.header_value_bytes + section_bytes)
+                self.header_value_data = _grow(self.header_value_data,
+                                               c.header_value_bytes, cap)
+                c.header_value_bytes_capacity = cap
+                moved = True
+        if moved:
+            self.point()
+        return 0
+
+    cdef object result(self, Py_ssize_t end_position):
+        cdef eos_columns *c = &self.c
+        n = c.records
+        headers = None
+        if c.headers_wanted:
+            entries = c.header_entries
+            headers = RecordHeaders(
+                offsets=self.header_offsets[:n + 1],
+                validity=_bitmap(self.header_validity, n),
+                key_offsets=self.header_key_offsets[:entries + 1],
+                key_data=self.header_key_data[:c.header_key_bytes],
+                value_offsets=self.header_value_offsets[:entries + 1],
+                value_data=self.header_value_data[:c.header_value_bytes],
+                value_validity=_bitmap(self.header_value_validity, entries),
+            )
+        return ColumnarRecords(
+            count=n,
+            offset=self.offset[:n],
+            timestamp_ms=self.timestamp_ms[:n],
+            timestamp_type=self.timestamp_type[:n],
+            key_offsets=self.key_offsets[:n + 1],
+            key_data=self.key_data[:c.key_bytes],
+            key_validity=_bitmap(self.key_validity, n),
+            value_offsets=self.value_offsets[:n + 1],
+            value_data=self.value_data[:c.value_bytes],
+            value_validity=_bitmap(self.value_validity, n),
+            headers=headers,
+            end_position=end_position,
+        )
+
+
+def _grow(array, used, capacity):
+    grown_array = np.empty(capacity, array.dtype)
+    grown_array[:used] = array[:used]
+    return grown_array
+
+
+def _bitmap(bits, n):
+    """The first n bits, with the unused high bits of the last byte cleared (a rolled-back
+    batch may have left bits there), so equal columns have equal bytes."""
+    out = bits[:(n + 7) // 8]
+    if n % 8:
+        out[-1] &= (1 << (n % 8)) - 1
+    return out
+
+
+def decode_columns(data, Py_ssize_t position=0, *, bint include_headers=False,
+                   bint verify_crc=True, bint include_control=False,
+                   int64_t offset_min=0, int64_t offset_end=INT64_MAX):
+    cdef const uint8_t[::1] view = data
+    cdef Py_ssize_t size = view.shape[0]
+    cdef size_t batch_size = 0
+    cdef eos_batch_header h
+    cdef int status
+    cdef _RecordsSection section
+    cdef _ColumnBuffers columns = _ColumnBuffers(include_headers)
+    cdef eos_columns saved
+    cdef const uint8_t *batch
+    checked_position(position, size)
+    while True:
+        batch = start_of(view) + position
+        status = eos_frame_batch(batch, <size_t>(size - position), &batch_size)
+        if status == EOS_TRUNCATED_BATCH:
+            break
+        check(status, position)
+        check(eos_read_header(batch, batch_size, &h), position)
+        if verify_crc and eos_batch_crc(batch, batch_size) != h.crc:
+            raise_for_status(EOS_CRC_MISMATCH, position)
+        if h.records_count < 0:
+            raise_for_status(EOS_NEGATIVE_COUNT, position)
+        if (h.attributes & EOS_CONTROL_MASK) and not include_control:
+            position += <Py_ssize_t>batch_size
+            continue
+        section = records_section(data, batch, batch_size, &h, position)
+        columns.reserve(min(<int64_t>h.records_count,
+                            <int64_t>section.size // limits.record_bytes_min),
+                        <int64_t>section.size)
+        saved = columns.c
+        if section.size >= NOGIL_BYTES:
+            with nogil:
+                status = eos_decode_records(&columns.c, section.start, section.size, &h,
+                                            offset_min, offset_end)
+        else:
+            status = eos_decode_records(&columns.c, section.start, section.size, &h,
+                                        offset_min, offset_end)
+        if status == EOS_NEED_SPACE:
+            raise AssertionError("decode_columns reserved too little room for a batch")
+        check(status, position)
+        if (columns.c.key_bytes > limits.column_bytes_max
+                or columns.c.value_bytes > limits.column_bytes_max
+                or columns.c.header_key_bytes > limits.column_bytes_max
+                or columns.c.header_value_bytes > limits.column_bytes_max):
+            columns.c = saved  # this batch goes in the next call, so offsets stay int32
+            break
+        position += <Py_ssize_t>batch_size
+    return columns.result(position)

@@ -1,0 +1,5 @@
+import sys
+
+from eoslog.cli import main
+
+sys.exit(main())
