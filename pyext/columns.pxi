@@ -169,7 +169,7 @@ def _bitmap(bits, n):
     batch may have left bits there), so equal columns have equal bytes."""
     out = bits[:(n + 7) // 8]
     if n % 8:
-        out[-1] &= (1 << (n % 8)) - 1
+        out[len(out) - 1] &= (1 << (n % 8)) - 1
     return out
 
 
