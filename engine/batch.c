@@ -78,13 +78,25 @@ uint32_t eos_batch_crc(const uint8_t *batch, size_t size) {
     return eos_crc32c(0, batch + EOS_ATTRIBUTES_OFFSET, size - EOS_ATTRIBUTES_OFFSET);
 }
 
-/* Reads a varint field inside a record; any failure of a field varint is BAD_VARINT. */
-#define READ_VARINT(p, end, out)                        \
-    do {                                                \
-        size_t used_ = eos_decode_varint((p), (end), (out)); \
-        if (used_ == 0) return EOS_BAD_VARINT;          \
-        (p) += used_;                                   \
+/* Why a varint could not be read: bytes ran out first (RECORD_OVERRUN), or all of the
+ * longest legal encoding still had continuation bits (BAD_VARINT). */
+static inline int varint_failure(const uint8_t *p, const uint8_t *end, size_t bytes_max) {
+    return (size_t)(end - p) >= bytes_max ? EOS_BAD_VARINT : EOS_RECORD_OVERRUN;
+}
+
+/* Reads a varint field bounded by end, returning the failure status from the caller. */
+#define READ_VARINT(p, end, out)                                               \
+    do {                                                                       \
+        size_t used_ = eos_decode_varint((p), (end), (out));                   \
+        if (used_ == 0) return varint_failure((p), (end), EOS_VARINT_BYTES_MAX); \
+        (p) += used_;                                                          \
     } while (0)
+
+/* base + delta as Java's long arithmetic wraps it (Kafka's reader does the same sums);
+ * in C a signed overflow would be undefined, so add as unsigned. */
+static inline int64_t wrapping_add(int64_t base, int64_t delta) {
+    return (int64_t)((uint64_t)base + (uint64_t)delta);
+}
 
 int eos_parse_record(const uint8_t **cursor, const uint8_t *end, eos_record *r) {
     const uint8_t *p = *cursor;
@@ -98,7 +110,7 @@ int eos_parse_record(const uint8_t **cursor, const uint8_t *end, eos_record *r) 
     if (p >= record_end) return EOS_RECORD_OVERRUN;
     p++; /* attributes: unused in v2 */
     size_t used = eos_decode_varlong(p, record_end, &r->timestamp_delta);
-    if (used == 0) return EOS_BAD_VARINT;
+    if (used == 0) return varint_failure(p, record_end, EOS_VARLONG_BYTES_MAX);
     p += used;
     READ_VARINT(p, record_end, &r->offset_delta);
 
@@ -217,7 +229,7 @@ int eos_walk_records(const uint8_t *records, size_t len, int32_t count, int64_t 
             if (status != EOS_OK) return status;
         }
         if (i == 0) out->first_key_length = r.key_length;
-        int64_t timestamp = base_timestamp + r.timestamp_delta;
+        int64_t timestamp = wrapping_add(base_timestamp, r.timestamp_delta);
         if (i == 0 || timestamp > out->max_timestamp) {
             out->max_timestamp = timestamp;
             out->offset_delta_of_max_timestamp = r.offset_delta;
@@ -237,7 +249,7 @@ static inline void set_bit(uint8_t *bitmap, int64_t i, int on) {
 
 /* Append one record's headers to the header columns; the structure was already checked. */
 static int decode_headers(eos_columns *c, const eos_record *r, int64_t *entries,
-                          int64_t *key_bytes, int64_t *value_bytes) {
+                          int64_t *key_bytes, int64_t *value_bytes, int64_t *invalid_keys) {
     const uint8_t *p = r->headers;
     for (int32_t i = 0; i < r->headers_count; i++) {
         checked_header h;
@@ -249,6 +261,9 @@ static int decode_headers(eos_columns *c, const eos_record *r, int64_t *entries,
             *key_bytes + key_length > c->header_key_bytes_capacity ||
             *value_bytes + value_size > c->header_value_bytes_capacity)
             return EOS_NEED_SPACE;
+        /* Arrow strings must be UTF-8: count malformed keys so the caller can replace them
+         * (rare; Java's String decoding replaces them the same way). */
+        if (!eos_utf8_valid(key, (size_t)key_length)) *invalid_keys += 1;
         memcpy(c->header_key_data + *key_bytes, key, (size_t)key_length);
         *key_bytes += key_length;
         if (value_size) memcpy(c->header_value_data + *value_bytes, value, (size_t)value_size);
@@ -269,13 +284,14 @@ int eos_decode_records(eos_columns *c, const uint8_t *records, size_t len,
     int64_t n = c->records, key_bytes = c->key_bytes, value_bytes = c->value_bytes;
     int64_t entries = c->header_entries, header_key_bytes = c->header_key_bytes;
     int64_t header_value_bytes = c->header_value_bytes;
+    int64_t invalid_keys = c->invalid_header_keys;
     int log_append_time = (h->attributes & EOS_TIMESTAMP_TYPE_MASK) != 0;
     if (h->records_count < 0) return EOS_NEGATIVE_COUNT;
     for (int32_t i = 0; i < h->records_count; i++) {
         eos_record r;
         int status = eos_parse_record(&cursor, end, &r);
         if (status != EOS_OK) return status;
-        int64_t offset = h->base_offset + r.offset_delta;
+        int64_t offset = wrapping_add(h->base_offset, r.offset_delta);
         if (offset < offset_min || offset >= offset_end) continue;
         int64_t key_size = r.key_length > 0 ? r.key_length : 0;
         int64_t value_size = r.value_length > 0 ? r.value_length : 0;
@@ -284,7 +300,7 @@ int eos_decode_records(eos_columns *c, const uint8_t *records, size_t len,
             return EOS_NEED_SPACE;
         c->offset[n] = offset;
         c->timestamp_ms[n] = log_append_time ? h->max_timestamp
-                                             : h->base_timestamp + r.timestamp_delta;
+                                             : wrapping_add(h->base_timestamp, r.timestamp_delta);
         c->timestamp_type[n] = log_append_time;
         if (key_size) memcpy(c->key_data + key_bytes, r.key, (size_t)key_size);
         key_bytes += key_size;
@@ -295,7 +311,8 @@ int eos_decode_records(eos_columns *c, const uint8_t *records, size_t len,
         set_bit(c->value_validity, n, r.value_length >= 0);
         c->value_offsets[n + 1] = (int32_t)value_bytes;
         if (c->headers_wanted) {
-            status = decode_headers(c, &r, &entries, &header_key_bytes, &header_value_bytes);
+            status = decode_headers(c, &r, &entries, &header_key_bytes, &header_value_bytes,
+                                    &invalid_keys);
             if (status != EOS_OK) return status;
             set_bit(c->header_validity, n, r.headers_count > 0);
             c->header_offsets[n + 1] = (int32_t)entries;
@@ -309,6 +326,7 @@ int eos_decode_records(eos_columns *c, const uint8_t *records, size_t len,
     c->header_entries = entries;
     c->header_key_bytes = header_key_bytes;
     c->header_value_bytes = header_value_bytes;
+    c->invalid_header_keys = invalid_keys;
     return EOS_OK;
 }
 

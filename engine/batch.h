@@ -81,6 +81,7 @@ typedef struct {
     int64_t records_capacity, key_bytes_capacity, value_bytes_capacity;
     int64_t header_entries_capacity, header_key_bytes_capacity, header_value_bytes_capacity;
     int64_t records, key_bytes, value_bytes, header_entries, header_key_bytes, header_value_bytes;
+    int64_t invalid_header_keys; /* header keys that are not UTF-8 (the caller replaces them) */
     int64_t *offset;
     int64_t *timestamp_ms;
     int32_t *timestamp_type;

@@ -39,6 +39,7 @@ cdef extern from "batch.h" nogil:
         int64_t header_entries_capacity, header_key_bytes_capacity, header_value_bytes_capacity
         int64_t records, key_bytes, value_bytes, header_entries, header_key_bytes
         int64_t header_value_bytes
+        int64_t invalid_header_keys
         int64_t *offset
         int64_t *timestamp_ms
         int32_t *timestamp_type

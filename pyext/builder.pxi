@@ -31,6 +31,12 @@ cdef inline bint borrow_bytes(object obj, Py_buffer *view, const uint8_t **data,
     return taken
 
 
+cdef inline int check_timestamp(int64_t timestamp) except -1:
+    if timestamp < -1:
+        raise ValueError(f"timestamp must be -1 or in [0, 2**63 - 1], got {timestamp}")
+    return 0
+
+
 @cython.final
 cdef class BatchBuilder:
     cdef uint8_t *buffer  # [0, 61) header, then the records section
@@ -61,13 +67,15 @@ cdef class BatchBuilder:
                  Py_ssize_t batch_bytes_max=limits.batch_bytes_max):
         if compression != EOS_COMPRESSION_NONE and compression != EOS_COMPRESSION_LZ4:
             raise ValueError(
-                f"compression {compression} is not supported (0 none and 3 lz4 are)")
+                f"unsupported compression {compression}: only 0 (none) and 3 (lz4) are built")
         if timestamp_type != 0 and timestamp_type != 1:
-            raise ValueError(f"timestamp type must be 0 or 1, not {timestamp_type}")
+            raise ValueError(f"timestamp_type must be 0 (CreateTime) or 1 (LogAppendTime), "
+                             f"got {timestamp_type}")
         if is_transactional and producer_id < 0:
             raise ValueError("a transactional batch needs a producer id")
-        if batch_bytes_max < EOS_HEADER_SIZE or batch_bytes_max > limits.batch_bytes_max:
-            raise ValueError(f"batch_bytes_max must be in [61, {limits.batch_bytes_max}]")
+        if batch_bytes_max > limits.batch_bytes_max:
+            raise ValueError(f"batch_bytes_max must be at most {limits.batch_bytes_max}, "
+                             f"got {batch_bytes_max}")
         self.compression = compression
         self.timestamp_type = timestamp_type
         self.transactional = is_transactional
@@ -117,6 +125,8 @@ cdef class BatchBuilder:
         cdef int32_t value_length
         cdef uint8_t *grown_scratch
         for name, raw in headers:
+            if not isinstance(name, str):
+                raise TypeError(f"header keys must be str, got {type(name).__name__}")
             key = PyUnicode_AsUTF8AndSize(name, &key_size)
             taken = borrow_bytes(raw, &view, &value, &value_length)
             try:
@@ -142,12 +152,10 @@ cdef class BatchBuilder:
 
     cdef int add(self, int64_t timestamp, object key, object value, object headers) except -1:
         """Append one record: 1 when added, 0 when the batch is full (nothing changed)."""
-        if timestamp < -1:
-            raise ValueError(f"invalid negative timestamp {timestamp}")
+        check_timestamp(timestamp)
         cdef int64_t base = timestamp if self.count == 0 else self.base_timestamp
-        if base < 0 and timestamp > INT64_MAX + base:
-            raise ValueError("timestamp delta does not fit in 64 bits")
-        cdef int64_t delta = timestamp - base
+        # Wraps like Java's long subtraction; the reader's wrapping add restores the timestamp.
+        cdef int64_t delta = <int64_t>(<uint64_t>timestamp - <uint64_t>base)
         cdef int32_t headers_count = 0
         cdef size_t headers_size = 0
         if headers:
@@ -195,8 +203,10 @@ cdef class BatchBuilder:
 
     def append_values(self, values, keys=None, int64_t timestamp=-1):
         cdef Py_ssize_t i, n = len(values)
+        check_timestamp(timestamp)
         if keys is not None and len(keys) != n:
-            raise ValueError(f"{len(keys)} keys for {n} values")
+            raise ValueError(
+                f"keys and values must have the same length, got {len(keys)} and {n}")
         for i in range(n):
             if not self.add(timestamp, None if keys is None else keys[i], values[i], None):
                 return i

@@ -14,7 +14,16 @@ from cpython.bytes cimport (
     PyBytes_GET_SIZE,
 )
 from cpython.unicode cimport PyUnicode_AsUTF8AndSize
-from libc.stdint cimport INT32_MAX, INT64_MAX, int16_t, int32_t, int64_t, uint8_t, uint32_t
+from libc.stdint cimport (
+    INT32_MAX,
+    INT64_MAX,
+    int16_t,
+    int32_t,
+    int64_t,
+    uint8_t,
+    uint32_t,
+    uint64_t,
+)
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcpy
 
@@ -121,10 +130,25 @@ cdef inline const uint8_t *start_of(const uint8_t[::1] view) noexcept:
     return &view[0]
 
 
-cdef inline Py_ssize_t checked_position(Py_ssize_t position, Py_ssize_t size) except -1:
-    if position < 0 or position > size:
-        raise ValueError(f"position {position} is outside the buffer of {size} bytes")
-    return position
+cdef inline int check_position(Py_ssize_t position) except -1:
+    if position < 0:
+        raise ValueError(f"position must not be negative, got {position}")
+    return 0
+
+
+cdef inline size_t remaining_after(Py_ssize_t position, Py_ssize_t size) noexcept:
+    """Bytes from position to the end; none past the end (reads there run out of bytes)."""
+    return <size_t>(size - position) if position < size else 0
+
+
+cdef inline const uint8_t *at(const uint8_t[::1] view, Py_ssize_t position) noexcept:
+    """Address of byte `position`, clamped to the end for positions past it."""
+    return start_of(view) + (position if position < view.shape[0] else view.shape[0])
+
+
+cdef inline int64_t wrapping_add(int64_t base, int64_t delta) noexcept:
+    """base + delta as Java's long arithmetic wraps it (a signed overflow is undefined in C)."""
+    return <int64_t>(<uint64_t>base + <uint64_t>delta)
 
 
 cdef inline int check(int status, Py_ssize_t position) except -1:
@@ -150,10 +174,22 @@ cdef class _RecordsSection:
     cdef object owner
 
 
+cdef int check_codec_and_count(const eos_batch_header *h, Py_ssize_t position) except -1:
+    """The codec must be one eoslog reads (none, lz4), then the count must not be negative."""
+    cdef int codec = h.attributes & EOS_COMPRESSION_MASK
+    if codec == 1 or codec == 2 or codec == 4:
+        raise_for_status(EOS_UNSUPPORTED_COMPRESSION, position)
+    if codec != EOS_COMPRESSION_NONE and codec != EOS_COMPRESSION_LZ4:
+        raise_for_status(EOS_BAD_COMPRESSION, position)
+    if h.records_count < 0:
+        raise_for_status(EOS_NEGATIVE_COUNT, position)
+    return 0
+
+
 cdef _RecordsSection records_section(object data, const uint8_t *batch, size_t size,
                                      const eos_batch_header *h, Py_ssize_t position):
     """Locate (decompressing if needed) the records of the batch batch[0, size) found at
-    `position` of `data`. Raises for an unknown or unsupported codec or a bad lz4 frame."""
+    `position` of `data`, after check_codec_and_count. Raises for a bad lz4 frame."""
     cdef _RecordsSection section = _RecordsSection.__new__(_RecordsSection)
     cdef int codec = h.attributes & EOS_COMPRESSION_MASK
     if codec == EOS_COMPRESSION_NONE:
@@ -171,47 +207,49 @@ cdef _RecordsSection records_section(object data, const uint8_t *batch, size_t s
         section.start = <const uint8_t *>PyBytes_AS_STRING(result)
         section.size = <size_t>PyBytes_GET_SIZE(result)
         return section
-    if codec == 1 or codec == 2 or codec == 4:
-        raise_for_status(EOS_UNSUPPORTED_COMPRESSION, position)
-    raise_for_status(EOS_BAD_COMPRESSION, position)
+    raise AssertionError(f"codec {codec} passed check_codec_and_count")
 
 
 def read_header(data, Py_ssize_t position=0):
+    check_position(position)
     cdef const uint8_t[::1] view = data
-    cdef Py_ssize_t size = view.shape[0]
     cdef eos_batch_header h
-    checked_position(position, size)
-    check(eos_read_header(start_of(view) + position, <size_t>(size - position), &h), position)
+    check(eos_read_header(at(view, position), remaining_after(position, view.shape[0]), &h),
+          position)
     return header_object(&h)
 
 
 def iter_headers(data, Py_ssize_t position=0):
+    # Arguments are checked here, at the call, not at the first next().
+    check_position(position)
     cdef const uint8_t[::1] view = data
-    cdef Py_ssize_t size = view.shape[0]
+    return _iter_headers(view, position)
+
+
+def _iter_headers(const uint8_t[::1] view, Py_ssize_t position):
     cdef size_t batch_size = 0
     cdef eos_batch_header h
     cdef int status
-    checked_position(position, size)
     while True:
-        status = eos_frame_batch(start_of(view) + position, <size_t>(size - position),
+        status = eos_frame_batch(at(view, position), remaining_after(position, view.shape[0]),
                                  &batch_size)
         if status == EOS_TRUNCATED_BATCH:
             return
         check(status, position)
-        check(eos_read_header(start_of(view) + position, batch_size, &h), position)
+        check(eos_read_header(at(view, position), batch_size, &h), position)
         yield position, header_object(&h)
         position += <Py_ssize_t>batch_size
 
 
 def batch_crc(data, Py_ssize_t position=0):
+    check_position(position)
     cdef const uint8_t[::1] view = data
-    cdef Py_ssize_t size = view.shape[0]
+    cdef size_t remaining = remaining_after(position, view.shape[0])
     cdef eos_batch_header h
-    checked_position(position, size)
-    cdef const uint8_t *batch = start_of(view) + position
-    check(eos_read_header(batch, <size_t>(size - position), &h), position)
+    cdef const uint8_t *batch = at(view, position)
+    check(eos_read_header(batch, remaining, &h), position)
     cdef size_t batch_size = EOS_LOG_OVERHEAD + <size_t>h.batch_length
-    if batch_size > <size_t>(size - position):
+    if batch_size > remaining:
         raise_for_status(EOS_TRUNCATED_BATCH, position)
     return eos_batch_crc(batch, batch_size)
 
@@ -251,8 +289,7 @@ def validate_batch(data, *, Py_ssize_t batch_bytes_max=limits.message_bytes_defa
         raise_for_status(EOS_CRC_MISMATCH, 0)
     if from_client:
         check(check_client_rules(&h), 0)
-    if h.records_count < 0:
-        raise_for_status(EOS_NEGATIVE_COUNT, 0)
+    check_codec_and_count(&h, 0)
     cdef _RecordsSection section = records_section(data, batch, batch_size, &h, 0)
     if section.size >= NOGIL_BYTES:
         with nogil:
@@ -302,20 +339,19 @@ cdef inline object bytes_or_none(const uint8_t *p, int32_t length):
 
 
 def batch_records(data, Py_ssize_t position=0, *, bint verify_crc=True):
+    check_position(position)
     cdef const uint8_t[::1] view = data
-    cdef Py_ssize_t size = view.shape[0]
+    cdef size_t remaining = remaining_after(position, view.shape[0])
     cdef eos_batch_header h
     cdef eos_record r
-    checked_position(position, size)
-    cdef const uint8_t *batch = start_of(view) + position
-    check(eos_read_header(batch, <size_t>(size - position), &h), position)
+    cdef const uint8_t *batch = at(view, position)
+    check(eos_read_header(batch, remaining, &h), position)
     cdef size_t batch_size = EOS_LOG_OVERHEAD + <size_t>h.batch_length
-    if batch_size > <size_t>(size - position):
+    if batch_size > remaining:
         raise_for_status(EOS_TRUNCATED_BATCH, position)
     if verify_crc and eos_batch_crc(batch, batch_size) != h.crc:
         raise_for_status(EOS_CRC_MISMATCH, position)
-    if h.records_count < 0:
-        raise_for_status(EOS_NEGATIVE_COUNT, position)
+    check_codec_and_count(&h, position)
     cdef _RecordsSection section = records_section(data, batch, batch_size, &h, position)
     cdef const uint8_t *cursor = section.start
     cdef const uint8_t *end = section.start + section.size
@@ -325,8 +361,9 @@ def batch_records(data, Py_ssize_t position=0, *, bint verify_crc=True):
     for i in range(h.records_count):
         check(eos_parse_record(&cursor, end, &r), position)
         records.append(Record(
-            h.base_offset + r.offset_delta,
-            h.max_timestamp if log_append_time else h.base_timestamp + r.timestamp_delta,
+            wrapping_add(h.base_offset, r.offset_delta),
+            h.max_timestamp if log_append_time else wrapping_add(h.base_timestamp,
+                                                                  r.timestamp_delta),
             bytes_or_none(r.key, r.key_length),
             bytes_or_none(r.value, r.value_length),
             headers_tuple(&r),
@@ -367,7 +404,7 @@ def build_control_batch(int control_type, *, int64_t producer_id, int16_t produc
                         int32_t coordinator_epoch, int64_t timestamp, int64_t base_offset=0,
                         int32_t partition_leader_epoch=-1):
     if control_type != EOS_CONTROL_ABORT and control_type != EOS_CONTROL_COMMIT:
-        raise ValueError(f"control type must be 0 (ABORT) or 1 (COMMIT), not {control_type}")
+        raise ValueError(f"control_type must be 0 (ABORT) or 1 (COMMIT), got {control_type}")
     cdef uint8_t key[4]
     cdef uint8_t value[6]
     eos_store_i16be(key, 0)  # control key version 0

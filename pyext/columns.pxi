@@ -133,11 +133,15 @@ cdef class _ColumnBuffers:
         headers = None
         if c.headers_wanted:
             entries = c.header_entries
+            key_offsets = self.header_key_offsets[:entries + 1]
+            key_data = self.header_key_data[:c.header_key_bytes]
+            if c.invalid_header_keys:
+                key_offsets, key_data = _replace_malformed_keys(key_offsets, key_data)
             headers = RecordHeaders(
                 offsets=self.header_offsets[:n + 1],
                 validity=_bitmap(self.header_validity, n),
-                key_offsets=self.header_key_offsets[:entries + 1],
-                key_data=self.header_key_data[:c.header_key_bytes],
+                key_offsets=key_offsets,
+                key_data=key_data,
                 value_offsets=self.header_value_offsets[:entries + 1],
                 value_data=self.header_value_data[:c.header_value_bytes],
                 value_validity=_bitmap(self.header_value_validity, entries),
@@ -156,6 +160,20 @@ cdef class _ColumnBuffers:
             headers=headers,
             end_position=end_position,
         )
+
+
+def _replace_malformed_keys(offsets, data):
+    """Header keys as valid UTF-8 for Arrow's string column, malformed bytes replaced as
+    batch_records (and Java's String constructor) replace them. Only runs for batches that
+    hold such keys, so its per-header Python work never touches well-formed data."""
+    raw = data.tobytes()
+    keys = [
+        raw[offsets[i]:offsets[i + 1]].decode("utf-8", "replace").encode("utf-8")
+        for i in range(len(offsets) - 1)
+    ]
+    new_offsets = np.zeros(len(offsets), np.int32)
+    np.cumsum([len(key) for key in keys], out=new_offsets[1:])
+    return new_offsets, np.frombuffer(b"".join(keys), np.uint8).copy()
 
 
 def _grow(array, used, capacity):
@@ -185,21 +203,20 @@ def decode_columns(data, Py_ssize_t position=0, *, bint include_headers=False,
     cdef _ColumnBuffers columns = _ColumnBuffers(include_headers)
     cdef eos_columns saved
     cdef const uint8_t *batch
-    checked_position(position, size)
+    check_position(position)
     while True:
-        batch = start_of(view) + position
-        status = eos_frame_batch(batch, <size_t>(size - position), &batch_size)
+        batch = at(view, position)
+        status = eos_frame_batch(batch, remaining_after(position, size), &batch_size)
         if status == EOS_TRUNCATED_BATCH:
             break
         check(status, position)
         check(eos_read_header(batch, batch_size, &h), position)
         if verify_crc and eos_batch_crc(batch, batch_size) != h.crc:
             raise_for_status(EOS_CRC_MISMATCH, position)
-        if h.records_count < 0:
-            raise_for_status(EOS_NEGATIVE_COUNT, position)
         if (h.attributes & EOS_CONTROL_MASK) and not include_control:
             position += <Py_ssize_t>batch_size
             continue
+        check_codec_and_count(&h, position)
         section = records_section(data, batch, batch_size, &h, position)
         columns.reserve(min(<int64_t>h.records_count,
                             <int64_t>section.size // limits.record_bytes_min),

@@ -63,15 +63,19 @@ def run(directory: str | None, records: int) -> int:
     partition = root / "demo-0"
     partition.mkdir(parents=True, exist_ok=True)
     segment = partition / f"{0:020d}.log"
-    print(f"eoslog demo ({'native' if USING_EXTENSIONS else 'pure-Python'} codec, "
-          f"CRC-32C backend: {primitives.crc32c_backend()})")
+    print(
+        f"eoslog demo ({'native' if USING_EXTENSIONS else 'pure-Python'} codec, "
+        f"CRC-32C backend: {primitives.crc32c_backend()})"
+    )
 
     started = time.perf_counter()
     batches, next_offset = _write_segment(segment, records)
     write_s = time.perf_counter() - started
     size = segment.stat().st_size
-    print(f"wrote {records:,} records in {batches:,} batches (plain, lz4, transactional + "
-          f"COMMIT markers) to {segment}: {size:,} bytes in {write_s * 1000:.0f} ms")
+    print(
+        f"wrote {records:,} records in {batches:,} batches (plain, lz4, transactional + "
+        f"COMMIT markers) to {segment}: {size:,} bytes in {write_s * 1000:.0f} ms"
+    )
 
     data = segment.read_bytes()
     started = time.perf_counter()
@@ -84,9 +88,11 @@ def run(directory: str | None, records: int) -> int:
     columns = codec.decode_columns(data, include_headers=True)
     table = columns.to_arrow("demo", 0)
     read_s = time.perf_counter() - started
-    print(f"read back and validated {checked:,} batches (CRC + every record), decoded "
-          f"{table.num_rows:,} data records to Arrow in {read_s * 1000:.0f} ms "
-          f"(control markers skipped; offsets 0..{next_offset - 1})")
+    print(
+        f"read back and validated {checked:,} batches (CRC + every record), decoded "
+        f"{table.num_rows:,} data records to Arrow in {read_s * 1000:.0f} ms "
+        f"(control markers skipped; offsets 0..{next_offset - 1})"
+    )
     assert table.num_rows == records, "every record written must be read back"
     first = table.slice(0, 1).to_pylist()[0]
     print(f"first record: offset {first['offset']}, value {first['value'][:40]!r}...")
@@ -102,7 +108,9 @@ def run(directory: str | None, records: int) -> int:
 
     torn = data[: len(data) - 10]
     whole = codec.decode_columns(torn)
-    print(f"a torn tail (last 10 bytes cut) reads as {whole.count:,} records up to byte "
-          f"{whole.end_position:,}; the {len(torn) - whole.end_position:,} bytes after it are "
-          f"an incomplete batch")
+    print(
+        f"a torn tail (last 10 bytes cut) reads as {whole.count:,} records up to byte "
+        f"{whole.end_position:,}; the {len(torn) - whole.end_position:,} bytes after it are "
+        f"an incomplete batch"
+    )
     return 0

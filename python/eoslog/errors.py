@@ -8,6 +8,7 @@ ValueError; I/O errors also subclass OSError.
 
 from __future__ import annotations
 
+import builtins
 from typing import ClassVar, NoReturn
 
 from eoslog.record import status as _status
@@ -41,7 +42,7 @@ class KafkaError:
     def name(self) -> str:
         return self._name
 
-    def str(self) -> str:
+    def str(self) -> builtins.str:
         return self._message
 
     def retriable(self) -> bool:
@@ -53,11 +54,11 @@ class KafkaError:
     def txn_requires_abort(self) -> bool:
         return self._txn_requires_abort
 
-    def __str__(self) -> str:
+    def __str__(self) -> builtins.str:
         return self._message
 
-    def __repr__(self) -> str:
-        return f"KafkaError{{code={self._name},val={self._code},str=\"{self._message}\"}}"
+    def __repr__(self) -> builtins.str:
+        return f'KafkaError{{code={self._name},val={self._code},str="{self._message}"}}'
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, KafkaError):
@@ -98,7 +99,7 @@ class KafkaException(Exception):
         assert isinstance(error, KafkaError)
         return error
 
-    def __str__(self) -> str:
+    def __str__(self) -> builtins.str:
         return self.error.str()
 
 

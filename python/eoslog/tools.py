@@ -42,8 +42,10 @@ def dump_log(path: str, *, print_records: bool = False) -> int:
             for record in codec.batch_records(data, position):
                 if header.is_control and record.key is not None and len(record.key) >= 4:
                     kind = int.from_bytes(record.key[2:4], "big", signed=True)
-                    print(f"| offset: {record.offset} endTxnMarker: "
-                          f"{_CONTROL_TYPES.get(kind, 'UNKNOWN')}")
+                    print(
+                        f"| offset: {record.offset} endTxnMarker: "
+                        f"{_CONTROL_TYPES.get(kind, 'UNKNOWN')}"
+                    )
                     continue
                 print(
                     f"| offset: {record.offset} CreateTime: {record.timestamp} "
@@ -80,6 +82,8 @@ def verify_log(path: str) -> int:
         )
         return 1
     tail = len(data) - end
-    print(f"{path}: {batches} batches, {records} records, all valid"
-          + (f"; {tail} trailing bytes do not form a whole batch" if tail else ""))
+    print(
+        f"{path}: {batches} batches, {records} records, all valid"
+        + (f"; {tail} trailing bytes do not form a whole batch" if tail else "")
+    )
     return 0

@@ -79,9 +79,7 @@ class ColumnarRecords:
             ),
             pa.array(np.full(n, partition, dtype=np.int32)),
             pa.array(self.offset),
-            pa.array(self.timestamp_ms * 1000, type=pa.int64()).view(
-                pa.timestamp("us", tz="UTC")
-            ),
+            pa.array(self.timestamp_ms * 1000, type=pa.int64()).view(pa.timestamp("us", tz="UTC")),
             pa.array(self.timestamp_type),
         ]
         schema = SPARK_SCHEMA

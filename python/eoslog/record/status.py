@@ -43,11 +43,17 @@ BAD_CONTROL_RECORD: Final = 27
 # user can act on; raise_for_status appends the byte position of the batch.
 MESSAGES: Final[dict[int, tuple[str, str]]] = {
     TRUNCATED_HEADER: ("CorruptRecordError", "fewer than 61 bytes for a v2 batch header"),
-    BATCH_LENGTH_TOO_SMALL: ("CorruptRecordError", "batch length field is below the 49-byte minimum"),
+    BATCH_LENGTH_TOO_SMALL: (
+        "CorruptRecordError",
+        "batch length field is below the 49-byte minimum",
+    ),
     BAD_MAGIC: ("CorruptRecordError", "invalid magic byte (not 0, 1 or 2)"),
     UNSUPPORTED_MAGIC: ("InvalidRecordError", "only magic v2 record batches are supported"),
     TRUNCATED_BATCH: ("CorruptRecordError", "batch length runs past the end of the buffer"),
-    TRAILING_BYTES: ("InvalidRecordError", "bytes remain after the batch (exactly one batch expected)"),
+    TRAILING_BYTES: (
+        "InvalidRecordError",
+        "bytes remain after the batch (exactly one batch expected)",
+    ),
     CRC_MISMATCH: ("CorruptRecordError", "CRC-32C mismatch: the batch is corrupt"),
     BATCH_TOO_LARGE: ("RecordTooLargeError", "batch is larger than the allowed maximum"),
     NONZERO_BASE_OFFSET: ("InvalidRecordError", "a batch from a client must have base offset 0"),

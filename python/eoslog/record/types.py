@@ -90,7 +90,8 @@ class ValidatedBatch(NamedTuple):
     """What validate_batch learned: the header plus facts only a walk of the records gives."""
 
     header: BatchHeader
-    # The largest record timestamp (the header's for LogAppendTime), and the offset delta of
-    # the first record carrying it: what the time index needs (FORMAT.md §5.7).
+    # The largest record timestamp and the offset delta of the first record carrying it; for
+    # LogAppendTime the header's max timestamp and the last offset delta, since every record
+    # carries that time and Kafka's time index keys a batch by its last offset (FORMAT.md §5.7).
     max_timestamp: int
     offset_delta_of_max_timestamp: int

@@ -1,0 +1,73 @@
+"""Fixtures that run every codec test against both twins (STYLE.md rule 12).
+
+`codec` and `primitives` are parametrized with ids "native" (the Cython modules in
+eoslog._ext) and "pure" (the pure-Python twins in eoslog.record). Both always run: a native
+module that fails to import makes its tests error, never skip, because an installed eoslog must
+have its extensions.
+
+EOSLOG_TEST_IMPLS (a comma list such as "pure") narrows the run to some twins. It is a
+development aid for working before the extension is built, not a way to ship a green suite.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+from collections.abc import Callable
+from types import ModuleType
+
+import pytest
+
+import batches
+
+# id -> (codec module, primitives module)
+IMPLEMENTATIONS: dict[str, tuple[str, str]] = {
+    "native": ("eoslog._ext.codec", "eoslog._ext.primitives"),
+    "pure": ("eoslog.record.pycodec", "eoslog.record.pyprimitives"),
+}
+
+
+def _selected_implementations() -> list[str]:
+    requested = os.environ.get("EOSLOG_TEST_IMPLS", "").strip()
+    if not requested:
+        return list(IMPLEMENTATIONS)
+    names = [name.strip() for name in requested.split(",") if name.strip()]
+    unknown = sorted(set(names) - set(IMPLEMENTATIONS))
+    if unknown or not names:
+        raise ValueError(
+            f"EOSLOG_TEST_IMPLS={requested!r}: expected a comma list of {sorted(IMPLEMENTATIONS)}"
+        )
+    return names
+
+
+SELECTED_IMPLEMENTATIONS = _selected_implementations()
+
+
+def pytest_report_header() -> str:
+    return "eoslog codec twins under test: " + ", ".join(SELECTED_IMPLEMENTATIONS)
+
+
+@pytest.fixture(params=SELECTED_IMPLEMENTATIONS)
+def implementation(request: pytest.FixtureRequest) -> str:
+    """The id of the twin under test; `codec` and `primitives` follow it, so a test asking
+    for both gets one matched pair."""
+    name: str = request.param
+    return name
+
+
+@pytest.fixture
+def codec(implementation: str) -> ModuleType:
+    # An ImportError here is a test error, on purpose (module docstring).
+    return importlib.import_module(IMPLEMENTATIONS[implementation][0])
+
+
+@pytest.fixture
+def primitives(implementation: str) -> ModuleType:
+    return importlib.import_module(IMPLEMENTATIONS[implementation][1])
+
+
+@pytest.fixture
+def make_batch(codec: ModuleType) -> Callable[..., bytes]:
+    """make_batch(records, **builder_settings) -> bytes, built by the twin under test."""
+    return functools.partial(batches.build, codec)

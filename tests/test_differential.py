@@ -1,0 +1,322 @@
+"""The native codec and its pure-Python twin are one contract (pyext/codec.pyi): for every input
+they build the same bytes, return equal values, and raise the same exception type with the
+same message (STYLE.md rule 12).
+
+These tests need both twins at once, so they import the modules directly rather than through
+the parametrized `codec` fixture; a missing extension makes every test here error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from batches import INT32_MAX, SEED_BATCHES, TS, bad_input, outcome
+from eoslog.record import layout
+from eoslog.record.columns import ColumnarRecords, RecordHeaders
+
+FAST = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+Twins = tuple[ModuleType, ModuleType]
+
+
+@pytest.fixture(scope="module")
+def codecs() -> Twins:
+    return (
+        importlib.import_module("eoslog._ext.codec"),
+        importlib.import_module("eoslog.record.pycodec"),
+    )
+
+
+@pytest.fixture(scope="module")
+def primitive_twins() -> Twins:
+    return (
+        importlib.import_module("eoslog._ext.primitives"),
+        importlib.import_module("eoslog.record.pyprimitives"),
+    )
+
+
+# --- strategies -------------------------------------------------------------------------------
+
+timestamps = st.one_of(
+    st.just(-1),
+    st.integers(0, 2**41),
+    st.just(TS),
+    st.integers(TS - 10_000, TS + 10_000),
+    st.integers(2**41, 2**62),
+)
+payloads = st.one_of(
+    st.none(),
+    st.just(b""),
+    st.binary(max_size=64),
+    st.binary(min_size=500, max_size=2048),
+    st.integers(1, 2048).map(lambda n: b"ab" * (n // 2)),  # compressible
+)
+headers = st.lists(
+    st.tuples(st.text(max_size=12), st.one_of(st.none(), st.binary(max_size=40))), max_size=3
+)
+records = st.lists(st.tuples(timestamps, payloads, payloads, headers), min_size=1, max_size=12)
+
+
+@st.composite
+def builder_settings(draw: st.DrawFn) -> dict[str, Any]:
+    chosen: dict[str, Any] = {
+        "compression": draw(st.sampled_from([layout.COMPRESSION_NONE, layout.COMPRESSION_LZ4])),
+        "timestamp_type": draw(st.sampled_from([0, 1])),
+        "partition_leader_epoch": draw(st.sampled_from([-1, 0, 5])),
+        "base_offset": draw(st.sampled_from([0, 1, 2**40])),
+    }
+    if draw(st.booleans()):
+        chosen["producer_id"] = draw(st.integers(0, 2**63 - 1))
+        chosen["producer_epoch"] = draw(st.integers(0, 2**15 - 1))
+        chosen["base_sequence"] = draw(st.integers(0, INT32_MAX))
+        chosen["is_transactional"] = draw(st.booleans())
+    if draw(st.booleans()):
+        # Small enough that some appends return False and some records do not fit at all.
+        chosen["batch_bytes_max"] = draw(st.integers(layout.HEADER_SIZE, 4096))
+    return chosen
+
+
+def _columns_equal(native: ColumnarRecords, pure: ColumnarRecords) -> None:
+    for field in dataclasses.fields(ColumnarRecords):
+        mine, theirs = getattr(native, field.name), getattr(pure, field.name)
+        if isinstance(mine, np.ndarray):
+            assert mine.dtype == theirs.dtype, field.name
+            assert np.array_equal(mine, theirs), field.name
+        elif isinstance(mine, RecordHeaders) or isinstance(theirs, RecordHeaders):
+            assert mine is not None and theirs is not None, field.name
+            for sub in dataclasses.fields(RecordHeaders):
+                a, b = getattr(mine, sub.name), getattr(theirs, sub.name)
+                assert a.dtype == b.dtype, sub.name
+                assert np.array_equal(a, b), f"headers.{sub.name}"
+        else:
+            assert mine == theirs, field.name
+    assert native.to_arrow("t", 0).equals(pure.to_arrow("t", 0))
+
+
+def _same(native: tuple[str, Any], pure: tuple[str, Any]) -> None:
+    assert native[0] == pure[0], (native, pure)
+    if native[0] == "ok" and isinstance(native[1], ColumnarRecords):
+        _columns_equal(native[1], pure[1])
+    else:
+        assert native == pure
+
+
+def _same_everywhere(codecs: Twins, data: bytes) -> None:
+    calls: list[tuple[str, Callable[[ModuleType], Any]]] = [
+        ("validate_batch", lambda c: c.validate_batch(data)),
+        ("validate_batch_leader", lambda c: c.validate_batch(data, from_client=False)),
+        ("validate_batch_small", lambda c: c.validate_batch(data, batch_bytes_max=100)),
+        ("batch_records", lambda c: c.batch_records(data)),
+        ("batch_records_no_crc", lambda c: c.batch_records(data, verify_crc=False)),
+        ("read_header", lambda c: c.read_header(data)),
+        ("iter_headers", lambda c: c.iter_headers(data)),
+        ("batch_crc", lambda c: c.batch_crc(data)),
+        ("decode_columns", lambda c: c.decode_columns(data)),
+        (
+            "decode_columns_all",
+            lambda c: c.decode_columns(
+                data, include_headers=True, include_control=True, verify_crc=False
+            ),
+        ),
+    ]
+    native, pure = codecs
+    for name, call in calls:
+        try:
+            _same(outcome(call, native), outcome(call, pure))
+        except AssertionError as error:
+            raise AssertionError(f"{name}: {error}") from None
+
+
+# --- building ---------------------------------------------------------------------------------
+
+
+@FAST
+@given(settings_=builder_settings(), specs=records)
+def test_builders_make_identical_bytes_and_identical_append_answers(
+    codecs: Twins, settings_: dict[str, Any], specs: list[Any]
+) -> None:
+    native, pure = codecs
+    builders = [native.BatchBuilder(**settings_), pure.BatchBuilder(**settings_)]
+    for timestamp, key, value, record_headers in specs:
+        answers = [outcome(b.append, timestamp, key, value, record_headers) for b in builders]
+        assert answers[0] == answers[1]
+        assert builders[0].record_count() == builders[1].record_count()
+        assert builders[0].estimated_size() == builders[1].estimated_size()
+    if builders[0].record_count():
+        built = [b.build() for b in builders]
+        assert built[0] == built[1]
+        _same_everywhere(codecs, built[0])
+
+
+@FAST
+@given(
+    settings_=builder_settings(),
+    values=st.lists(payloads, min_size=1, max_size=30),
+    with_keys=st.booleans(),
+    timestamp=timestamps,
+)
+def test_append_values_fits_the_same_records_in_both_twins(
+    codecs: Twins, settings_: dict[str, Any], values: list[Any], with_keys: bool, timestamp: int
+) -> None:
+    keys = [b"%d" % i for i in range(len(values))] if with_keys else None
+    builders = [codec.BatchBuilder(**settings_) for codec in codecs]
+    answers = [outcome(b.append_values, values, keys, timestamp) for b in builders]
+    assert answers[0] == answers[1]
+    if builders[0].record_count():
+        assert builders[0].build() == builders[1].build()
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"compression": 1},
+        {"compression": 4},
+        {"compression": 7},
+        {"timestamp_type": 2},
+        {"is_transactional": True},
+        {"is_transactional": True, "producer_id": -1, "producer_epoch": 0, "base_sequence": 0},
+    ],
+)
+def test_builders_refuse_the_same_settings_the_same_way(
+    codecs: Twins, arguments: dict[str, Any]
+) -> None:
+    native, pure = (outcome(codec.BatchBuilder, **arguments) for codec in codecs)
+    assert native[0] == pure[0] == "raised"
+    assert native == pure
+    assert issubclass(native[1][0], ValueError)
+
+
+@pytest.mark.parametrize("timestamp", [-2, -(2**40)])
+def test_builders_refuse_a_negative_timestamp_the_same_way(codecs: Twins, timestamp: int) -> None:
+    native, pure = (outcome(codec.BatchBuilder().append, timestamp, b"k", b"v") for codec in codecs)
+    assert native[0] == "raised"
+    assert native == pure
+    assert issubclass(native[1][0], ValueError)
+
+
+@pytest.mark.parametrize("control_type", [layout.CONTROL_ABORT, layout.CONTROL_COMMIT])
+def test_control_batches_are_identical(codecs: Twins, control_type: int) -> None:
+    built = [
+        codec.build_control_batch(
+            control_type,
+            producer_id=2**40,
+            producer_epoch=300,
+            coordinator_epoch=-1,
+            timestamp=TS,
+            base_offset=77,
+            partition_leader_epoch=4,
+        )
+        for codec in codecs
+    ]
+    assert built[0] == built[1]
+    _same_everywhere(codecs, built[0])
+
+
+@FAST
+@given(
+    seed=st.sampled_from(sorted(SEED_BATCHES)),
+    base_offset=st.integers(0, 2**62),
+    epoch=st.integers(-1, INT32_MAX),
+    append_time=st.one_of(st.just(-1), st.integers(0, 2**50)),
+)
+def test_stamp_batch_rewrites_identically(
+    codecs: Twins, seed: str, base_offset: int, epoch: int, append_time: int
+) -> None:
+    stamped = []
+    for codec in codecs:
+        data = bytearray(SEED_BATCHES[seed])
+        codec.stamp_batch(
+            data,
+            base_offset=base_offset,
+            partition_leader_epoch=epoch,
+            log_append_time_ms=append_time,
+        )
+        stamped.append(bytes(data))
+    assert stamped[0] == stamped[1]
+    _same_everywhere(codecs, stamped[0])
+
+
+# --- decoding bad bytes -----------------------------------------------------------------------
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=bad_input())
+def test_twins_agree_on_every_decode_of_bad_bytes(codecs: Twins, data: bytes) -> None:
+    _same_everywhere(codecs, data)
+
+
+@FAST
+@given(
+    data=st.lists(st.sampled_from(sorted(SEED_BATCHES)), min_size=1, max_size=4),
+    cut=st.integers(0, 200),
+    offset_min=st.integers(0, 5),
+    span=st.integers(0, 8),
+)
+def test_twins_agree_on_decoding_runs_of_batches(
+    codecs: Twins, data: list[str], cut: int, offset_min: int, span: int
+) -> None:
+    run = b"".join(SEED_BATCHES[name] for name in data)
+    run = run[: max(0, len(run) - cut)]
+    for include_headers in (False, True):
+        _same(
+            *(
+                outcome(
+                    codec.decode_columns,
+                    run,
+                    include_headers=include_headers,
+                    include_control=True,
+                    offset_min=offset_min,
+                    offset_end=offset_min + span,
+                )
+                for codec in codecs
+            )
+        )
+    _same(*(outcome(codec.iter_headers, run) for codec in codecs))
+
+
+# --- primitives -------------------------------------------------------------------------------
+
+
+@FAST
+@given(value=st.integers(-(2**31), 2**31 - 1), wide=st.integers(-(2**63), 2**63 - 1))
+def test_varint_encodings_are_identical(primitive_twins: Twins, value: int, wide: int) -> None:
+    native, pure = primitive_twins
+    assert native.encode_varint(value) == pure.encode_varint(value)
+    assert native.encode_varlong(wide) == pure.encode_varlong(wide)
+    assert native.size_of_varint(value) == pure.size_of_varint(value)
+    assert native.size_of_varlong(wide) == pure.size_of_varlong(wide)
+
+
+@pytest.mark.parametrize("value", [2**31, -(2**31) - 1, 2**40])
+def test_varint_refuses_values_outside_int32_alike(primitive_twins: Twins, value: int) -> None:
+    native, pure = (outcome(p.encode_varint, value) for p in primitive_twins)
+    assert native[0] == pure[0] == "raised"
+    assert issubclass(native[1][0], ValueError) and issubclass(pure[1][0], ValueError)
+
+
+@FAST
+@given(data=st.binary(max_size=12), position=st.integers(0, 12), seed=st.integers(0, 2**32 - 1))
+def test_varint_decoding_and_crc_agree_on_random_bytes(
+    primitive_twins: Twins, data: bytes, position: int, seed: int
+) -> None:
+    native, pure = primitive_twins
+    position = min(position, len(data))
+    for name in ("decode_varint", "decode_varlong"):
+        assert outcome(getattr(native, name), data, position) == outcome(
+            getattr(pure, name), data, position
+        ), name
+    assert native.crc32c(data) == pure.crc32c(data)
+    assert native.crc32c(data, seed) == pure.crc32c(data, seed)
