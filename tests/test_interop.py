@@ -102,11 +102,7 @@ def test_aiokafka_can_read_and_write_lz4() -> None:
     assert aiokafka.codec.has_lz4(), "install the test extras: aiokafka needs cramjam for lz4"
 
 
-PAIRS = [
-    pytest.param(case, peer, id=f"{case}-{peer}")
-    for case in CASES
-    for peer in DECODERS
-]
+PAIRS = [pytest.param(case, peer, id=f"{case}-{peer}") for case in CASES for peer in DECODERS]
 
 
 def _lz4_block_count(batch: bytes) -> int:
