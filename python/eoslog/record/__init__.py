@@ -14,6 +14,13 @@ from __future__ import annotations
 import importlib
 import os
 from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    # Type checkers see the pure twins, whose signatures the native modules share (the .pyi
+    # contracts in pyext/); at run time __getattr__ below picks one of the two.
+    from eoslog.record import pycodec as codec
+    from eoslog.record import pyprimitives as primitives
 
 USING_EXTENSIONS: bool = os.environ.get("EOSLOG_NO_EXTENSIONS", "") not in ("1", "true", "yes")
 
