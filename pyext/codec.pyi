@@ -10,7 +10,9 @@ bytearray, memoryview, mmap, numpy array) and does not copy it. Positions are by
 that buffer. Errors name the byte position of the offending batch.
 """
 
-from collections.abc import Buffer, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+
+from typing_extensions import Buffer
 
 from eoslog.record.columns import ColumnarRecords
 from eoslog.record.types import BatchHeader, Record, ValidatedBatch

@@ -4,7 +4,7 @@ Implemented by eoslog._ext.primitives (C, engine/) and eoslog.record.pyprimitive
 twin); both behave identically, and tests run against both.
 """
 
-from collections.abc import Buffer
+from typing_extensions import Buffer
 
 def crc32c(data: Buffer, crc: int = 0) -> int:
     """CRC-32C (Castagnoli) of data, continuing from a previous result `crc` (0 to start).
