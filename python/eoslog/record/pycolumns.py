@@ -1,0 +1,230 @@
+"""decode_columns of the pure-Python codec twin: whole batches into Arrow-layout columns.
+
+Internal: eoslog.record.pycodec exposes decode_columns (contract: pyext/codec.pyi). Each
+function is pure and thread-safe. Failures travel as pywalk status codes and surface, through
+pywalk.at_batch, as the eoslog error naming the offending batch's position.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from eoslog import limits
+from eoslog.record.columns import ColumnarRecords, RecordHeaders
+from eoslog.record.pyprimitives import INT64_MAX, byte_view, check_position
+from eoslog.record.pywalk import (
+    at_batch,
+    check_crc,
+    next_batch,
+    optional_bytes,
+    record_timestamp,
+    walk_records,
+    wrap_int64,
+)
+from eoslog.record.types import BatchHeader
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
+
+# --- columnar decoding -----------------------------------------------------------------------
+
+
+class _BinaryColumn:
+    """An Arrow binary column being filled: data bytes, offsets (count + 1), validity."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.offsets = [0]
+        self.valid: list[bool] = []
+
+    def append(self, item: bytes | None) -> None:
+        if item is not None:
+            self.data += item
+        self.offsets.append(len(self.data))
+        self.valid.append(item is not None)
+
+
+def _bitmap(valid: list[bool]) -> np.ndarray[tuple[int], np.dtype[np.uint8]]:
+    """An Arrow validity bitmap: one bit per item, least significant bit first."""
+    return np.packbits(np.asarray(valid, dtype=np.bool_), bitorder="little")
+
+
+def _int32s(values: list[int]) -> np.ndarray[tuple[int], np.dtype[np.int32]]:
+    return np.asarray(values, dtype=np.int32)
+
+
+def _uint8s(data: bytearray) -> np.ndarray[tuple[int], np.dtype[np.uint8]]:
+    return np.frombuffer(bytes(data), dtype=np.uint8)
+
+
+def _header_key_utf8(key: bytes) -> bytes:
+    """The key as valid UTF-8, for Arrow's string column: malformed bytes are replaced as
+    batch_records replaces them, so both decoders show the same strings."""
+    try:
+        key.decode("utf-8")
+    except UnicodeDecodeError:
+        return key.decode("utf-8", "replace").encode("utf-8")
+    return key
+
+
+class _Row(NamedTuple):
+    offset: int
+    timestamp: int
+    timestamp_type: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[bytes, bytes | None], ...]
+
+
+class _ColumnBuilder:
+    """The columns of decode_columns, grown one whole batch at a time."""
+
+    def __init__(self, include_headers: bool) -> None:
+        self.include_headers = include_headers
+        self.offsets: list[int] = []
+        self.timestamps: list[int] = []
+        self.timestamp_types: list[int] = []
+        self.keys = _BinaryColumn()
+        self.values = _BinaryColumn()
+        self.header_offsets = [0]
+        self.header_valid: list[bool] = []
+        self.header_keys = _BinaryColumn()
+        self.header_values = _BinaryColumn()
+
+    def fits(self, rows: list[_Row]) -> bool:
+        """Whether these rows keep every data column within limits.column_bytes_max."""
+        added = [
+            (self.keys.data, sum(len(row.key or b"") for row in rows)),
+            (self.values.data, sum(len(row.value or b"") for row in rows)),
+        ]
+        if self.include_headers:
+            entries = [entry for row in rows for entry in row.headers]
+            added.append((self.header_keys.data, sum(len(key) for key, _ in entries)))
+            added.append((self.header_values.data, sum(len(v or b"") for _, v in entries)))
+        return all(len(data) + more <= limits.column_bytes_max for data, more in added)
+
+    def add(self, rows: list[_Row]) -> None:
+        for row in rows:
+            self.offsets.append(row.offset)
+            self.timestamps.append(row.timestamp)
+            self.timestamp_types.append(row.timestamp_type)
+            self.keys.append(row.key)
+            self.values.append(row.value)
+            if self.include_headers:
+                for key, value in row.headers:
+                    self.header_keys.append(key)
+                    self.header_values.append(value)
+                self.header_offsets.append(self.header_offsets[-1] + len(row.headers))
+                # Spark's Kafka source gives a record without headers a null list.
+                self.header_valid.append(bool(row.headers))
+
+    def finish(self, end_position: int) -> ColumnarRecords:
+        headers = None
+        if self.include_headers:
+            headers = RecordHeaders(
+                offsets=_int32s(self.header_offsets),
+                validity=_bitmap(self.header_valid),
+                key_offsets=_int32s(self.header_keys.offsets),
+                key_data=_uint8s(self.header_keys.data),
+                value_offsets=_int32s(self.header_values.offsets),
+                value_data=_uint8s(self.header_values.data),
+                value_validity=_bitmap(self.header_values.valid),
+            )
+        return ColumnarRecords(
+            count=len(self.offsets),
+            offset=np.asarray(self.offsets, dtype=np.int64),
+            timestamp_ms=np.asarray(self.timestamps, dtype=np.int64),
+            timestamp_type=_int32s(self.timestamp_types),
+            key_offsets=_int32s(self.keys.offsets),
+            key_data=_uint8s(self.keys.data),
+            key_validity=_bitmap(self.keys.valid),
+            value_offsets=_int32s(self.values.offsets),
+            value_data=_uint8s(self.values.data),
+            value_validity=_bitmap(self.values.valid),
+            headers=headers,
+            end_position=end_position,
+        )
+
+
+def _batch_rows(
+    view: memoryview,
+    position: int,
+    header: BatchHeader,
+    include_headers: bool,
+    offset_range: range,
+) -> list[_Row]:
+    """The records of one whole batch whose offsets fall in offset_range, as rows."""
+    records, spans = walk_records(view, position, header, client_rules=False)
+    rows = []
+    for span in spans:
+        offset = wrap_int64(header.base_offset + span.offset_delta)
+        if offset not in offset_range:
+            continue
+        headers: tuple[tuple[bytes, bytes | None], ...] = ()
+        if include_headers:
+            headers = tuple(
+                (
+                    _header_key_utf8(bytes(records[start : start + length])),
+                    optional_bytes(records, value_start, value_length),
+                )
+                for start, length, value_start, value_length in span.headers
+            )
+        rows.append(
+            _Row(
+                offset=offset,
+                timestamp=record_timestamp(header, span),
+                timestamp_type=header.timestamp_type,
+                key=optional_bytes(records, span.key_start, span.key_length),
+                value=optional_bytes(records, span.value_start, span.value_length),
+                headers=headers,
+            )
+        )
+    return rows
+
+
+def decode_columns(
+    data: Buffer,
+    position: int = 0,
+    *,
+    include_headers: bool = False,
+    verify_crc: bool = True,
+    include_control: bool = False,
+    offset_min: int = 0,
+    offset_end: int = INT64_MAX,
+) -> ColumnarRecords:
+    """Decode the run of whole batches from `position` into Arrow-layout columns. Keeps
+    records with offset_min <= offset < offset_end; skips control batches unless
+    include_control. Stops at a partial trailing batch or before a batch that would push a
+    column past limits.column_bytes_max (see end_position).
+
+    Per batch, in order: framing as iter_headers; CRC if verify_crc (skipped batches too);
+    a skipped control batch ends there; otherwise the record checks of batch_records. Errors
+    name the offending batch's position."""
+    check_position(position)
+    view = byte_view(data)
+    columns = _ColumnBuilder(include_headers)
+    offset_range = range(offset_min, max(offset_min, offset_end))
+
+    def rows_at(cursor: int) -> tuple[BatchHeader, list[_Row]] | None:
+        header = next_batch(view, cursor)
+        if header is None:
+            return None
+        if verify_crc:
+            check_crc(view, cursor, header)
+        if header.is_control and not include_control:
+            return header, []
+        return header, _batch_rows(view, cursor, header, include_headers, offset_range)
+
+    while True:
+        batch = at_batch(position, rows_at, position)
+        if batch is None:
+            break
+        header, rows = batch
+        if not columns.fits(rows):
+            break
+        columns.add(rows)
+        position += header.size_in_bytes
+    return columns.finish(position)
