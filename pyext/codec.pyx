@@ -157,12 +157,15 @@ cdef inline int check(int status, Py_ssize_t position) except -1:
     return 0
 
 
+new_tuple = tuple.__new__
+
+
 cdef object header_object(const eos_batch_header *h):
-    return BatchHeader(
+    return new_tuple(BatchHeader, (
         h.base_offset, h.batch_length, h.partition_leader_epoch, h.magic, h.crc,
         h.attributes, h.last_offset_delta, h.base_timestamp, h.max_timestamp,
         h.producer_id, h.producer_epoch, h.base_sequence, h.records_count,
-    )
+    ))
 
 
 cdef class _RecordsSection:
@@ -360,14 +363,15 @@ def batch_records(data, Py_ssize_t position=0, *, bint verify_crc=True):
     cdef int32_t i
     for i in range(h.records_count):
         check(eos_parse_record(&cursor, end, &r), position)
-        records.append(Record(
+        # tuple.__new__ skips the NamedTuple's Python-level __new__ (a frame per record).
+        records.append(new_tuple(Record, (
             wrapping_add(h.base_offset, r.offset_delta),
             h.max_timestamp if log_append_time else wrapping_add(h.base_timestamp,
                                                                   r.timestamp_delta),
             bytes_or_none(r.key, r.key_length),
             bytes_or_none(r.value, r.value_length),
             headers_tuple(&r),
-        ))
+        )))
     if cursor != end:
         raise_for_status(EOS_RECORDS_REMAINING, position)
     return records
