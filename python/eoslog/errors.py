@@ -206,3 +206,58 @@ def error_for_status(code: int, position: int) -> KafkaException:
 def raise_for_status(code: int, position: int) -> NoReturn:
     """Raise the exception for a non-OK codec status (STYLE.md rule 4)."""
     raise error_for_status(code, position)
+
+
+class KafkaStorageError(KafkaException, OSError):
+    """A file operation failed (EIO, ENOSPC, a failed fsync). The broker stops writing
+    (fail-stop): nothing is acknowledged after it."""
+
+    code = 56
+    error_name = "KAFKA_STORAGE_ERROR"
+
+
+class CorruptIndexError(KafkaException, ValueError):
+    """An offset, time or transaction index file whose bytes cannot be right (Kafka's
+    CorruptIndexException); recovery rebuilds the index from the log."""
+
+    code = 56
+    error_name = "KAFKA_STORAGE_ERROR"
+
+
+class OffsetOutOfRangeError(KafkaException):
+    """A read from an offset below the log start or above the log end."""
+
+    code = 1
+    error_name = "OFFSET_OUT_OF_RANGE"
+
+
+class RecordBatchTooLargeError(KafkaException, ValueError):
+    """A batch larger than the topic's segment.bytes."""
+
+    code = 18
+    error_name = "RECORD_LIST_TOO_LARGE"
+
+
+class InvalidConfigError(KafkaException, ValueError):
+    code = 40
+    error_name = "INVALID_CONFIG"
+
+
+class TopicAlreadyExistsError(KafkaException, ValueError):
+    code = 36
+    error_name = "TOPIC_ALREADY_EXISTS"
+
+
+# Index invariants: an index append that breaks them is our bug (STYLE.md rule 3), so these
+# are plain exceptions, not Kafka errors a client would see.
+class InvalidOffsetError(ValueError):
+    """An index append whose offset is not above the last entry's (Kafka's
+    InvalidOffsetException)."""
+
+
+class IndexFullError(ValueError):
+    """An append to an index with no free slot."""
+
+
+class IndexOffsetOverflowError(ValueError):
+    """An offset that cannot be stored relative to the segment base (0 .. 2**31 - 1)."""
