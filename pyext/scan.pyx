@@ -1,0 +1,93 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""Scanning runs of whole batches (engine/scan.c) for the partition log: recovery, index
+rebuilding and offset lookups. One numpy record per batch; no Python object per batch."""
+
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t
+
+import numpy as np
+
+from engine cimport EOS_OK
+
+
+cdef extern from "scan.h" nogil:
+    ctypedef struct eos_batch_info:
+        int64_t position
+        int64_t base_offset
+        int64_t last_offset
+        int64_t max_timestamp
+        int64_t producer_id
+        int32_t size
+        int32_t records_count
+        int32_t base_sequence
+        int32_t partition_leader_epoch
+        int16_t attributes
+        int16_t producer_epoch
+        int32_t reserved
+
+    int eos_scan_batches(const uint8_t *buf, size_t len, size_t start, int verify_crc,
+                         eos_batch_info *out, size_t capacity, size_t *count, size_t *stop)
+    size_t eos_find_valid_batch(const uint8_t *buf, size_t len, size_t start)
+
+
+# The numpy view of eos_batch_info, field for field (scan.h); checked against sizeof below.
+BATCH_INFO = np.dtype([
+    ("position", np.int64),
+    ("base_offset", np.int64),
+    ("last_offset", np.int64),
+    ("max_timestamp", np.int64),
+    ("producer_id", np.int64),
+    ("size", np.int32),
+    ("records_count", np.int32),
+    ("base_sequence", np.int32),
+    ("partition_leader_epoch", np.int32),
+    ("attributes", np.int16),
+    ("producer_epoch", np.int16),
+    ("reserved", np.int32),
+])
+if BATCH_INFO.itemsize != sizeof(eos_batch_info):
+    raise ImportError("eoslog._ext.scan: BATCH_INFO disagrees with engine/scan.h")
+
+cdef uint8_t EMPTY[1]
+
+
+def scan_batches(data, Py_ssize_t start=0, *, bint verify_crc=True,
+                 Py_ssize_t max_batches=1 << 20):
+    """Scan whole batches of `data` from byte `start`.
+
+    Returns (infos, stop, status): a BATCH_INFO array with one row per whole, valid batch in
+    order; where the next scan would begin (the end of the data, the start of a partial
+    trailing batch, or the first batch past max_batches); and 0, or the eoslog.record.status
+    code of the bad batch found at `stop` (bad length or magic; CRC mismatch with
+    verify_crc). Never raises for bad bytes: the caller decides what damage means."""
+    cdef const uint8_t[::1] view = data
+    cdef size_t size = <size_t>view.shape[0]
+    cdef const uint8_t *buf = &view[0] if size else EMPTY
+    if start < 0 or <size_t>start > size:
+        raise ValueError(f"start {start} is outside the {size} bytes given")
+    if max_batches < 0:
+        raise ValueError("max_batches must not be negative")
+    # A batch takes at least 61 bytes, so this many rows always suffice.
+    cdef size_t capacity = min(<size_t>max_batches, (size - <size_t>start) // 61 + 1)
+    infos = np.empty(capacity, dtype=BATCH_INFO)
+    cdef uint8_t[::1] raw = infos.view(np.uint8)
+    cdef eos_batch_info *rows = <eos_batch_info *>&raw[0] if capacity else NULL
+    cdef size_t count = 0, stop = 0
+    cdef int status
+    with nogil:
+        status = eos_scan_batches(buf, size, <size_t>start, verify_crc, rows, capacity,
+                                  &count, &stop)
+    return infos[:count], <Py_ssize_t>stop, status
+
+
+def find_valid_batch(data, Py_ssize_t start=0):
+    """The first position >= start where a whole batch with a valid CRC lies, or len(data)."""
+    cdef const uint8_t[::1] view = data
+    cdef size_t size = <size_t>view.shape[0]
+    if start < 0 or <size_t>start > size:
+        raise ValueError(f"start {start} is outside the {size} bytes given")
+    if size == 0:
+        return 0
+    cdef size_t found
+    with nogil:
+        found = eos_find_valid_batch(&view[0], size, <size_t>start)
+    return <Py_ssize_t>found
