@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from eoslog.broker import Broker, TopicMetadata, open
 from eoslog.errors import (
     CorruptRecordError,
     InvalidProducerEpochError,
@@ -19,11 +20,16 @@ from eoslog.errors import (
     UnstableOffsetCommitError,
     UnsupportedCompressionTypeError,
 )
+from eoslog.log.partition import AppendInfo, FetchResult
+from eoslog.log.recovery import repair_truncate
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AppendInfo",
+    "Broker",
     "CorruptRecordError",
+    "FetchResult",
     "InvalidProducerEpochError",
     "InvalidRecordError",
     "InvalidTopicError",
@@ -34,9 +40,12 @@ __all__ = [
     "OutOfOrderSequenceError",
     "ProducerFencedError",
     "RecordTooLargeError",
+    "TopicMetadata",
     "TransactionTimedOutError",
     "UnknownTopicOrPartitionError",
     "UnstableOffsetCommitError",
     "UnsupportedCompressionTypeError",
     "__version__",
+    "open",
+    "repair_truncate",
 ]

@@ -1,4 +1,5 @@
-"""The eoslog command line: `eoslog demo`, `eoslog dump-log FILE`, `eoslog verify FILE`."""
+"""The eoslog command line: `eoslog demo`, `eoslog dump-log FILE`, `eoslog verify FILE`,
+`eoslog repair FILE --truncate-at POSITION`."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from eoslog import demo, tools
+from eoslog.log.recovery import repair_truncate
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -24,6 +26,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     verify = commands.add_parser("verify", help="check every batch of a .log file")
     verify.add_argument("file")
 
+    repair = commands.add_parser(
+        "repair",
+        help="cut a damaged segment at a byte position and drop the later segments "
+        "(only on a directory no process has open)",
+    )
+    repair.add_argument("file", help="the damaged segment's .log file")
+    repair.add_argument("--truncate-at", type=int, required=True, metavar="POSITION")
+
     args = parser.parse_args(argv)
     if args.command == "demo":
         return demo.run(args.dir, args.records)
@@ -31,6 +41,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return tools.dump_log(args.file, print_records=args.records)
     if args.command == "verify":
         return tools.verify_log(args.file)
+    if args.command == "repair":
+        discarded = repair_truncate(args.file, args.truncate_at)
+        print(f"cut {args.file} at byte {args.truncate_at}; {discarded} bytes discarded")
+        return 0
     parser.error(f"unknown command {args.command}")
     return 2
 

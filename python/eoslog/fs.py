@@ -153,6 +153,7 @@ class _PosixFile:
 
 class _PosixLock:
     __slots__ = ("_fd",)
+    _fd: int
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
@@ -160,6 +161,12 @@ class _PosixLock:
     def release(self) -> None:
         if self._fd >= 0:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = -1
+
+    def __del__(self) -> None:
+        # A broker dropped without close() must not keep its directory locked forever.
+        if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
 

@@ -1,0 +1,456 @@
+"""The Broker: one process's ownership of a log directory (API.md "Opening a log directory").
+
+`eoslog.open(path)` takes the directory's exclusive `.lock`, loads (and after an unclean stop
+recovers) every partition, and gives out PartitionLogs. `close()` flushes, writes Kafka's
+checkpoints and the clean-shutdown marker, and releases the lock.
+
+Thread safety: every public method may be called from any thread. Topic creation and
+deletion serialize on the broker lock; appends and reads go to the partition logs, which have
+their own locks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import struct
+import threading
+import time
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Final, NamedTuple
+
+from eoslog.errors import (
+    InvalidConfigError,
+    InvalidTopicError,
+    KafkaStorageError,
+    LogDirLockedError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+)
+from eoslog.fs import FileLock, FileSystem, PosixFileSystem
+from eoslog.log import checkpoints, recovery
+from eoslog.log.config import BROKER_KEYS, DAY_MS, LogConfig
+from eoslog.log.partition import PartitionLog
+from eoslog.record import primitives
+
+DURABILITY_MODES: Final = ("commit", "always", "none")
+LOCK_FILE: Final = ".lock"
+META_FILE: Final = "eoslog.meta"
+TRANSACTION_STATE_TOPIC: Final = "__transaction_state"
+CONSUMER_OFFSETS_TOPIC: Final = "__consumer_offsets"
+_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+# eoslog.meta: magic, version, CRC-32C of the payload, then the payload (JSON).
+_META_MAGIC: Final = b"EOSM"
+_META_HEADER = struct.Struct(">4shI")
+_META_VERSION: Final = 1
+
+# Broker properties this layer understands, with Kafka's defaults. Kafka spreads its internal
+# topics over 50 partitions to balance load across brokers; one embedded node has nothing to
+# balance, so eoslog defaults them to 1 (fewer files, faster open); both stay configurable.
+BROKER_DEFAULTS: Final[dict[str, int]] = {
+    "num.partitions": 1,
+    "log.retention.check.interval.ms": 300_000,
+    "transaction.state.log.num.partitions": 1,
+    "transaction.state.log.segment.bytes": 100 * 1024 * 1024,
+    "offsets.topic.num.partitions": 1,
+    "offsets.topic.segment.bytes": 100 * 1024 * 1024,
+    # Read by the transaction and group coordinators (later layers); accepted here.
+    "transaction.max.timeout.ms": 900_000,
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": 10_000,
+    "transactional.id.expiration.ms": 7 * DAY_MS,
+    "producer.id.expiration.ms": DAY_MS,
+}
+
+
+class TopicMetadata(NamedTuple):
+    name: str
+    num_partitions: int
+    config: dict[str, int | str]
+
+
+def validate_topic_name(name: object) -> str:
+    """Kafka's rule (1-249 of [a-zA-Z0-9._-], not "." or ".."), checked before any path is
+    built from the name, so no name can reach outside the log directory."""
+    if not isinstance(name, str) or not _TOPIC_NAME.fullmatch(name) or name in (".", ".."):
+        raise InvalidTopicError(
+            f"invalid topic name {name!r}: use 1-249 characters of [a-zA-Z0-9._-], not '.' or '..'"
+        )
+    return name
+
+
+class Broker:
+    """An open log directory. Create with eoslog.open()."""
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        durability: str = "commit",
+        config: Mapping[str, object] | None = None,
+        fs: FileSystem | None = None,
+        clock_ms: Callable[[], int] | None = None,
+        background: bool = True,
+    ) -> None:
+        if durability not in DURABILITY_MODES:
+            raise ValueError(f"durability must be one of {DURABILITY_MODES}, not {durability!r}")
+        self.path = os.path.abspath(path)
+        self.durability = durability
+        self.fs: FileSystem = fs or PosixFileSystem()
+        self.clock_ms = clock_ms or (lambda: int(time.time() * 1000))
+        self.settings, self.default_log_config = _parse_broker_config(config or {})
+        self._lock = threading.RLock()
+        self._logs: dict[tuple[str, int], PartitionLog] = {}
+        self._topics: dict[str, TopicMetadata] = {}
+        self._closed = False
+        _make_directories(self.fs, self.path)
+        self._dir_lock = _take_lock(self.fs, self.path)
+        try:
+            self._load()
+        except BaseException:
+            self._release_after_failed_open()
+            raise
+        self._stop = threading.Event()
+        self._maintenance: threading.Thread | None = None
+        if background:
+            self._maintenance = threading.Thread(
+                target=self._maintenance_loop, name="eoslog-maintenance", daemon=True
+            )
+            self._maintenance.start()
+
+    # --- loading ---------------------------------------------------------------------------
+
+    def _load(self) -> None:
+        clean = checkpoints.take_clean_shutdown(self.fs, self.path)
+        recovery_points = checkpoints.read_offsets(
+            self.fs, os.path.join(self.path, checkpoints.RECOVERY_POINT_FILE)
+        )
+        log_starts = checkpoints.read_offsets(
+            self.fs, os.path.join(self.path, checkpoints.LOG_START_OFFSET_FILE)
+        )
+        self._topics = self._read_meta()
+        for name, partitions, segment_key in (
+            (
+                TRANSACTION_STATE_TOPIC,
+                "transaction.state.log.num.partitions",
+                "transaction.state.log.segment.bytes",
+            ),
+            (CONSUMER_OFFSETS_TOPIC, "offsets.topic.num.partitions", "offsets.topic.segment.bytes"),
+        ):
+            if name not in self._topics:
+                self._topics[name] = TopicMetadata(
+                    name,
+                    self.settings[partitions],
+                    {"segment.bytes": self.settings[segment_key]},
+                )
+                self._write_meta()
+        for metadata in self._topics.values():
+            log_config = self.default_log_config.with_properties(metadata.config)
+            for partition in range(metadata.num_partitions):
+                key = (metadata.name, partition)
+                self._logs[key] = self._open_log(
+                    metadata.name,
+                    partition,
+                    log_config,
+                    clean,
+                    recovery_points.get(key, 0),
+                    log_starts.get(key, 0),
+                )
+
+    def _open_log(
+        self,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        clean: bool,
+        recovery_point: int,
+        log_start: int,
+    ) -> PartitionLog:
+        directory = os.path.join(self.path, f"{topic}-{partition}")
+        if not self.fs.exists(directory):
+            self.fs.mkdir(directory)
+            self.fs.sync_dir(self.path)
+        loaded = recovery.load(
+            self.fs,
+            directory,
+            config,
+            clean_shutdown=clean,
+            recovery_point=recovery_point,
+            log_start_offset=log_start,
+            now_ms=self.clock_ms(),
+        )
+        return PartitionLog(
+            self.fs,
+            directory,
+            topic,
+            partition,
+            config,
+            clock_ms=self.clock_ms,
+            durability=self.durability,
+            loaded=loaded,
+        )
+
+    def _read_meta(self) -> dict[str, TopicMetadata]:
+        path = os.path.join(self.path, META_FILE)
+        if not self.fs.exists(path):
+            return {}
+        handle = self.fs.open(path, read_only=True)
+        try:
+            data = handle.pread(handle.size(), 0)
+        finally:
+            handle.close()
+        if len(data) < _META_HEADER.size:
+            raise KafkaStorageError(f"{path} is truncated")
+        magic, version, crc = _META_HEADER.unpack_from(data)
+        payload = data[_META_HEADER.size :]
+        if magic != _META_MAGIC or version != _META_VERSION:
+            raise KafkaStorageError(f"{path} is not an eoslog metadata file of version 1")
+        if primitives.crc32c(payload) != crc:
+            raise KafkaStorageError(f"{path} fails its CRC-32C check")
+        topics = json.loads(payload)["topics"]
+        return {
+            name: TopicMetadata(name, int(entry["partitions"]), dict(entry["config"]))
+            for name, entry in topics.items()
+        }
+
+    def _write_meta(self) -> None:
+        body = {
+            "topics": {
+                name: {"partitions": meta.num_partitions, "config": meta.config}
+                for name, meta in sorted(self._topics.items())
+            }
+        }
+        payload = json.dumps(body, sort_keys=True).encode()
+        header = _META_HEADER.pack(_META_MAGIC, _META_VERSION, primitives.crc32c(payload))
+        checkpoints.write_atomically(self.fs, os.path.join(self.path, META_FILE), header + payload)
+
+    # --- topics ----------------------------------------------------------------------------
+
+    def create_topic(
+        self,
+        name: str,
+        num_partitions: int | None = None,
+        config: Mapping[str, object] | None = None,
+    ) -> TopicMetadata:
+        """Create a topic; TopicAlreadyExistsError if it exists, InvalidTopicError or
+        InvalidConfigError for bad input (nothing is created then)."""
+        validate_topic_name(name)
+        partitions = self.settings["num.partitions"] if num_partitions is None else num_partitions
+        if (
+            isinstance(partitions, bool)
+            or not isinstance(partitions, int)
+            or not (1 <= partitions <= 1_000_000)
+        ):
+            raise InvalidConfigError(
+                f"num_partitions must be a positive integer, not {partitions!r}"
+            )
+        properties = dict(config or {})
+        log_config = self.default_log_config.with_properties(properties)
+        stored = {
+            key: value for key, value in log_config.to_properties().items() if key in properties
+        }
+        with self._lock:
+            self._check_open()
+            if name in self._topics:
+                raise TopicAlreadyExistsError(f"topic {name!r} already exists")
+            metadata = TopicMetadata(name, partitions, stored)
+            self._topics[name] = metadata
+            self._write_meta()
+            for partition in range(partitions):
+                self._logs[(name, partition)] = self._open_log(
+                    name, partition, log_config, True, 0, 0
+                )
+            return metadata
+
+    def list_topics(self) -> dict[str, TopicMetadata]:
+        with self._lock:
+            return {
+                name: TopicMetadata(
+                    name,
+                    meta.num_partitions,
+                    self.default_log_config.with_properties(meta.config).to_properties(),
+                )
+                for name, meta in self._topics.items()
+            }
+
+    def delete_topic(self, name: str) -> None:
+        """Delete a user topic and its files; internal topics cannot be deleted."""
+        validate_topic_name(name)
+        if name in (TRANSACTION_STATE_TOPIC, CONSUMER_OFFSETS_TOPIC):
+            raise InvalidTopicError(f"{name} is an internal topic and cannot be deleted")
+        with self._lock:
+            self._check_open()
+            metadata = self._topics.get(name)
+            if metadata is None:
+                raise UnknownTopicOrPartitionError(f"unknown topic {name!r}")
+            del self._topics[name]
+            self._write_meta()
+            for partition in range(metadata.num_partitions):
+                log = self._logs.pop((name, partition))
+                log.close()
+                for file in self.fs.listdir(log.directory):
+                    self.fs.unlink(os.path.join(log.directory, file))
+                self.fs.rmdir(log.directory)
+            self.fs.sync_dir(self.path)
+
+    def log(self, topic: str, partition: int) -> PartitionLog:
+        """The partition's log; UnknownTopicOrPartitionError if there is none."""
+        log = self._logs.get((topic, partition))
+        if log is None:
+            raise UnknownTopicOrPartitionError(f"unknown topic or partition {topic}-{partition}")
+        return log
+
+    # --- maintenance and shutdown -----------------------------------------------------------
+
+    def run_maintenance(self) -> None:
+        """One pass of background work: retention, then the recovery-point checkpoint.
+        The maintenance thread calls it every log.retention.check.interval.ms; tests call it
+        directly with an injected clock."""
+        with self._lock:
+            self._check_open()
+            logs = list(self._logs.values())
+        for log in logs:
+            log.delete_retained_segments()
+        self._write_checkpoints(logs)
+
+    def _maintenance_loop(self) -> None:
+        interval_s = self.settings["log.retention.check.interval.ms"] / 1000
+        while not self._stop.wait(interval_s):
+            try:
+                self.run_maintenance()
+            except KafkaStorageError:
+                return  # fail-stop: the failure is reported to the next writer
+
+    def _write_checkpoints(self, logs: list[PartitionLog]) -> None:
+        checkpoints.write_offsets(
+            self.fs,
+            os.path.join(self.path, checkpoints.RECOVERY_POINT_FILE),
+            {(log.topic, log.partition): log.recovery_point for log in logs},
+        )
+        checkpoints.write_offsets(
+            self.fs,
+            os.path.join(self.path, checkpoints.LOG_START_OFFSET_FILE),
+            {
+                (log.topic, log.partition): log.log_start_offset
+                for log in logs
+                if log.log_start_offset > log.segments[0].base_offset
+            },
+        )
+
+    def close(self) -> None:
+        """Flush every log, write the checkpoints and the clean-shutdown marker, release the
+        lock. A broker whose storage failed closes without the marker, so the next open
+        recovers."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._stop.set()
+        if self._maintenance is not None:
+            self._maintenance.join()
+        logs = list(self._logs.values())
+        failed = False
+        for log in logs:
+            try:
+                log.close()
+            except KafkaStorageError:
+                failed = True
+        try:
+            if not failed:
+                self._write_checkpoints(logs)
+                checkpoints.write_clean_shutdown(self.fs, self.path)
+        finally:
+            self._dir_lock.release()
+
+    def _release_after_failed_open(self) -> None:
+        for log in self._logs.values():
+            with contextlib.suppress(KafkaStorageError):
+                log.close()
+        self._dir_lock.release()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise KafkaStorageError(f"broker for {self.path} is closed")
+
+    def __enter__(self) -> Broker:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _parse_broker_config(config: Mapping[str, object]) -> tuple[dict[str, int], LogConfig]:
+    settings = dict(BROKER_DEFAULTS)
+    topic_defaults: dict[str, object] = {}
+    for key, value in config.items():
+        if key in BROKER_KEYS:
+            topic_defaults[BROKER_KEYS[key]] = value
+        elif key in BROKER_DEFAULTS:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidConfigError(f"{key} must be a non-negative integer, not {value!r}")
+            settings[key] = value
+        else:
+            raise InvalidConfigError(f"unknown broker configuration {key!r}")
+    return settings, LogConfig().with_properties(topic_defaults)
+
+
+def _make_directories(fs: FileSystem, path: str) -> None:
+    missing = []
+    while not fs.exists(path):
+        missing.append(path)
+        path = os.path.dirname(path)
+    for directory in reversed(missing):
+        fs.mkdir(directory)
+        fs.sync_dir(os.path.dirname(directory))
+
+
+def _take_lock(fs: FileSystem, root: str) -> FileLock:
+    path = os.path.join(root, LOCK_FILE)
+    try:
+        lock = fs.lock(path)
+    except BlockingIOError:
+        owner = "unknown"
+        try:
+            handle = fs.open(path, read_only=True)
+            owner = handle.pread(32, 0).decode(errors="replace").strip() or owner
+            handle.close()
+        except OSError:
+            pass
+        raise LogDirLockedError(
+            f"log directory {root} is locked by another process (pid {owner})"
+        ) from None
+    handle = fs.open(path)
+    try:
+        handle.truncate(0)
+        handle.pwrite(f"{os.getpid()}\n".encode(), 0)
+    finally:
+        handle.close()
+    return lock
+
+
+def open(
+    path: str,
+    durability: str = "commit",
+    config: Mapping[str, object] | None = None,
+    *,
+    fs: FileSystem | None = None,
+    clock_ms: Callable[[], int] | None = None,
+    background: bool = True,
+) -> Broker:
+    """Open (creating if missing) a log directory; LogDirLockedError if another live process
+    owns it. fs and clock_ms are seams for tests (a recording file system, a driven clock)."""
+    return Broker(
+        path,
+        durability=durability,
+        config=config,
+        fs=fs,
+        clock_ms=clock_ms,
+        background=background,
+    )

@@ -1,0 +1,101 @@
+"""Topic (log) configuration: Kafka's dotted property names parsed once, here, into named
+fields with units (STYLE.md rule 6). Defaults are Kafka's (FORMAT.md §5.2)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from eoslog import limits
+from eoslog.errors import InvalidConfigError
+
+DAY_MS: Final = 24 * 60 * 60 * 1000
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    """The settings of one topic's partition logs."""
+
+    segment_bytes: int = 1 << 30
+    segment_ms: int = 7 * DAY_MS
+    segment_index_bytes: int = 10 * 1024 * 1024
+    index_interval_bytes: int = 4096
+    retention_ms: int = 7 * DAY_MS  # -1: keep forever
+    retention_bytes: int = -1  # -1: no size limit
+    max_message_bytes: int = limits.message_bytes_default
+    log_append_time: bool = False  # message.timestamp.type=LogAppendTime
+
+    def to_properties(self) -> dict[str, int | str]:
+        """Kafka's property names and values, as list_topics reports them."""
+        return {
+            key: ("LogAppendTime" if self.log_append_time else "CreateTime")
+            if field == "log_append_time"
+            else getattr(self, field)
+            for key, field in TOPIC_KEYS.items()
+        }
+
+    def with_properties(self, properties: Mapping[str, object]) -> LogConfig:
+        """These settings overridden by Kafka-named properties; InvalidConfigError for an
+        unknown key or a value out of range (nothing is changed then)."""
+        changes: dict[str, object] = {}
+        for key, value in properties.items():
+            field = TOPIC_KEYS.get(key)
+            if field is None:
+                raise InvalidConfigError(f"unknown topic configuration {key!r}")
+            changes[field] = _parse(key, field, value)
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+
+# Kafka's topic-level names -> LogConfig fields.
+TOPIC_KEYS: Final = {
+    "segment.bytes": "segment_bytes",
+    "segment.ms": "segment_ms",
+    "segment.index.bytes": "segment_index_bytes",
+    "index.interval.bytes": "index_interval_bytes",
+    "retention.ms": "retention_ms",
+    "retention.bytes": "retention_bytes",
+    "max.message.bytes": "max_message_bytes",
+    "message.timestamp.type": "log_append_time",
+}
+# Broker-level names (eoslog.open config) that set the default of a topic-level field.
+BROKER_KEYS: Final = {
+    "log.segment.bytes": "segment.bytes",
+    "log.roll.ms": "segment.ms",
+    "log.index.size.max.bytes": "segment.index.bytes",
+    "log.index.interval.bytes": "index.interval.bytes",
+    "log.retention.ms": "retention.ms",
+    "log.retention.bytes": "retention.bytes",
+    "message.max.bytes": "max.message.bytes",
+    "log.message.timestamp.type": "message.timestamp.type",
+}
+
+# (smallest, largest) allowed, from Kafka's LogConfig definitions; the segment limits keep
+# every relative offset and position inside a segment within int32.
+_RANGES: Final = {
+    "segment_bytes": (14, (1 << 31) - 1),
+    "segment_ms": (1, (1 << 63) - 1),
+    "segment_index_bytes": (12, (1 << 31) - 1),
+    "index_interval_bytes": (0, (1 << 31) - 1),
+    "retention_ms": (-1, (1 << 63) - 1),
+    "retention_bytes": (-1, (1 << 63) - 1),
+    "max_message_bytes": (0, limits.batch_bytes_max),
+}
+
+
+def _parse(key: str, field: str, value: object) -> object:
+    if field == "log_append_time":
+        if value not in ("CreateTime", "LogAppendTime"):
+            raise InvalidConfigError(f"{key} must be CreateTime or LogAppendTime, not {value!r}")
+        return value == "LogAppendTime"
+    try:
+        number = int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        raise InvalidConfigError(f"{key} must be an integer, not {value!r}") from None
+    if isinstance(value, bool) or (isinstance(value, float) and value != number):
+        raise InvalidConfigError(f"{key} must be an integer, not {value!r}")
+    low, high = _RANGES[field]
+    if not low <= number <= high:
+        raise InvalidConfigError(f"{key} must be in [{low}, {high}], not {number}")
+    return number

@@ -1,0 +1,269 @@
+"""What the offset and time indexes share (Kafka's AbstractIndex): a preallocated file of
+fixed-size entries, mapped into memory, searched with the warm-section binary search
+(FORMAT.md §5.6, §5.8).
+
+Files. A new index file is sized to max_index_bytes rounded down to a multiple of the entry
+size and starts empty; an existing file is taken to hold length // entry size entries, all of
+them valid (§5.6), which is why an index is trimmed to its entries before it counts as durable
+(close, roll, end of recovery) and re-expanded when its segment becomes active again.
+
+Memory safety (DESIGN.md "Ownership, threads, processes"). Only the owner process maps index
+files, and a mapping never outlives the file bytes under it, since touching a mapped page past
+the end of its file kills the process with SIGBUS. No mapping lives while a file changes size
+(which the fs twin enforces): to resize, the index switches its entries to an in-memory copy of
+the entries in use, which drops the mapping, then truncates the file, then maps it again and
+switches back. Lookups on other threads answer from the copy in between. Mappings are never
+closed explicitly: the entries object holds the only reference, and a dropped mapping is
+unmapped when that reference goes. An index opened with writable=False reads its file once
+with pread into memory and maps nothing, as readers outside the owner process must.
+
+Thread safety. One writer, the partition's writer thread (under the partition lock), calls
+every method that changes the index: append / maybe_append, truncate_to, truncate, reset,
+resize, trim_to_valid_size, flush, close, delete and rename_to. Lookups (lookup, entry,
+fetch_upper_bound_offset) and the properties may run on any thread at any time: each lookup is
+one call into eoslog._ext.index, which reads the mapping and the entry count together, so it
+answers from the index as it was before or after any one change of the writer, never from a
+mapping that is being replaced. After close() or delete() lookups raise ValueError.
+"""
+
+from __future__ import annotations
+
+import io
+from types import TracebackType
+from typing import ClassVar, Final, Self
+
+from typing_extensions import Buffer
+
+from eoslog._ext import index as _index
+from eoslog.errors import IndexOffsetOverflowError
+from eoslog.fs import FileHandle, FileSystem
+
+# Kafka's segment.index.bytes / log.index.size.max.bytes default (ServerLogConfigs
+# LOG_INDEX_SIZE_MAX_BYTES_DEFAULT, FORMAT.md §5.2): the size a new index file is given.
+INDEX_BYTES_DEFAULT: Final = 10 * 1024 * 1024
+# A relative offset is stored as an int32 (AbstractIndex.toRelative).
+RELATIVE_OFFSET_MAX: Final = (1 << 31) - 1
+_INT64_MIN: Final = -(1 << 63)
+_INT64_MAX: Final = (1 << 63) - 1
+
+
+def clamp_int64(value: int) -> int:
+    """value limited to int64; search keys are int32 or int64, so order is unchanged."""
+    return _INT64_MIN if value < _INT64_MIN else _INT64_MAX if value > _INT64_MAX else value
+
+
+class MappedIndex:
+    """An index file of ENTRY_BYTES-sized entries, mapped while open (see the module doc)."""
+
+    ENTRY_BYTES: ClassVar[int]
+
+    __slots__ = (
+        "_base_offset",
+        "_entries",
+        "_fs",
+        "_handle",
+        "_length",
+        "_max_index_bytes",
+        "_path",
+        "_writable",
+    )
+
+    def __init__(
+        self,
+        fs: FileSystem,
+        path: str,
+        base_offset: int,
+        *,
+        max_index_bytes: int = INDEX_BYTES_DEFAULT,
+        writable: bool = True,
+    ) -> None:
+        """Open the index file at path, creating and preallocating it if it is missing and
+        writable. ValueError if a new file could not hold one entry; FileNotFoundError if it
+        is missing and not writable; OSError from the file system."""
+        self._fs = fs
+        self._path = path
+        self._base_offset = base_offset
+        self._max_index_bytes = max_index_bytes
+        self._writable = writable
+        self._entries = _index.IndexEntries(self.ENTRY_BYTES)
+        self._handle: FileHandle | None = None
+        self._length = 0
+        if writable:
+            self._open_writable()
+        else:
+            self._open_read_only()
+
+    def _open_writable(self) -> None:
+        created = not self._fs.exists(self._path)
+        if created and self._max_index_bytes < self.ENTRY_BYTES:
+            raise ValueError(f"max_index_bytes {self._max_index_bytes} cannot hold one entry")
+        handle = self._fs.open(self._path, create=True)
+        try:
+            if created:
+                handle.truncate(self._rounded(self._max_index_bytes))
+            length = handle.size()
+            # A new file starts empty; an existing one is assumed to be all valid entries.
+            count = 0 if created else length // self.ENTRY_BYTES
+            self._entries.attach(self._map(handle, length), count)
+        except BaseException:
+            handle.close()
+            raise
+        self._handle = handle
+        self._length = length
+
+    def _open_read_only(self) -> None:
+        handle = self._fs.open(self._path, read_only=True)
+        try:
+            length = handle.size()
+            image = handle.pread(length, 0)
+        finally:
+            handle.close()
+        self._length = length
+        self._entries.attach(image, len(image) // self.ENTRY_BYTES)
+
+    def _rounded(self, size: int) -> int:
+        return size - size % self.ENTRY_BYTES
+
+    @staticmethod
+    def _map(handle: FileHandle, size: int) -> Buffer:
+        # mmap cannot map an empty region; an empty index needs no bytes to search.
+        return handle.map(size) if size > 0 else bytearray()
+
+    def _require_handle(self) -> FileHandle:
+        if not self._writable:
+            raise io.UnsupportedOperation(f"index {self._path} was opened read-only")
+        if self._handle is None:
+            raise ValueError(f"index {self._path} is closed")
+        return self._handle
+
+    def _relative(self, offset: int) -> int:
+        """offset - base as stored; IndexOffsetOverflowError outside 0 .. 2**31 - 1."""
+        relative = offset - self._base_offset
+        if relative < 0 or relative > RELATIVE_OFFSET_MAX:
+            raise IndexOffsetOverflowError(
+                f"offset {offset} cannot be stored relative to base offset "
+                f"{self._base_offset} in {self._path}"
+            )
+        return relative
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def base_offset(self) -> int:
+        return self._base_offset
+
+    @property
+    def max_index_bytes(self) -> int:
+        """The size reset() and a new file get (segment.index.bytes)."""
+        return self._max_index_bytes
+
+    @property
+    def entries(self) -> int:
+        return self._entries.count
+
+    @property
+    def max_entries(self) -> int:
+        """Slots in the file as it is now sized: length // entry size."""
+        return self._entries.capacity
+
+    @property
+    def is_full(self) -> bool:
+        return self._entries.count >= self._entries.capacity
+
+    @property
+    def length(self) -> int:
+        """The file's length in bytes when opened or last resized."""
+        return self._length
+
+    @property
+    def size_in_bytes(self) -> int:
+        """The bytes the entries use (Kafka's sizeInBytes)."""
+        return self._entries.count * self.ENTRY_BYTES
+
+    def _truncate_to_entries(self, count: int) -> None:
+        """Keep the first count entries; subclasses refresh what they cache of the last."""
+        self._require_handle()
+        self._entries.truncate(count)
+
+    def truncate(self) -> None:
+        """Drop every entry (the file keeps its size)."""
+        self._truncate_to_entries(0)
+
+    def resize(self, new_size: int) -> bool:
+        """Give the file new_size bytes rounded down to a multiple of the entry size and map
+        them; False if that is its length already. Entries and position are kept: ValueError
+        if the new size cannot hold them (Kafka fails there too, after changing the file)."""
+        handle = self._require_handle()
+        rounded = self._rounded(new_size)
+        if rounded == self._length:
+            return False
+        if rounded < self.size_in_bytes:
+            raise ValueError(
+                f"cannot resize {self._path} to {rounded} bytes: it holds "
+                f"{self.entries} entries ({self.size_in_bytes} bytes)"
+            )
+        count = self._entries.count
+        # No mapping may live while the file changes size: readers answer from a copy of the
+        # entries meanwhile, and the mapping goes (unmapped as its last reference drops).
+        self._entries.attach(self._entries.copy(), count)
+        try:
+            handle.truncate(rounded)
+        except BaseException:
+            self._entries.attach(self._map(handle, self._length), count)
+            raise
+        self._length = rounded
+        self._entries.attach(self._map(handle, rounded), count)
+        return True
+
+    def reset(self) -> None:
+        """Drop every entry and size the file to max_index_bytes (recovery's starting point)."""
+        self.truncate()
+        self.resize(self._max_index_bytes)
+
+    def trim_to_valid_size(self) -> None:
+        """Cut the file to its entries, so that reopening it finds exactly these (§5.6)."""
+        if self._writable and self._handle is not None:
+            self.resize(self.size_in_bytes)
+
+    def flush(self) -> None:
+        """Make the entries durable: writes through the mapping are synced with the file."""
+        if self._writable and self._handle is not None:
+            self._handle.sync()
+
+    def _release(self) -> None:
+        self._entries.detach()
+        if self._handle is not None:
+            handle, self._handle = self._handle, None
+            handle.close()
+
+    def close(self) -> None:
+        """Trim the file to its entries, then unmap and close it. Idempotent."""
+        self.trim_to_valid_size()
+        self._release()
+
+    def delete(self) -> bool:
+        """Unmap and close without trimming (the bytes are going), then remove the file if it
+        exists. True if it removed one (Kafka's deleteIfExists)."""
+        self._release()
+        if not self._fs.exists(self._path):
+            return False
+        self._fs.unlink(self._path)
+        return True
+
+    def rename_to(self, path: str) -> None:
+        """Rename the file (atomically replacing path); the mapping stays valid."""
+        self._fs.rename(self._path, path)
+        self._path = path
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,136 @@
+"""The offset index (.index): sparse (offset, .log position) entries of one segment
+(FORMAT.md §5.4; Kafka's OffsetIndex).
+
+Each 8-byte entry is the offset relative to the segment base (int32) and the byte position in
+the .log file (int32) of a batch whose last offset is that offset. Offsets strictly increase.
+Files, memory safety and the thread-safety contract are those of eoslog.log.mapped_index.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from eoslog._ext import index as _index
+from eoslog.errors import CorruptIndexError, IndexFullError, InvalidOffsetError
+from eoslog.fs import FileSystem
+from eoslog.log.mapped_index import INDEX_BYTES_DEFAULT, MappedIndex, clamp_int64
+
+ENTRY_BYTES: Final = _index.OFFSET_ENTRY_BYTES  # engine/index.h holds the layout
+_OFFSET_KEY: Final = _index.OFFSET_KEY
+_POSITION_KEY: Final = _index.POSITION_KEY
+
+
+class OffsetIndex(MappedIndex):
+    """Offset -> .log position of one segment.
+
+    Writer thread only: append, truncate_to, truncate, reset, resize, trim_to_valid_size,
+    flush, close, delete, rename_to. Any thread: lookup, entry, fetch_upper_bound_offset and
+    the properties (see eoslog.log.mapped_index).
+    """
+
+    ENTRY_BYTES = ENTRY_BYTES
+
+    __slots__ = ("_last_offset",)
+
+    def __init__(
+        self,
+        fs: FileSystem,
+        path: str,
+        base_offset: int,
+        *,
+        max_index_bytes: int = INDEX_BYTES_DEFAULT,
+        writable: bool = True,
+    ) -> None:
+        super().__init__(fs, path, base_offset, max_index_bytes=max_index_bytes, writable=writable)
+        self._last_offset = self._read_last_offset()
+
+    def _read_last_offset(self) -> int:
+        count = self._entries.count
+        if count == 0:
+            return self._base_offset
+        relative, _ = self._entries.entry(count - 1)
+        return self._base_offset + relative
+
+    @property
+    def last_offset(self) -> int:
+        """The offset of the last entry; the base offset when empty."""
+        return self._last_offset
+
+    def append(self, offset: int, position: int) -> None:
+        """Add the entry (offset, position) after the last one.
+
+        IndexFullError if every slot is used; InvalidOffsetError unless offset is above the
+        last entry's; IndexOffsetOverflowError unless 0 <= offset - base <= 2**31 - 1;
+        ValueError for a position outside 0 .. 2**31 - 1. Nothing changes on an error."""
+        self._require_handle()
+        if self.is_full:
+            raise IndexFullError(
+                f"{self._path} is full: {self.entries} of {self.max_entries} entries"
+            )
+        if self._entries.count != 0 and offset <= self._last_offset:
+            raise InvalidOffsetError(
+                f"offset {offset} is not above the last offset {self._last_offset} "
+                f"of {self._path} (entry {self.entries})"
+            )
+        self._entries.append(self._relative(offset), position)
+        self._last_offset = offset
+
+    def lookup(self, target_offset: int) -> tuple[int, int]:
+        """(offset, position) of the largest entry with offset <= target_offset; (base offset,
+        0) when the index is empty or every entry is above the target."""
+        relative_target = clamp_int64(target_offset - self._base_offset)
+        found = self._entries.find(_OFFSET_KEY, relative_target)
+        if found is None:
+            return self._base_offset, 0
+        return self._base_offset + found[0], found[1]
+
+    def entry(self, n: int) -> tuple[int, int]:
+        """(offset, position) of entry n; IndexError unless 0 <= n < entries."""
+        relative, position = self._entries.entry(n)
+        return self._base_offset + relative, position
+
+    def fetch_upper_bound_offset(
+        self, start_position: int, fetch_size: int
+    ) -> tuple[int, int] | None:
+        """(offset, position) of an entry at or past start_position + fetch_size: an offset
+        outside a fetch of fetch_size bytes from start_position, so an exclusive upper bound
+        for the aborted transactions it may hold (§6.3). Kafka's search answers the smallest
+        such entry, except when the end equals the first entry's position (then the second,
+        see eoslog._ext.index.search). None if no entry is that far."""
+        target = clamp_int64(start_position + fetch_size)
+        found = self._entries.find(_POSITION_KEY, target, True)
+        if found is None:
+            return None
+        return self._base_offset + found[0], found[1]
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop every entry with offset >= offset (an entry at offset goes too); nothing
+        changes when offset is past the last entry."""
+        self._require_handle()
+        relative_target = clamp_int64(offset - self._base_offset)
+        slot = self._entries.search(_OFFSET_KEY, relative_target)
+        if slot < 0:
+            keep = 0
+        elif self._entries.entry(slot)[0] == relative_target:
+            keep = slot
+        else:
+            keep = slot + 1
+        self._truncate_to_entries(keep)
+
+    def _truncate_to_entries(self, count: int) -> None:
+        super()._truncate_to_entries(count)
+        self._last_offset = self._read_last_offset()
+
+    def sanity_check(self) -> None:
+        """CorruptIndexError if the last entry is below the base offset (an entry at the base
+        is fine) or the file length is not a multiple of 8 (§5.4)."""
+        if self.entries != 0 and self._last_offset < self._base_offset:
+            raise CorruptIndexError(
+                f"corrupt index {self._path}: its last offset {self._last_offset} is below "
+                f"the base offset {self._base_offset}"
+            )
+        if self._length % ENTRY_BYTES != 0:
+            raise CorruptIndexError(
+                f"corrupt index {self._path}: {self._length} bytes is not a multiple of "
+                f"{ENTRY_BYTES}"
+            )

@@ -1,0 +1,331 @@
+"""The partition log (API.md "Partition log"): validated appends with offset assignment, reads
+of whole batches, roll, retention, truncation and durability, over a list of segments.
+
+Thread safety: appends, roll, retention, truncation, flush and close serialize on the
+partition lock. Reads take no lock: they work from the segment list and sizes published
+before the read began, so a read never sees a batch that is not whole.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections.abc import Callable
+from typing import NamedTuple
+
+from eoslog.errors import (
+    KafkaStorageError,
+    OffsetOutOfRangeError,
+    RecordBatchTooLargeError,
+)
+from eoslog.fs import FileSystem
+from eoslog.log import recovery
+from eoslog.log.config import LogConfig
+from eoslog.log.segment import LogSegment
+from eoslog.log.sync import GroupSync
+from eoslog.record import codec
+
+ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
+# A segment removed by retention or truncation keeps its open file this long after leaving
+# the segment list, so reads that captured it just before finish on the right file.
+RETIRED_SEGMENT_GRACE_MS = 60_000
+
+
+class AppendInfo(NamedTuple):
+    base_offset: int
+    last_offset: int
+    log_append_time_ms: int  # -1 for CreateTime topics
+    duplicate: bool
+
+
+class FetchResult(NamedTuple):
+    records: memoryview  # whole v2 batches
+    aborted_transactions: list[tuple[int, int]] | None  # (producer id, first offset)
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+
+
+class PartitionLog:
+    """One partition's log in its directory `<topic>-<partition>`."""
+
+    def __init__(
+        self,
+        fs: FileSystem,
+        directory: str,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        *,
+        clock_ms: Callable[[], int],
+        durability: str,
+        loaded: recovery.LoadedLog,
+    ) -> None:
+        self.fs = fs
+        self.directory = directory
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        self._clock_ms = clock_ms
+        self._durability = durability
+        self._lock = threading.RLock()
+        self._segments: list[LogSegment] = loaded.segments
+        self._bases = [segment.base_offset for segment in self._segments]
+        self._log_end_offset = loaded.log_end_offset
+        self._log_start_offset = loaded.log_start_offset
+        self.recovery_report = loaded.report
+        self._unsynced: set[LogSegment] = {self._segments[-1]}
+        self._retired: list[tuple[LogSegment, int]] = []
+        self._group_sync = GroupSync(
+            lambda: self._log_end_offset, self._sync_unsynced, loaded.recovery_point
+        )
+        self._closed = False
+
+    # --- offsets ---------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        """One node is its own ISR: everything appended is replicated (FORMAT.md §7)."""
+        return self._log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """No transactions are open before the transaction coordinator exists, so the LSO is
+        the high watermark."""
+        return self.high_watermark
+
+    @property
+    def recovery_point(self) -> int:
+        """Everything below this offset is durable on disk."""
+        return self._group_sync.durable
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    # --- append ----------------------------------------------------------------------------
+
+    def append_batch(self, raw: bytes | bytearray | memoryview) -> AppendInfo:
+        """Append one v2 batch exactly as a client sends it, validated as a Kafka leader
+        validates it (FORMAT.md §10). Nothing is written when it raises. Thread-safe."""
+        validated = codec.validate_batch(raw, batch_bytes_max=self.config.max_message_bytes)
+        if len(raw) > self.config.segment_bytes:
+            raise RecordBatchTooLargeError(
+                f"batch of {len(raw)} bytes is larger than segment.bytes "
+                f"{self.config.segment_bytes}"
+            )
+        batch = bytearray(raw)
+        with self._lock:
+            self._check_writable()
+            base_offset = self._log_end_offset
+            append_time = self._clock_ms() if self.config.log_append_time else -1
+            codec.stamp_batch(
+                batch,
+                base_offset=base_offset,
+                partition_leader_epoch=0,
+                log_append_time_ms=append_time,
+            )
+            last_offset = base_offset + validated.header.last_offset_delta
+            max_timestamp = append_time if append_time >= 0 else validated.max_timestamp
+            self._append_stamped(batch, last_offset, max_timestamp)
+        if self._durability == "always":
+            self._group_sync.sync_through(last_offset + 1)
+        return AppendInfo(base_offset, last_offset, append_time, False)
+
+    def _append_stamped(self, batch: bytearray, last_offset: int, max_timestamp: int) -> None:
+        """Write a batch whose offsets are assigned (under the lock), rolling first if the
+        active segment cannot take it."""
+        active = self._segments[-1]
+        now = self._clock_ms()
+        if active.should_roll(len(batch), max_timestamp, last_offset, now):
+            active = self._roll(self._log_end_offset)
+        try:
+            active.append(
+                batch,
+                last_offset=last_offset,
+                max_timestamp=max_timestamp,
+                offset_of_max_timestamp=last_offset,
+            )
+        except OSError as error:
+            # The bytes may be half written: stop accepting writes (DESIGN.md fail-stop);
+            # recovery at the next open cuts the torn batch.
+            self._fail(error)
+        self._unsynced.add(active)
+        self._log_end_offset = last_offset + 1
+
+    def _roll(self, base_offset: int) -> LogSegment:
+        active = self._segments[-1]
+        try:
+            active.on_become_inactive()
+            segment = LogSegment(
+                self.fs, self.directory, base_offset, self.config, created_ms=self._clock_ms()
+            )
+            self.fs.sync_dir(self.directory)
+        except OSError as error:
+            self._fail(error)
+        self._segments = [*self._segments, segment]
+        self._bases = [*self._bases, base_offset]
+        self._unsynced.add(segment)
+        return segment
+
+    def roll(self) -> None:
+        """Start a new segment at the log end (no-op if the active segment is empty)."""
+        with self._lock:
+            self._check_writable()
+            if self._segments[-1].size > 0:
+                self._roll(self._log_end_offset)
+
+    # --- durability ------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Return once everything appended so far is durable (group commit)."""
+        self._group_sync.sync_through(self._log_end_offset)
+
+    def _sync_unsynced(self) -> None:
+        with self._lock:
+            segments = list(self._unsynced)
+            self._unsynced = {self._segments[-1]}
+        for segment in sorted(segments, key=lambda s: s.base_offset):
+            segment.flush()
+
+    def _fail(self, error: OSError) -> None:
+        failure = KafkaStorageError(f"write to {self.topic}-{self.partition} failed: {error}")
+        self._group_sync.fail(failure)
+        raise failure from error
+
+    def _check_writable(self) -> None:
+        if self._closed:
+            raise KafkaStorageError(f"{self.topic}-{self.partition} is closed")
+        self._group_sync.check()
+
+    # --- read ------------------------------------------------------------------------------
+
+    def read(
+        self,
+        offset: int,
+        max_bytes: int = 1 << 20,
+        isolation_level: str = "read_committed",
+    ) -> FetchResult:
+        """Whole batches from the one holding `offset`, up to the high watermark
+        (read_uncommitted) or the last stable offset (read_committed), at most max_bytes but
+        at least one batch. OffsetOutOfRangeError outside [log start, log end]."""
+        if isolation_level not in ISOLATION_LEVELS:
+            raise ValueError(f"isolation_level must be one of {ISOLATION_LEVELS}")
+        segments, bases = self._segments, self._bases
+        start, end = self._log_start_offset, self._log_end_offset
+        bound = end  # high watermark and LSO are both the log end here
+        aborted: list[tuple[int, int]] | None = [] if isolation_level == "read_committed" else None
+        if not start <= offset <= end:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} is outside [{start}, {end}] of {self.topic}-{self.partition}"
+            )
+        if offset < bound:
+            index = max(bisect.bisect_right(bases, offset) - 1, 0)
+            for segment in segments[index:]:
+                found = segment.read(offset, max_bytes, segment.size)
+                if found is not None:
+                    return FetchResult(memoryview(found[0]), aborted, end, end, start)
+        return FetchResult(memoryview(b""), aborted, end, end, start)
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """The first record with timestamp >= timestamp_ms: (offset, timestamp), or None."""
+        for segment in self._segments:
+            if segment.max_timestamp < timestamp_ms and segment is not self._segments[-1]:
+                continue
+            found = segment.find_offset_by_timestamp(timestamp_ms, self._log_start_offset)
+            if found is not None:
+                return found
+        return None
+
+    # --- retention, truncation, lifecycle --------------------------------------------------
+
+    def delete_retained_segments(self) -> int:
+        """Delete whole segments past retention.ms or beyond retention.bytes (never the only
+        one); the log start offset moves to the next segment's base. Returns segments
+        deleted."""
+        with self._lock:
+            self._check_writable()
+            now = self._clock_ms()
+            self._close_retired(now)
+            doomed = self._expired_segments(now)
+            if doomed and doomed[-1] is self._segments[-1]:
+                self._roll(self._log_end_offset)
+            for segment in doomed:
+                self._retire(segment, now)
+            if doomed:
+                self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
+            return len(doomed)
+
+    def _expired_segments(self, now: int) -> list[LogSegment]:
+        doomed: list[LogSegment] = []
+        retention_ms = self.config.retention_ms
+        for segment in self._segments:
+            if segment.size == 0 or retention_ms < 0:
+                break
+            if now - segment.max_timestamp <= retention_ms:
+                break
+            doomed.append(segment)
+        if self.config.retention_bytes >= 0:
+            total = sum(segment.size for segment in self._segments)
+            for segment in self._segments[len(doomed) : -1]:
+                if total - sum(s.size for s in doomed) - segment.size < self.config.retention_bytes:
+                    break
+                doomed.append(segment)
+        return doomed
+
+    def _retire(self, segment: LogSegment, now: int) -> None:
+        self._segments = [s for s in self._segments if s is not segment]
+        self._bases = [s.base_offset for s in self._segments]
+        self._unsynced.discard(segment)
+        try:
+            segment.unlink_files()
+            self.fs.sync_dir(self.directory)
+        except OSError as error:
+            self._fail(error)
+        self._retired.append((segment, now))
+
+    def _close_retired(self, now: int) -> None:
+        keep = []
+        for segment, retired_at in self._retired:
+            if now - retired_at >= RETIRED_SEGMENT_GRACE_MS or self._closed:
+                segment.close_files()
+            else:
+                keep.append((segment, retired_at))
+        self._retired = keep
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove everything at and after offset (a batch straddling it goes entirely)."""
+        with self._lock:
+            self._check_writable()
+            if offset >= self._log_end_offset:
+                return
+            now = self._clock_ms()
+            for segment in [s for s in self._segments[1:] if s.base_offset >= offset]:
+                self._retire(segment, now)
+            try:
+                self._segments[-1].truncate_to(offset)
+                self._segments[-1].flush()
+            except OSError as error:
+                self._fail(error)
+            self._log_end_offset = max(offset, self._log_start_offset)
+
+    def close(self) -> None:
+        """Flush, add final index entries, trim indexes and close the files."""
+        with self._lock:
+            if self._closed:
+                return
+            failure = self._group_sync.failure
+            if failure is None:
+                self.flush()
+            self._closed = True
+            self._close_retired(self._clock_ms())
+            for segment in self._segments:
+                segment.close()

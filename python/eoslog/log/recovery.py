@@ -1,0 +1,257 @@
+"""Loading a partition directory and recovering it after an unclean stop (FORMAT.md §9.2, §9.3).
+
+The three failure classes (STYLE.md rule 3) are handled differently here:
+- a torn tail (a partial or garbled last write after a crash, with nothing valid behind it)
+  is cut at the last valid batch and reported as a byte count;
+- damage in the middle of the log (a bad batch with valid data after it) is never truncated
+  silently: loading fails with CorruptRecordError naming the file, the position and the
+  repair call that would cut the log there;
+- missing or corrupt index files are rebuilt from the log.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from eoslog._ext import scan
+from eoslog.errors import CorruptIndexError, CorruptRecordError
+from eoslog.fs import FileSystem, PosixFileSystem
+from eoslog.log.config import LogConfig
+from eoslog.log.segment import (
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    LogSegment,
+    file_name,
+    offset_from_file_name,
+)
+
+# Recovery reads a segment in pieces of this size: large enough that a scan runs at memory
+# speed, small enough to keep memory flat for 1 GiB segments.
+RECOVERY_CHUNK_BYTES = 8 * 1024 * 1024
+_INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+
+
+@dataclass
+class RecoveryReport:
+    """What loading did: segments rescanned, and the torn tail cut (if any)."""
+
+    clean_shutdown: bool
+    segments_recovered: int = 0
+    bytes_truncated: int = 0
+    truncated_file: str | None = None
+    truncated_at: int | None = None
+    indexes_rebuilt: list[str] = field(default_factory=list)
+
+
+@dataclass
+class LoadedLog:
+    segments: list[LogSegment]
+    log_end_offset: int
+    log_start_offset: int
+    recovery_point: int
+    report: RecoveryReport
+
+
+def load(
+    fs: FileSystem,
+    directory: str,
+    config: LogConfig,
+    *,
+    clean_shutdown: bool,
+    recovery_point: int,
+    log_start_offset: int,
+    now_ms: int,
+) -> LoadedLog:
+    """Open every segment of the partition directory, recovering from the recovery point
+    when the last stop was not clean."""
+    report = RecoveryReport(clean_shutdown=clean_shutdown)
+    bases = _clean_directory(fs, directory)
+    segments = [LogSegment(fs, directory, base, config, created_ms=now_ms) for base in bases]
+    for segment in segments:
+        if not _indexes_sane(segment):
+            _recover_segment(segment, segments, report)
+            report.indexes_rebuilt.append(segment.path(INDEX_SUFFIX))
+    if not clean_shutdown:
+        for segment in segments:
+            if (
+                segment.base_offset >= recovery_point
+                or segment is segments[-1]
+                or (_next_base(segments, segment) > recovery_point)
+            ):
+                _recover_segment(segment, segments, report)
+    if not segments:
+        segments = [LogSegment(fs, directory, log_start_offset, config, created_ms=now_ms)]
+        fs.sync_dir(directory)
+    log_end_offset = segments[-1].next_offset()
+    if log_end_offset < log_start_offset:
+        # Everything on disk lies below the checkpointed log start: start over empty there.
+        for segment in segments:
+            segment.delete()
+        segments = [LogSegment(fs, directory, log_start_offset, config, created_ms=now_ms)]
+        fs.sync_dir(directory)
+        log_end_offset = log_start_offset
+    log_start_offset = max(log_start_offset, segments[0].base_offset)
+    active = segments[-1]
+    active.offset_index.resize(config.segment_index_bytes)
+    active.time_index.resize(config.segment_index_bytes)
+    recovered_to = log_end_offset if clean_shutdown else min(recovery_point, log_end_offset)
+    return LoadedLog(segments, log_end_offset, log_start_offset, recovered_to, report)
+
+
+def _next_base(segments: list[LogSegment], segment: LogSegment) -> int:
+    index = segments.index(segment)
+    return segments[index + 1].base_offset if index + 1 < len(segments) else 1 << 63
+
+
+def _clean_directory(fs: FileSystem, directory: str) -> list[int]:
+    """Delete leftovers (`.deleted`, temp files, index files without a .log) and return the
+    base offsets of the segments, sorted."""
+    names = fs.listdir(directory)
+    logs = {name for name in names if name.endswith(LOG_SUFFIX)}
+    removed = False
+    for name in names:
+        stray_index = name.endswith(_INDEX_SUFFIXES) and (
+            file_name(offset_from_file_name(name), LOG_SUFFIX) not in logs
+        )
+        if name.endswith((DELETED_SUFFIX, ".tmp")) or stray_index:
+            fs.unlink(os.path.join(directory, name))
+            removed = True
+    if removed:
+        fs.sync_dir(directory)
+    return sorted(offset_from_file_name(name) for name in logs)
+
+
+def _indexes_sane(segment: LogSegment) -> bool:
+    try:
+        segment.offset_index.sanity_check()
+        segment.time_index.sanity_check()
+        segment.txn_index.sanity_check()
+    except CorruptIndexError:
+        return False
+    return True
+
+
+def _recover_segment(
+    segment: LogSegment, segments: list[LogSegment], report: RecoveryReport
+) -> None:
+    """Rescan one segment (FORMAT.md §9.3): check every batch's framing, CRC and offsets,
+    rebuild its indexes, and cut a torn tail. Raises CorruptRecordError for damage with
+    valid data after it."""
+    report.segments_recovered += 1
+    segment.offset_index.truncate()
+    segment.time_index.truncate()
+    segment.txn_index.reset()
+    segment.bytes_since_last_index_entry = 0
+    segment.max_timestamp, segment.offset_of_max_timestamp = -1, segment.base_offset
+    segment.first_batch_timestamp = None
+    file_size = segment.log.size()
+    position = 0
+    next_offset = segment.base_offset
+    while position < file_size:
+        chunk = segment.log.pread(min(RECOVERY_CHUNK_BYTES, file_size - position), position)
+        infos, stop, status = scan.scan_batches(chunk, verify_crc=True)
+        if len(infos) == 0 and status == 0 and position + len(chunk) < file_size:
+            # The next batch is larger than a chunk: read exactly that batch.
+            claimed = 12 + int.from_bytes(chunk[8:12], "big", signed=True)
+            chunk = segment.log.pread(min(claimed, file_size - position), position)
+            infos, stop, status = scan.scan_batches(chunk, verify_crc=True)
+        if len(infos):
+            bad = _first_offset_violation(infos, next_offset)
+            if bad is not None:
+                infos, stop, status = infos[:bad], int(infos["position"][bad]), -1
+        for row in infos:
+            _index_recovered_batch(segment, position, row)
+        if len(infos):
+            next_offset = int(infos["last_offset"][-1]) + 1
+        position += stop
+        if status != 0 or len(infos) == 0:
+            break
+    segment.size = file_size
+    if position < file_size:
+        _cut_torn_tail(segment, segments, position, file_size, report)
+    segment.on_become_inactive()
+
+
+def _first_offset_violation(infos: np.ndarray, next_offset: int) -> int | None:
+    """Index of the first batch whose offsets do not follow the previous batch's."""
+    expected = np.empty(len(infos), dtype=np.int64)
+    expected[0] = next_offset
+    expected[1:] = infos["last_offset"][:-1] + 1
+    bad = np.flatnonzero(
+        (infos["base_offset"] < expected) | (infos["last_offset"] < infos["base_offset"])
+    )
+    return int(bad[0]) if len(bad) else None
+
+
+def _index_recovered_batch(segment: LogSegment, chunk_position: int, row: np.void) -> None:
+    position = chunk_position + int(row["position"])
+    last_offset = int(row["last_offset"])
+    max_timestamp = int(row["max_timestamp"])
+    if segment.first_batch_timestamp is None:
+        segment.first_batch_timestamp = max_timestamp
+    if max_timestamp > segment.max_timestamp:
+        segment.max_timestamp, segment.offset_of_max_timestamp = max_timestamp, last_offset
+    if segment.bytes_since_last_index_entry > segment.config.index_interval_bytes:
+        segment.offset_index.append(last_offset, position)
+        segment.time_index.maybe_append(segment.max_timestamp, segment.offset_of_max_timestamp)
+        segment.bytes_since_last_index_entry = 0
+    segment.bytes_since_last_index_entry += int(row["size"])
+
+
+def _cut_torn_tail(
+    segment: LogSegment,
+    segments: list[LogSegment],
+    position: int,
+    file_size: int,
+    report: RecoveryReport,
+) -> None:
+    """Truncate at `position` if nothing valid follows; otherwise refuse (middle damage)."""
+    rest = segment.log.pread(file_size - position, position)
+    later_data = any(s.log.size() > 0 for s in segments if s.base_offset > segment.base_offset)
+    valid_after = scan.find_valid_batch(rest, 1) < len(rest) if len(rest) > 1 else False
+    if valid_after or later_data:
+        path = segment.path(LOG_SUFFIX)
+        raise CorruptRecordError(
+            f"{path} is damaged at byte {position} and valid data follows, so it is not a "
+            f"torn tail and will not be cut silently. To discard everything from there on, "
+            f"run: eoslog.repair_truncate({path!r}, {position}) "
+            f"(or `eoslog repair {path} --truncate-at {position}`)"
+        )
+    segment.log.truncate(position)
+    segment.size = position
+    report.bytes_truncated += file_size - position
+    report.truncated_file = segment.path(LOG_SUFFIX)
+    report.truncated_at = position
+
+
+def repair_truncate(log_file: str, position: int, fs: FileSystem | None = None) -> int:
+    """Cut a damaged segment's .log at `position` and delete every later segment of the
+    partition, so the next open recovers to the last valid batch before the damage. Returns
+    the bytes discarded. Run it only on a directory no process has open."""
+    fs = fs or PosixFileSystem()
+    directory, name = os.path.split(log_file)
+    base = offset_from_file_name(name)
+    discarded = 0
+    handle = fs.open(log_file)
+    try:
+        discarded += max(handle.size() - position, 0)
+        handle.truncate(position)
+        handle.sync()
+    finally:
+        handle.close()
+    for other in fs.listdir(directory):
+        path = os.path.join(directory, other)
+        if other.endswith(_INDEX_SUFFIXES) and offset_from_file_name(other) == base:
+            fs.unlink(path)  # rebuilt at the next open
+        elif other.endswith((LOG_SUFFIX, *_INDEX_SUFFIXES)) and offset_from_file_name(other) > base:
+            if other.endswith(LOG_SUFFIX):
+                discarded += fs.file_size(path)
+            fs.unlink(path)
+    fs.sync_dir(directory)
+    return discarded

@@ -1,0 +1,312 @@
+"""One log segment: its `.log` file and the offset, time and transaction indexes beside it
+(FORMAT.md §5). Files are named by the segment's base offset, 20 digits, as Kafka names them.
+
+Thread safety: append, truncate_to, recover, roll-time calls and close are made by the
+partition's writer (under the partition lock). read, translate_offset, find_offset_by_timestamp
+and next_offset may run in any thread concurrently with appends: they read only bytes below a
+size they captured, and index lookups only see published entries.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+
+from eoslog._ext import scan
+from eoslog.errors import IndexOffsetOverflowError
+from eoslog.fs import FileHandle, FileSystem
+from eoslog.log.config import LogConfig
+from eoslog.log.offset_index import OffsetIndex
+from eoslog.log.time_index import TimeIndex
+from eoslog.log.txn_index import TransactionIndex
+from eoslog.record import codec
+
+LOG_SUFFIX: Final = ".log"
+INDEX_SUFFIX: Final = ".index"
+TIME_INDEX_SUFFIX: Final = ".timeindex"
+TXN_INDEX_SUFFIX: Final = ".txnindex"
+SNAPSHOT_SUFFIX: Final = ".snapshot"
+DELETED_SUFFIX: Final = ".deleted"
+# How much of the .log a lookup reads at a time after the offset index narrowed the search:
+# index entries are every index.interval.bytes (4 KiB by default), so one read usually holds
+# the batch sought.
+SCAN_CHUNK_BYTES: Final = 64 * 1024
+RELATIVE_OFFSET_MAX: Final = (1 << 31) - 1
+
+
+def file_name(base_offset: int, suffix: str) -> str:
+    """Kafka's file name: the offset as 20 zero-padded digits, then the suffix."""
+    return f"{base_offset:020d}{suffix}"
+
+
+def offset_from_file_name(name: str) -> int:
+    return int(name.split(".", 1)[0])
+
+
+@dataclass(frozen=True)
+class BatchPosition:
+    """Where a batch lies in a segment's .log: what a read or truncation needs."""
+
+    position: int
+    size: int
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+
+
+class LogSegment:
+    """A segment's files. `size` is the logical end of the .log: everything below it is
+    whole batches appended (or recovered), everything at or above it is not part of the log."""
+
+    def __init__(
+        self,
+        fs: FileSystem,
+        directory: str,
+        base_offset: int,
+        config: LogConfig,
+        *,
+        created_ms: int,
+    ) -> None:
+        self.fs = fs
+        self.directory = directory
+        self.base_offset = base_offset
+        self.config = config
+        self.created_ms = created_ms
+        self.log: FileHandle = fs.open(self.path(LOG_SUFFIX), create=True)
+        self.size = self.log.size()
+        self.offset_index = OffsetIndex(
+            fs,
+            self.path(INDEX_SUFFIX),
+            base_offset,
+            max_index_bytes=config.segment_index_bytes,
+        )
+        self.time_index = TimeIndex(
+            fs,
+            self.path(TIME_INDEX_SUFFIX),
+            base_offset,
+            max_index_bytes=config.segment_index_bytes,
+        )
+        self.txn_index = TransactionIndex(fs, self.path(TXN_INDEX_SUFFIX), base_offset)
+        self.bytes_since_last_index_entry = 0
+        # The largest batch max timestamp so far and the last offset of its batch (the time
+        # index's "shallow" offset), taken from the time index until an append moves them.
+        last_timestamp, last_offset = self.time_index.last_entry
+        self.max_timestamp = last_timestamp
+        self.offset_of_max_timestamp = last_offset
+        # The max timestamp of the first batch: segment.ms counts from it (FORMAT.md §5.10).
+        self.first_batch_timestamp: int | None = None
+
+    def path(self, suffix: str) -> str:
+        return os.path.join(self.directory, file_name(self.base_offset, suffix))
+
+    # --- appending -------------------------------------------------------------------------
+
+    def append(
+        self,
+        data: bytes | bytearray | memoryview,
+        *,
+        last_offset: int,
+        max_timestamp: int,
+        offset_of_max_timestamp: int,
+    ) -> int:
+        """Write whole batches at the end; add index entries every index.interval.bytes
+        (FORMAT.md §5.7). Returns the position they were written at."""
+        if not 0 <= last_offset - self.base_offset <= RELATIVE_OFFSET_MAX:
+            raise IndexOffsetOverflowError(
+                f"offset {last_offset} does not fit segment {self.base_offset}"
+            )
+        position = self.size
+        self.log.pwrite(data, position)
+        self.size = position + len(data)
+        if self.first_batch_timestamp is None and position == 0:
+            self.first_batch_timestamp = max_timestamp
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
+            self.offset_of_max_timestamp = offset_of_max_timestamp
+        if self.bytes_since_last_index_entry > self.config.index_interval_bytes:
+            self.offset_index.append(last_offset, position)
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self.bytes_since_last_index_entry = 0
+        self.bytes_since_last_index_entry += len(data)
+        return position
+
+    def should_roll(
+        self, batch_size: int, max_timestamp: int, last_offset: int, now_ms: int
+    ) -> bool:
+        """Whether the next batch belongs in a new segment (FORMAT.md §5.10)."""
+        if self.size > self.config.segment_bytes - batch_size:
+            return True
+        if self.size > 0:
+            if self.first_batch_timestamp is not None and self.first_batch_timestamp >= 0:
+                waited = max_timestamp - self.first_batch_timestamp
+            else:
+                waited = now_ms - self.created_ms
+            if waited > self.config.segment_ms:
+                return True
+        if self.offset_index.is_full or self.time_index.is_full:
+            return True
+        return not 0 <= last_offset - self.base_offset <= RELATIVE_OFFSET_MAX
+
+    def on_become_inactive(self) -> None:
+        """On roll: the final time-index entry, then trim the indexes to their entries."""
+        self.time_index.maybe_append(
+            self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True
+        )
+        self.offset_index.trim_to_valid_size()
+        self.time_index.trim_to_valid_size()
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def read_bytes(self, position: int, size: int) -> bytes:
+        return self.log.pread(size, position)
+
+    def scan_from(self, position: int, end: int | None = None) -> np.ndarray:
+        """The batches (scan.BATCH_INFO rows, positions relative to this segment) whole in
+        [position, end) of the .log, read in chunks. Stops quietly at damage or a torn tail:
+        recovery, not reading, judges those."""
+        end = self.size if end is None else end
+        rows = []
+        while position < end:
+            chunk = self.log.pread(min(SCAN_CHUNK_BYTES, end - position), position)
+            infos, stop, status = scan.scan_batches(chunk, verify_crc=False)
+            if len(infos) == 0:
+                if status != 0 or len(chunk) >= end - position:
+                    break
+                # One batch larger than the chunk: read exactly that batch.
+                size = codec.read_header(chunk).size_in_bytes if len(chunk) >= 61 else 0
+                if size <= len(chunk) or position + size > end:
+                    break
+                chunk = self.log.pread(size, position)
+                infos, stop, status = scan.scan_batches(chunk, verify_crc=False)
+                if len(infos) == 0:
+                    break
+            infos["position"] += position
+            rows.append(infos)
+            position += stop
+            if status != 0:
+                break
+        return np.concatenate(rows) if rows else np.empty(0, dtype=scan.BATCH_INFO)
+
+    def translate_offset(self, offset: int, end: int | None = None) -> BatchPosition | None:
+        """The first batch whose last offset is >= offset (FORMAT.md §5.9), or None."""
+        end = self.size if end is None else end
+        _, position = self.offset_index.lookup(offset)
+        while position < end:
+            chunk = self.log.pread(min(SCAN_CHUNK_BYTES, end - position), position)
+            infos, stop, _ = scan.scan_batches(chunk, verify_crc=False)
+            if len(infos) == 0:
+                infos = self.scan_from(position, end)[:1]
+                if len(infos) == 0:
+                    return None
+                infos = infos.copy()
+                infos["position"] -= position
+                stop = int(infos["size"][0])
+            hits = np.flatnonzero(infos["last_offset"] >= offset)
+            if len(hits):
+                row = infos[hits[0]]
+                return BatchPosition(
+                    position=position + int(row["position"]),
+                    size=int(row["size"]),
+                    base_offset=int(row["base_offset"]),
+                    last_offset=int(row["last_offset"]),
+                    max_timestamp=int(row["max_timestamp"]),
+                )
+            position += stop
+        return None
+
+    def read(
+        self, start_offset: int, max_bytes: int, max_position: int | None = None
+    ) -> tuple[bytes, int] | None:
+        """Whole batches from the one holding start_offset, at most max_bytes (but at least
+        that first batch) and never past max_position. (bytes, position) or None."""
+        end = self.size if max_position is None else min(max_position, self.size)
+        found = self.translate_offset(start_offset, end)
+        if found is None:
+            return None
+        length = min(end - found.position, max(max_bytes, found.size))
+        data = self.log.pread(length, found.position)
+        # Only whole batches go out: cut a partial last batch (a consumer would drop it).
+        _, stop, _ = scan.scan_batches(data, verify_crc=False)
+        return data[:stop], found.position
+
+    def find_offset_by_timestamp(
+        self, timestamp: int, starting_offset: int
+    ) -> tuple[int, int] | None:
+        """The first record with timestamp >= timestamp and offset >= starting_offset:
+        (offset, its timestamp), or None (FORMAT.md §5.9)."""
+        _, indexed_offset = self.time_index.lookup(timestamp)
+        _, position = self.offset_index.lookup(max(indexed_offset, starting_offset))
+        for row in self.scan_from(position):
+            if int(row["max_timestamp"]) < timestamp:
+                continue
+            batch = self.log.pread(int(row["size"]), int(row["position"]))
+            for record in codec.batch_records(batch):
+                if record.timestamp >= timestamp and record.offset >= starting_offset:
+                    return record.offset, record.timestamp
+        return None
+
+    def next_offset(self) -> int:
+        """One past the last offset stored here; the base offset when empty."""
+        _, position = self.offset_index.lookup(1 << 62)
+        infos = self.scan_from(position)
+        return int(infos["last_offset"][-1]) + 1 if len(infos) else self.base_offset
+
+    # --- truncation, recovery support, lifecycle --------------------------------------------
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove every batch whose last offset is >= offset (a batch straddling it goes
+        entirely). Returns the bytes removed (FORMAT.md §5.11)."""
+        found = self.translate_offset(offset)
+        if found is None:
+            return 0
+        removed = self.size - found.position
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
+        self.log.truncate(found.position)
+        self.size = found.position
+        self.offset_index.resize(self.config.segment_index_bytes)
+        self.time_index.resize(self.config.segment_index_bytes)
+        self.bytes_since_last_index_entry = 0
+        last_timestamp, last_offset = self.time_index.last_entry
+        self.max_timestamp, self.offset_of_max_timestamp = last_timestamp, last_offset
+        if self.size == 0:
+            self.first_batch_timestamp = None
+        return removed
+
+    def flush(self) -> None:
+        self.log.sync()
+        self.offset_index.flush()
+        self.time_index.flush()
+        self.txn_index.flush()
+
+    def close(self) -> None:
+        self.time_index.maybe_append(
+            self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True
+        )
+        self.offset_index.close()
+        self.time_index.close()
+        self.txn_index.close()
+        self.log.close()
+
+    def unlink_files(self) -> None:
+        """Remove the segment's files from the directory but keep them open: reads that
+        captured this segment just before finish on it (retention, truncation)."""
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LOG_SUFFIX):
+            if self.fs.exists(self.path(suffix)):
+                self.fs.unlink(self.path(suffix))
+
+    def close_files(self) -> None:
+        """Close an unlinked segment's files without writing to them."""
+        self.offset_index.close()
+        self.time_index.close()
+        self.txn_index.close()
+        self.log.close()
+
+    def delete(self) -> None:
+        """Unlink and close the segment's files."""
+        self.unlink_files()
+        self.close_files()

@@ -1,0 +1,77 @@
+"""Group commit: concurrent callers that need their writes durable share one fsync.
+
+Each caller asks for durability up to a point in a monotonically increasing sequence (a log
+end offset). One caller at a time runs the sync, for everything written so far; the callers
+that arrive meanwhile wait for it and return together if it covered them. A failed sync is
+fatal (DESIGN.md "Durability": fail-stop): it is remembered and every later call raises.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from eoslog.errors import KafkaStorageError
+
+
+class GroupSync:
+    """Thread-safe. `written` reports how far writes have reached now; `sync` makes all of
+    them durable (raising OSError on failure)."""
+
+    def __init__(self, written: Callable[[], int], sync: Callable[[], None], durable: int) -> None:
+        self._written = written
+        self._sync = sync
+        self._durable = durable
+        self._syncing = False
+        self._failure: KafkaStorageError | None = None
+        self._changed = threading.Condition()
+
+    @property
+    def durable(self) -> int:
+        """Everything below this point is durable."""
+        return self._durable
+
+    @property
+    def failure(self) -> KafkaStorageError | None:
+        return self._failure
+
+    def check(self) -> None:
+        """Raise the stored failure, if a sync ever failed."""
+        if self._failure is not None:
+            raise self._failure
+
+    def sync_through(self, target: int) -> None:
+        """Return once everything below `target` is durable, running a sync if needed."""
+        with self._changed:
+            while True:
+                self.check()
+                if self._durable >= target:
+                    return
+                if not self._syncing:
+                    break
+                self._changed.wait()
+            self._syncing = True
+            reach = self._written()
+        try:
+            self._sync()
+        except OSError as error:
+            with self._changed:
+                self._failure = KafkaStorageError(f"fsync failed, no further writes: {error}")
+                self._syncing = False
+                self._changed.notify_all()
+            raise self._failure from error
+        with self._changed:
+            self._durable = max(self._durable, reach)
+            self._syncing = False
+            self._changed.notify_all()
+        if self._durable < target:
+            # The target was not yet written when this sync began (a caller may ask for a
+            # point its own write has not reached): another round covers it.
+            self.sync_through(target)
+
+    def fail(self, error: KafkaStorageError) -> None:
+        """Record a storage failure seen elsewhere (a failed write): fail-stop from now on."""
+        with self._changed:
+            if self._failure is None:
+                self._failure = error
+            self._changed.notify_all()

@@ -1,0 +1,205 @@
+"""The transaction index (.txnindex): the aborted transactions whose ABORT marker is in one
+segment (FORMAT.md §6; Kafka's TransactionIndex and AbortedTxn).
+
+The file is a plain run of 34-byte entries (§6.1) with no header, not preallocated, and only
+created when the first entry is appended (§5.1). Entries are appended in increasing
+last_offset order. A read_committed fetch collects the entries overlapping its offset range
+from this index and the ones after it (§6.3).
+
+The entries are also kept in memory, as the bytes of the file's whole entries: every search
+reads that copy, never the file, so a reader never meets a half-written entry or a closed file
+descriptor, and a fetch costs no system call. A partial entry at the end of the file (a write
+cut short by a crash) is left out, and the next append overwrites it.
+
+Thread safety. One writer, the partition's writer thread, calls append, truncate_to, reset,
+flush, close, delete and rename_to. all_entries, collect_aborted, sanity_check and the
+properties may run on any thread: each search is one call into eoslog._ext.index over the
+in-memory entries, which the writer changes only by adding or dropping whole entries, in one
+step each.
+"""
+
+from __future__ import annotations
+
+from typing import Final, NamedTuple
+
+from eoslog._ext import index as _index
+from eoslog.errors import CorruptIndexError, InvalidOffsetError
+from eoslog.fs import FileHandle, FileSystem
+
+ENTRY_BYTES: Final = _index.TXN_ENTRY_BYTES  # engine/index.h holds the layout
+
+
+class AbortedTxn(NamedTuple):
+    """One aborted transaction (FORMAT.md §6.1): its producer, its first offset, the offset
+    of its ABORT marker, and the last stable offset when it was aborted."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
+
+    def encode(self) -> bytes:
+        """The 34-byte entry: version 0 (int16), then the four fields as int64."""
+        return _index.encode_aborted_txn(*self)
+
+    @classmethod
+    def decode(cls, data: bytes) -> AbortedTxn:
+        """The entry in exactly 34 bytes; ValueError for another length, CorruptIndexError for
+        a version Kafka refuses (its first byte, signed, above 0)."""
+        if len(data) != ENTRY_BYTES:
+            raise ValueError(
+                f"an aborted transaction entry is {ENTRY_BYTES} bytes, got {len(data)}"
+            )
+        return _index.decode_aborted_txns(data, cls)[0]
+
+
+class TransactionIndex:
+    """The aborted transactions of one segment; see the module doc for the contract."""
+
+    __slots__ = ("_base_offset", "_fs", "_handle", "_image", "_last_offset", "_path")
+
+    def __init__(self, fs: FileSystem, path: str, base_offset: int) -> None:
+        """Open the index at path if the file exists (appends go after its whole entries);
+        otherwise it stays a missing file until the first append."""
+        self._fs = fs
+        self._path = path
+        self._base_offset = base_offset
+        self._handle: FileHandle | None = None
+        self._image = bytearray()
+        self._last_offset: int | None = None
+        if fs.exists(path):
+            handle = self._open()
+            size = handle.size()
+            self._image = bytearray(handle.pread(size - size % ENTRY_BYTES, 0))
+        # As in Kafka, the order check starts afresh on open: it covers the entries appended
+        # since (recovery resets the index before it rebuilds it, and truncate_to restores it).
+
+    def _open(self) -> FileHandle:
+        if self._handle is None:
+            self._handle = self._fs.open(self._path, create=True)
+        return self._handle
+
+    def _entry(self, slot: int) -> AbortedTxn:
+        """Entry slot, which a search has already read (and so checked)."""
+        start = slot * ENTRY_BYTES
+        return AbortedTxn.decode(bytes(self._image[start : start + ENTRY_BYTES]))
+
+    def _corrupt(self, error: CorruptIndexError) -> CorruptIndexError:
+        return CorruptIndexError(f"transaction index {self._path}: {error}")
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def base_offset(self) -> int:
+        return self._base_offset
+
+    @property
+    def entries(self) -> int:
+        return len(self._image) // ENTRY_BYTES
+
+    @property
+    def is_empty(self) -> bool:
+        return not self._image
+
+    def append(self, txn: AbortedTxn) -> None:
+        """Write the entry at the end of the file (creating it on the first append).
+
+        InvalidOffsetError unless txn.last_offset is above the previous entry's (Kafka's
+        IllegalArgumentException); OSError from the file system. On any error the index in
+        memory is unchanged; a write cut short leaves bytes the next append overwrites."""
+        if self._last_offset is not None and txn.last_offset <= self._last_offset:
+            raise InvalidOffsetError(
+                f"aborted transactions must be appended in increasing last offset order: "
+                f"{txn.last_offset} is not above {self._last_offset} in {self._path}"
+            )
+        entry = txn.encode()
+        self._open().pwrite(entry, len(self._image))
+        self._image += entry
+        self._last_offset = txn.last_offset
+
+    def all_entries(self) -> list[AbortedTxn]:
+        """Every entry in file order. CorruptIndexError for an entry of an unknown version."""
+        try:
+            return _index.decode_aborted_txns(self._image, AbortedTxn)
+        except CorruptIndexError as error:
+            raise self._corrupt(error) from None
+
+    def collect_aborted(
+        self, fetch_offset: int, upper_bound_offset: int
+    ) -> tuple[list[AbortedTxn], bool]:
+        """The aborted transactions overlapping [fetch_offset, upper_bound_offset), in file
+        order, and whether the search is complete (FORMAT.md §6.3): an entry is kept if
+        last_offset >= fetch_offset and first_offset < upper_bound_offset, and the walk stops
+        after the first entry whose last_stable_offset >= upper_bound_offset. When it did not
+        stop, the caller goes on to the next segment's index. CorruptIndexError for an entry
+        of an unknown version reached on the way."""
+        try:
+            return _index.collect_aborted_txns(
+                self._image, fetch_offset, upper_bound_offset, AbortedTxn
+            )
+        except CorruptIndexError as error:
+            raise self._corrupt(error) from None
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop the first entry whose last_offset >= offset and every entry after it."""
+        try:
+            keep = _index.count_aborted_txns_ending_below(self._image, offset)
+        except CorruptIndexError as error:
+            raise self._corrupt(error) from None
+        if keep == self.entries:
+            return
+        # The file exists: it holds at least the entry being dropped.
+        self._open().truncate(keep * ENTRY_BYTES)
+        del self._image[keep * ENTRY_BYTES :]
+        self._last_offset = self._entry(keep - 1).last_offset if keep else None
+
+    def reset(self) -> None:
+        """Drop every entry (recovery rebuilds the index); a missing file stays missing."""
+        if self._handle is None and self._fs.exists(self._path):
+            self._open()
+        if self._handle is not None:
+            self._handle.truncate(0)
+        self._image = bytearray()
+        self._last_offset = None
+
+    def sanity_check(self) -> None:
+        """CorruptIndexError if an entry ends below the segment's base offset (or has an
+        unknown version)."""
+        try:
+            slot = _index.first_aborted_txn_ending_below(self._image, self._base_offset)
+        except CorruptIndexError as error:
+            raise self._corrupt(error) from None
+        if slot >= 0:
+            raise CorruptIndexError(
+                f"corrupt transaction index {self._path}: entry {slot} ends at offset "
+                f"{self._entry(slot).last_offset}, below the base offset {self._base_offset}"
+            )
+
+    def flush(self) -> None:
+        """Make the entries durable; nothing to do for a file never created."""
+        if self._handle is not None:
+            self._handle.sync()
+
+    def close(self) -> None:
+        """Close the file. The entries stay readable, and an append opens it again."""
+        if self._handle is not None:
+            handle, self._handle = self._handle, None
+            handle.close()
+
+    def delete(self) -> bool:
+        """Close and remove the file; True if there was one. The index is then empty."""
+        self.close()
+        self._image = bytearray()
+        self._last_offset = None
+        if not self._fs.exists(self._path):
+            return False
+        self._fs.unlink(self._path)
+        return True
+
+    def rename_to(self, path: str) -> None:
+        """Rename the file if it exists (atomically replacing path); appends follow it."""
+        if self._fs.exists(self._path):
+            self._fs.rename(self._path, path)
+        self._path = path
