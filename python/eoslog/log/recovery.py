@@ -73,18 +73,17 @@ def load(
     report = RecoveryReport(clean_shutdown=clean_shutdown)
     bases = _clean_directory(fs, directory)
     segments = [LogSegment(fs, directory, base, config, created_ms=now_ms) for base in bases]
+    # Rescan each segment at most once: those whose index files fail their sanity check, and
+    # after an unclean stop every segment from the one holding the recovery point on.
     for segment in segments:
+        needs_rescan = not clean_shutdown and (
+            segment is segments[-1] or _next_base(segments, segment) > recovery_point
+        )
         if not _indexes_sane(segment):
-            _recover_segment(segment, segments, report)
             report.indexes_rebuilt.append(segment.path(INDEX_SUFFIX))
-    if not clean_shutdown:
-        for segment in segments:
-            if (
-                segment.base_offset >= recovery_point
-                or segment is segments[-1]
-                or (_next_base(segments, segment) > recovery_point)
-            ):
-                _recover_segment(segment, segments, report)
+            needs_rescan = True
+        if needs_rescan:
+            _recover_segment(segment, segments, report)
     if not segments:
         segments = [LogSegment(fs, directory, log_start_offset, config, created_ms=now_ms)]
         fs.sync_dir(directory)
@@ -144,8 +143,12 @@ def _recover_segment(
     rebuild its indexes, and cut a torn tail. Raises CorruptRecordError for damage with
     valid data after it."""
     report.segments_recovered += 1
+    # Reset the indexes: drop every entry and re-expand the (possibly trimmed) files to full
+    # size, so a rebuilt index has room for all the entries the scan adds.
     segment.offset_index.truncate()
+    segment.offset_index.resize(segment.config.segment_index_bytes)
     segment.time_index.truncate()
+    segment.time_index.resize(segment.config.segment_index_bytes)
     segment.txn_index.reset()
     segment.bytes_since_last_index_entry = 0
     segment.max_timestamp, segment.offset_of_max_timestamp = -1, segment.base_offset
