@@ -311,7 +311,7 @@ class PartitionLog:
             for segment in [s for s in self._segments[1:] if s.base_offset >= offset]:
                 self._retire(segment, now)
             try:
-                self._segments[-1].truncate_to(offset)
+                self._segments[-1].truncate_to(offset, now)
                 self._segments[-1].flush()
             except OSError as error:
                 self._fail(error)

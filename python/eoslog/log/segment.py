@@ -256,18 +256,19 @@ class LogSegment:
 
     # --- truncation, recovery support, lifecycle --------------------------------------------
 
-    def truncate_to(self, offset: int) -> int:
+    def truncate_to(self, offset: int, now_ms: int | None = None) -> int:
         """Remove every batch whose last offset is >= offset (a batch straddling it goes
-        entirely). Returns the bytes removed (FORMAT.md §5.11)."""
+        entirely), and re-expand the indexes so the segment is not full. An emptied segment
+        restarts its segment.ms clock at now_ms. Returns the bytes removed (FORMAT.md §5.11)."""
         found = self.translate_offset(offset)
-        if found is None:
-            return 0
-        removed = self.size - found.position
+        position = self.size if found is None else found.position
+        removed = self.size - position
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
         self.txn_index.truncate_to(offset)
-        self.log.truncate(found.position)
-        self.size = found.position
+        if removed:
+            self.log.truncate(position)
+            self.size = position
         self.offset_index.resize(self.config.segment_index_bytes)
         self.time_index.resize(self.config.segment_index_bytes)
         self.bytes_since_last_index_entry = 0
@@ -275,6 +276,8 @@ class LogSegment:
         self.max_timestamp, self.offset_of_max_timestamp = last_timestamp, last_offset
         if self.size == 0:
             self.first_batch_timestamp = None
+            if now_ms is not None:
+                self.created_ms = now_ms
         return removed
 
     def flush(self) -> None:
