@@ -18,6 +18,7 @@ import re
 import struct
 import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Final, NamedTuple
@@ -39,6 +40,8 @@ from eoslog.record import primitives
 DURABILITY_MODES: Final = ("commit", "always", "none")
 LOCK_FILE: Final = ".lock"
 META_FILE: Final = "eoslog.meta"
+# A partition directory being deleted: `<topic>-<partition>.<random>-delete` (Kafka's suffix).
+DELETE_SUFFIX: Final = "-delete"
 TRANSACTION_STATE_TOPIC: Final = "__transaction_state"
 CONSUMER_OFFSETS_TOPIC: Final = "__consumer_offsets"
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
@@ -124,6 +127,9 @@ class Broker:
 
     def _load(self) -> None:
         clean = checkpoints.take_clean_shutdown(self.fs, self.path)
+        for entry in self.fs.listdir(self.path):
+            if entry.endswith(DELETE_SUFFIX):
+                _remove_tree(self.fs, os.path.join(self.path, entry))
         recovery_points = checkpoints.read_offsets(
             self.fs, os.path.join(self.path, checkpoints.RECOVERY_POINT_FILE)
         )
@@ -256,6 +262,11 @@ class Broker:
             if name in self._topics:
                 raise TopicAlreadyExistsError(f"topic {name!r} already exists")
             metadata = TopicMetadata(name, partitions, stored)
+            for partition in range(partitions):
+                # A directory no topic owns (left by a failed create) must not be loaded.
+                stale = os.path.join(self.path, f"{name}-{partition}")
+                if self.fs.exists(stale):
+                    _remove_tree(self.fs, stale)
             self._topics[name] = metadata
             self._write_meta()
             for partition in range(partitions):
@@ -285,15 +296,25 @@ class Broker:
             metadata = self._topics.get(name)
             if metadata is None:
                 raise UnknownTopicOrPartitionError(f"unknown topic {name!r}")
-            del self._topics[name]
-            self._write_meta()
-            for partition in range(metadata.num_partitions):
-                log = self._logs.pop((name, partition))
+            logs = [self._logs.pop((name, p)) for p in range(metadata.num_partitions)]
+            for log in logs:
                 log.close()
-                for file in self.fs.listdir(log.directory):
-                    self.fs.unlink(os.path.join(log.directory, file))
-                self.fs.rmdir(log.directory)
-            self.fs.sync_dir(self.path)
+            try:
+                # Rename first: a crash from here on leaves `-delete` directories, which the
+                # next open sweeps, never a stale directory a re-created topic would load.
+                doomed = []
+                for log in logs:
+                    target = f"{log.directory}.{uuid.uuid4().hex}{DELETE_SUFFIX}"
+                    self.fs.rename(log.directory, target)
+                    doomed.append(target)
+                self.fs.sync_dir(self.path)
+                del self._topics[name]
+                self._write_meta()
+                for directory in doomed:
+                    _remove_tree(self.fs, directory)
+                self.fs.sync_dir(self.path)
+            except OSError as error:
+                raise KafkaStorageError(f"deleting topic {name!r} failed: {error}") from error
 
     def log(self, topic: str, partition: int) -> PartitionLog:
         """The partition's log; UnknownTopicOrPartitionError if there is none."""
@@ -399,6 +420,13 @@ def _parse_broker_config(config: Mapping[str, object]) -> tuple[dict[str, int], 
         else:
             raise InvalidConfigError(f"unknown broker configuration {key!r}")
     return settings, LogConfig().with_properties(topic_defaults)
+
+
+def _remove_tree(fs: FileSystem, directory: str) -> None:
+    """Remove a partition directory (files only, no subdirectories) and its entry."""
+    for name in fs.listdir(directory):
+        fs.unlink(os.path.join(directory, name))
+    fs.rmdir(directory)
 
 
 def _make_directories(fs: FileSystem, path: str) -> None:

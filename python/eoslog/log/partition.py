@@ -159,6 +159,7 @@ class PartitionLog:
             # recovery at the next open cuts the torn batch.
             self._fail(error)
         self._unsynced.add(active)
+        active.last_modified_ms = now
         self._log_end_offset = last_offset + 1
 
     def _roll(self, base_offset: int) -> LogSegment:
@@ -270,7 +271,7 @@ class PartitionLog:
         for segment in self._segments:
             if segment.size == 0 or retention_ms < 0:
                 break
-            if now - segment.max_timestamp <= retention_ms:
+            if now - segment.largest_timestamp <= retention_ms:
                 break
             doomed.append(segment)
         if self.config.retention_bytes >= 0:
@@ -316,6 +317,8 @@ class PartitionLog:
             except OSError as error:
                 self._fail(error)
             self._log_end_offset = max(offset, self._log_start_offset)
+            # Offsets at and past the new end will be written again: they are not durable.
+            self._group_sync.lower(self._log_end_offset)
 
     def close(self) -> None:
         """Flush, add final index entries, trim indexes and close the files."""

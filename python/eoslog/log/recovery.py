@@ -72,6 +72,13 @@ def load(
     when the last stop was not clean."""
     report = RecoveryReport(clean_shutdown=clean_shutdown)
     bases = _clean_directory(fs, directory)
+    # A missing index file would be created empty (and so look sane): rebuild those.
+    missing_indexes = {
+        base
+        for base in bases
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+        if not fs.exists(os.path.join(directory, file_name(base, suffix)))
+    }
     segments = [LogSegment(fs, directory, base, config, created_ms=now_ms) for base in bases]
     # Rescan each segment at most once: those whose index files fail their sanity check, and
     # after an unclean stop every segment from the one holding the recovery point on.
@@ -79,7 +86,7 @@ def load(
         needs_rescan = not clean_shutdown and (
             segment is segments[-1] or _next_base(segments, segment) > recovery_point
         )
-        if not _indexes_sane(segment):
+        if segment.base_offset in missing_indexes or not _indexes_sane(segment):
             report.indexes_rebuilt.append(segment.path(INDEX_SUFFIX))
             needs_rescan = True
         if needs_rescan:

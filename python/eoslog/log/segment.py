@@ -92,12 +92,36 @@ class LogSegment:
         self.txn_index = TransactionIndex(fs, self.path(TXN_INDEX_SUFFIX), base_offset)
         self.bytes_since_last_index_entry = 0
         # The largest batch max timestamp so far and the last offset of its batch (the time
-        # index's "shallow" offset), taken from the time index until an append moves them.
-        last_timestamp, last_offset = self.time_index.last_entry
-        self.max_timestamp = last_timestamp
-        self.offset_of_max_timestamp = last_offset
+        # index's "shallow" offset).
+        self.max_timestamp, self.offset_of_max_timestamp = self._load_largest_timestamp()
         # The max timestamp of the first batch: segment.ms counts from it (FORMAT.md §5.10).
-        self.first_batch_timestamp: int | None = None
+        self.first_batch_timestamp = self._load_first_batch_timestamp()
+        # When data last reached this segment, as far as this process knows: what retention
+        # falls back on for batches without timestamps (Kafka uses the file's mtime; the open
+        # time is never earlier, so retention never deletes sooner than Kafka would).
+        self.last_modified_ms = created_ms
+
+    def _load_largest_timestamp(self) -> tuple[int, int]:
+        """The time index's last entry, then the batches after it (Kafka's
+        loadLargestTimestamp): entries are sparse, so later batches may hold a larger one."""
+        timestamp, offset = self.time_index.last_entry
+        _, position = self.offset_index.lookup(offset)
+        for row in self.scan_from(position):
+            if int(row["max_timestamp"]) > timestamp:
+                timestamp, offset = int(row["max_timestamp"]), int(row["last_offset"])
+        return timestamp, offset
+
+    def _load_first_batch_timestamp(self) -> int | None:
+        if self.size < 61:
+            return None
+        return codec.read_header(self.log.pread(61, 0)).max_timestamp
+
+    @property
+    def largest_timestamp(self) -> int:
+        """What retention.ms compares: the largest record time, or for a segment whose
+        batches carry none, when it was last written (FORMAT.md §5.10, Kafka's
+        LogSegment.largestTimestamp)."""
+        return self.max_timestamp if self.max_timestamp >= 0 else self.last_modified_ms
 
     def path(self, suffix: str) -> str:
         return os.path.join(self.directory, file_name(self.base_offset, suffix))
@@ -272,8 +296,7 @@ class LogSegment:
         self.offset_index.resize(self.config.segment_index_bytes)
         self.time_index.resize(self.config.segment_index_bytes)
         self.bytes_since_last_index_entry = 0
-        last_timestamp, last_offset = self.time_index.last_entry
-        self.max_timestamp, self.offset_of_max_timestamp = last_timestamp, last_offset
+        self.max_timestamp, self.offset_of_max_timestamp = self._load_largest_timestamp()
         if self.size == 0:
             self.first_batch_timestamp = None
             if now_ms is not None:

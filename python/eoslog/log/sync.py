@@ -69,6 +69,11 @@ class GroupSync:
             # point its own write has not reached): another round covers it.
             self.sync_through(target)
 
+    def lower(self, point: int) -> None:
+        """Forget durability at and after `point` (the log was truncated there)."""
+        with self._changed:
+            self._durable = min(self._durable, point)
+
     def fail(self, error: KafkaStorageError) -> None:
         """Record a storage failure seen elsewhere (a failed write): fail-stop from now on."""
         with self._changed:
