@@ -27,6 +27,11 @@ LAYER_RULES: list[tuple[str, tuple[str, ...]]] = [
     ("eoslog.record", ABOVE_CODEC),
     ("eoslog.errors", ABOVE_CODEC),
     ("eoslog.limits", ABOVE_CODEC),
+    # The fs seam sits under the log: it knows nothing of segments, brokers or clients.
+    ("eoslog.fs", ABOVE_CODEC),
+    ("eoslog.fs_twin", ABOVE_CODEC),
+    # The partition log is used by the broker and the coordinator, never the other way.
+    ("eoslog.log", ("eoslog.cli", "eoslog.client", "eoslog.broker", "eoslog.coordinator")),
 ]
 
 _CYTHON_FROM = re.compile(
