@@ -5,11 +5,13 @@ The contract is pyext/index.pyi. engine/index.h defines the entry layouts and th
 search; this module reads and writes entries in place, in any buffer (an mmap of the index
 file, a memoryview, bytes), without copying it.
 
-Thread safety. No function here lets go of the GIL, and none runs Python code while it holds a
-pointer into a buffer: each reads the entries into C variables first, releases the buffer, and
-only then builds Python objects (whose allocation may run a garbage collection, and with it
-other threads). So every call sees a buffer as it was before or after another thread's call,
-never in between, and a buffer is never resized or unmapped under one.
+Thread safety. Nothing here releases the GIL or runs Python code while it reads or writes a
+buffer: each call reads the entries into C variables first, releases the buffer, and only then
+builds Python objects (whose allocation may run a garbage collection, and with it other
+threads). So every call sees a buffer as it was before or after another thread's call, never in
+between, and no buffer is resized or unmapped under it. The one place other threads can run
+mid-call is IndexEntries letting go of an mmap (CPython unmaps with the GIL released), which is
+why attach() and detach() publish their new state before they let go.
 """
 
 cimport cython
@@ -115,7 +117,8 @@ cdef class IndexEntries:
     cdef int64_t slot_count
 
     def __cinit__(self, int entry_bytes):
-        if entry_bytes != EOS_OFFSET_INDEX_ENTRY_BYTES and entry_bytes != EOS_TIME_INDEX_ENTRY_BYTES:
+        if (entry_bytes != EOS_OFFSET_INDEX_ENTRY_BYTES
+                and entry_bytes != EOS_TIME_INDEX_ENTRY_BYTES):
             raise ValueError(f"entry_bytes must be 8 or 12, got {entry_bytes}")
         self.entry_bytes = entry_bytes
         self.attached = False
@@ -432,12 +435,12 @@ cdef Py_ssize_t scan_last_offsets(object data, int64_t offset, bint stop_below,
 
 def count_aborted_txns_ending_below(data, int64_t offset):
     """How many leading entries have a last offset below `offset` (index.pyi)."""
-    cdef Py_ssize_t count
+    cdef Py_ssize_t count = 0
     cdef Py_ssize_t slot = scan_last_offsets(data, offset, False, &count)
     return count if slot < 0 else slot
 
 
 def first_aborted_txn_ending_below(data, int64_t offset):
     """The first slot whose last offset is below `offset`, or -1 (index.pyi)."""
-    cdef Py_ssize_t count
+    cdef Py_ssize_t count = 0
     return scan_last_offsets(data, offset, True, &count)

@@ -4,6 +4,27 @@ Specs: FORMAT.md §5.4-§5.8 (offset and time index, preallocation, warm-section
 (transaction index), and the byte vectors 5 and 6 of §11. Numbers not stated there come from
 Kafka's OffsetIndexTest, TimeIndexTest and TransactionIndexTest (base offset 45, 30 entries).
 Every file operation goes through PosixFileSystem.
+
+KAFKA_BEHAVIOURS.md item -> test:
+  4 test_reopened_txn_index_appends_after_existing_entries
+  5 test_txn_index_sanity_check_rejects_an_entry_ending_below_the_base
+  6 test_txn_last_offset_must_increase
+  7 test_collect_aborted_transactions
+  8 test_txn_truncate_to_and_reset
+  9 test_aborted_txn_serde_round_trip_with_version_zero
+ 10 test_flush_of_a_never_created_txn_index_is_a_no_op
+ 11 test_lookup_returns_largest_entry_at_most_target, test_lookup_extreme_cases
+ 12 test_entry_out_of_range_raises_index_error
+ 13 test_append_to_full_index_raises_index_full
+ 14 test_append_out_of_order_raises_invalid_offset
+ 15 test_fetch_upper_bound_offset
+ 16 test_reopen_keeps_entries_and_is_full_after_trim
+ 17 test_truncate_to_drops_the_target_and_everything_above
+ 18 test_time_index_lookup
+ 19 test_time_index_truncate
+ 20 test_time_index_append_rules
+ 21 test_time_index_sanity_check_rejects_* (three tests)
+ 22 test_time_index_is_full_one_slot_early, test_time_index_last_entry_of_an_empty_index_*
 """
 
 from __future__ import annotations
