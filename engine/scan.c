@@ -63,3 +63,22 @@ size_t eos_find_valid_batch(const uint8_t *buf, size_t len, size_t from) {
     }
     return len;
 }
+
+int eos_find_batch(const uint8_t *buf, size_t len, size_t start, int64_t target,
+                   size_t *position, size_t *size) {
+    size_t p = start;
+    for (;;) {
+        *position = p;
+        if (p > len || len - p < EOS_HEADER_SIZE) return EOS_TRUNCATED_BATCH;
+        eos_batch_header h;
+        int status = eos_read_header(buf + p, len - p, &h);
+        if (status != EOS_OK) return status;
+        size_t batch_size = (size_t)EOS_LOG_OVERHEAD + (size_t)h.batch_length;
+        uint64_t last = (uint64_t)h.base_offset + (uint64_t)(int64_t)h.last_offset_delta;
+        if ((int64_t)last >= target) {
+            *size = batch_size;
+            return EOS_OK;
+        }
+        p += batch_size;
+    }
+}

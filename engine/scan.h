@@ -36,4 +36,12 @@ int eos_scan_batches(const uint8_t *buf, size_t len, size_t start, int verify_cr
  * in the middle of a log (valid batches follow), which must never be truncated silently. */
 size_t eos_find_valid_batch(const uint8_t *buf, size_t len, size_t from);
 
+/* Walk batch headers of buf[0, len) from `start` to the first batch whose last offset is
+ * >= target, reading headers only (the batch itself may run past len). EOS_OK: it starts at
+ * *position and is *size bytes long. EOS_TRUNCATED_BATCH: the headers ran out; the next one
+ * starts at *position (possibly past len): read on from there. Otherwise the status of a bad
+ * length or magic at *position. The offset lookup of a read uses it (FORMAT.md §5.9). */
+int eos_find_batch(const uint8_t *buf, size_t len, size_t start, int64_t target,
+                   size_t *position, size_t *size);
+
 #endif

@@ -27,6 +27,8 @@ cdef extern from "scan.h" nogil:
     int eos_scan_batches(const uint8_t *buf, size_t len, size_t start, int verify_crc,
                          eos_batch_info *out, size_t capacity, size_t *count, size_t *stop)
     size_t eos_find_valid_batch(const uint8_t *buf, size_t len, size_t start)
+    int eos_find_batch(const uint8_t *buf, size_t len, size_t start, int64_t target,
+                       size_t *position, size_t *size)
 
 
 # The numpy view of eos_batch_info, field for field (scan.h); checked against sizeof below.
@@ -91,3 +93,19 @@ def find_valid_batch(data, Py_ssize_t start=0):
     with nogil:
         found = eos_find_valid_batch(&view[0], size, <size_t>start)
     return <Py_ssize_t>found
+
+
+def find_batch(data, int64_t target, Py_ssize_t start=0):
+    """(status, position, size) of the first batch from `start` whose last offset is >=
+    target, found by its header alone (the batch may run past the data). status 0: found;
+    eoslog.record.status.TRUNCATED_BATCH: headers ran out, continue reading at `position`;
+    another status: a bad header at `position`. Plain ints: this is a read's hot path."""
+    cdef const uint8_t[::1] view = data
+    cdef size_t size = <size_t>view.shape[0]
+    if start < 0 or <size_t>start > size:
+        raise ValueError(f"start {start} is outside the {size} bytes given")
+    cdef size_t position = 0, batch_size = 0
+    cdef int status
+    status = eos_find_batch(&view[0] if size else EMPTY, size, <size_t>start, target,
+                            &position, &batch_size)
+    return status, <Py_ssize_t>position, <Py_ssize_t>batch_size

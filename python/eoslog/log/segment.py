@@ -23,6 +23,7 @@ from eoslog.log.offset_index import OffsetIndex
 from eoslog.log.time_index import TimeIndex
 from eoslog.log.txn_index import TransactionIndex
 from eoslog.record import codec
+from eoslog.record.status import TRUNCATED_BATCH
 
 LOG_SUFFIX: Final = ".log"
 INDEX_SUFFIX: Final = ".index"
@@ -34,6 +35,10 @@ DELETED_SUFFIX: Final = ".deleted"
 # index entries are every index.interval.bytes (4 KiB by default), so one read usually holds
 # the batch sought.
 SCAN_CHUNK_BYTES: Final = 64 * 1024
+# A lookup's first read: the offset index points within about index.interval.bytes (4 KiB)
+# of the batch sought, so 8 KiB usually holds it or at least its header; a larger batch is
+# then read exactly, instead of after a wasted full chunk.
+LOOKUP_CHUNK_BYTES: Final = 8 * 1024
 RELATIVE_OFFSET_MAX: Final = (1 << 31) - 1
 
 
@@ -187,59 +192,69 @@ class LogSegment:
     def read_bytes(self, position: int, size: int) -> bytes:
         return self.log.pread(size, position)
 
+    def _batches_at(
+        self, position: int, end: int, chunk_bytes: int = SCAN_CHUNK_BYTES
+    ) -> tuple[np.ndarray, bytes]:
+        """The whole batches found by one read at `position` (positions relative to it), and
+        the bytes read. Reads a chunk; when the next batch is larger than a chunk, reads
+        exactly that batch instead. Empty at the end, at a torn tail or at damage."""
+        chunk = self.log.pread(min(chunk_bytes, end - position), position)
+        infos, _, status = scan.scan_batches(chunk, verify_crc=False)
+        if len(infos) == 0 and status == 0 and len(chunk) >= 12:
+            claimed = 12 + int.from_bytes(chunk[8:12], "big", signed=True)
+            if len(chunk) < claimed <= end - position:
+                chunk = self.log.pread(claimed, position)
+                infos, _, status = scan.scan_batches(chunk, verify_crc=False)
+        return infos, chunk
+
     def scan_from(self, position: int, end: int | None = None) -> np.ndarray:
         """The batches (scan.BATCH_INFO rows, positions relative to this segment) whole in
-        [position, end) of the .log, read in chunks. Stops quietly at damage or a torn tail:
-        recovery, not reading, judges those."""
+        [position, end) of the .log. Stops quietly at damage or a torn tail: recovery, not
+        reading, judges those."""
         end = self.size if end is None else end
         rows = []
         while position < end:
-            chunk = self.log.pread(min(SCAN_CHUNK_BYTES, end - position), position)
-            infos, stop, status = scan.scan_batches(chunk, verify_crc=False)
+            infos, _ = self._batches_at(position, end)
             if len(infos) == 0:
-                if status != 0 or len(chunk) >= end - position:
-                    break
-                # One batch larger than the chunk: read exactly that batch.
-                size = codec.read_header(chunk).size_in_bytes if len(chunk) >= 61 else 0
-                if size <= len(chunk) or position + size > end:
-                    break
-                chunk = self.log.pread(size, position)
-                infos, stop, status = scan.scan_batches(chunk, verify_crc=False)
-                if len(infos) == 0:
-                    break
+                break
             infos["position"] += position
             rows.append(infos)
-            position += stop
-            if status != 0:
-                break
+            position = int(infos["position"][-1]) + int(infos["size"][-1])
         return np.concatenate(rows) if rows else np.empty(0, dtype=scan.BATCH_INFO)
+
+    def _locate(self, offset: int, end: int) -> tuple[int, bytes, int, int] | None:
+        """The first batch whose last offset is >= offset (FORMAT.md §5.9): (its position,
+        a buffer holding it, where it starts in that buffer, its size), or None if no batch
+        here holds such an offset. Batches below the target are skipped by their headers, so
+        a lookup reads little besides the batch it returns."""
+        _, position = self.offset_index.lookup(offset)
+        while position < end:
+            chunk = self.log.pread(min(LOOKUP_CHUNK_BYTES, end - position), position)
+            status, at, size = scan.find_batch(chunk, offset)
+            if status == TRUNCATED_BATCH and at > 0:
+                position += at  # the headers in this read were all below the target
+                continue
+            if status != 0 or position + at + size > end:
+                return None  # the end, a torn tail or damage: recovery deals with those
+            if at + size <= len(chunk):
+                return position + at, chunk, at, size
+            return position + at, self.log.pread(size, position + at), 0, size
+        return None
 
     def translate_offset(self, offset: int, end: int | None = None) -> BatchPosition | None:
         """The first batch whose last offset is >= offset (FORMAT.md §5.9), or None."""
-        end = self.size if end is None else end
-        _, position = self.offset_index.lookup(offset)
-        while position < end:
-            chunk = self.log.pread(min(SCAN_CHUNK_BYTES, end - position), position)
-            infos, stop, _ = scan.scan_batches(chunk, verify_crc=False)
-            if len(infos) == 0:
-                infos = self.scan_from(position, end)[:1]
-                if len(infos) == 0:
-                    return None
-                infos = infos.copy()
-                infos["position"] -= position
-                stop = int(infos["size"][0])
-            hits = np.flatnonzero(infos["last_offset"] >= offset)
-            if len(hits):
-                row = infos[hits[0]]
-                return BatchPosition(
-                    position=position + int(row["position"]),
-                    size=int(row["size"]),
-                    base_offset=int(row["base_offset"]),
-                    last_offset=int(row["last_offset"]),
-                    max_timestamp=int(row["max_timestamp"]),
-                )
-            position += stop
-        return None
+        found = self._locate(offset, self.size if end is None else end)
+        if found is None:
+            return None
+        position, buffer, at, size = found
+        header = codec.read_header(buffer, at)
+        return BatchPosition(
+            position=position,
+            size=size,
+            base_offset=header.base_offset,
+            last_offset=header.last_offset,
+            max_timestamp=header.max_timestamp,
+        )
 
     def read(
         self, start_offset: int, max_bytes: int, max_position: int | None = None
@@ -247,14 +262,16 @@ class LogSegment:
         """Whole batches from the one holding start_offset, at most max_bytes (but at least
         that first batch) and never past max_position. (bytes, position) or None."""
         end = self.size if max_position is None else min(max_position, self.size)
-        found = self.translate_offset(start_offset, end)
+        found = self._locate(start_offset, end)
         if found is None:
             return None
-        length = min(end - found.position, max(max_bytes, found.size))
-        data = self.log.pread(length, found.position)
-        # Only whole batches go out: cut a partial last batch (a consumer would drop it).
+        position, buffer, at, size = found
+        if max_bytes <= size or position + size >= end:
+            # Just the first batch; a full-range slice of bytes is the same object, no copy.
+            return buffer[at : at + size], position
+        data = self.log.pread(min(max_bytes, end - position), position)
         _, stop, _ = scan.scan_batches(data, verify_crc=False)
-        return data[:stop], found.position
+        return data[: max(stop, size)], position
 
     def find_offset_by_timestamp(
         self, timestamp: int, starting_offset: int
