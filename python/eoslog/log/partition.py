@@ -9,9 +9,12 @@ before the read began, so a read never sees a batch that is not whole.
 from __future__ import annotations
 
 import bisect
+import struct
 import threading
 from collections.abc import Callable
 from typing import NamedTuple
+
+from typing_extensions import Buffer
 
 from eoslog.errors import (
     KafkaStorageError,
@@ -23,9 +26,11 @@ from eoslog.log import recovery
 from eoslog.log.config import LogConfig
 from eoslog.log.segment import LogSegment
 from eoslog.log.sync import GroupSync
-from eoslog.record import codec
+from eoslog.record import codec, layout
 
 ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
+_OFFSET = struct.Struct(">q")
+_EPOCH = struct.Struct(">i")
 # A segment removed by retention or truncation keeps its open file this long after leaving
 # the segment list, so reads that captured it just before finish on the right file.
 RETIRED_SEGMENT_GRACE_MS = 60_000
@@ -122,30 +127,49 @@ class PartitionLog:
                 f"batch of {len(raw)} bytes is larger than segment.bytes "
                 f"{self.config.segment_bytes}"
             )
-        batch = bytearray(raw)
+        view = memoryview(raw).cast("B")
         with self._lock:
             self._check_writable()
             base_offset = self._log_end_offset
             append_time = self._clock_ms() if self.config.log_append_time else -1
+            last_offset = base_offset + validated.header.last_offset_delta
+            max_timestamp = append_time if append_time >= 0 else validated.max_timestamp
+            self._append_stamped(
+                self._stamped(view, base_offset, append_time), last_offset, max_timestamp
+            )
+        if self._durability == "always":
+            self._group_sync.sync_through(last_offset + 1)
+        return AppendInfo(base_offset, last_offset, append_time, False)
+
+    @staticmethod
+    def _stamped(view: memoryview, base_offset: int, append_time: int) -> tuple[Buffer, ...]:
+        """The batch with its leader-assigned fields. With CreateTime only the base offset and
+        leader epoch change, both outside the CRC: patch a copy of the 61-byte header and
+        write the body from the caller's buffer, saving a copy of the whole batch. With
+        LogAppendTime the CRC changes too, so the whole batch is copied and restamped."""
+        if append_time >= 0:
+            batch = bytearray(view)
             codec.stamp_batch(
                 batch,
                 base_offset=base_offset,
                 partition_leader_epoch=0,
                 log_append_time_ms=append_time,
             )
-            last_offset = base_offset + validated.header.last_offset_delta
-            max_timestamp = append_time if append_time >= 0 else validated.max_timestamp
-            self._append_stamped(batch, last_offset, max_timestamp)
-        if self._durability == "always":
-            self._group_sync.sync_through(last_offset + 1)
-        return AppendInfo(base_offset, last_offset, append_time, False)
+            return (batch,)
+        header = bytearray(view[: layout.HEADER_SIZE])
+        _OFFSET.pack_into(header, layout.BASE_OFFSET_OFFSET, base_offset)
+        _EPOCH.pack_into(header, layout.PARTITION_LEADER_EPOCH_OFFSET, 0)
+        return header, view[layout.HEADER_SIZE :]
 
-    def _append_stamped(self, batch: bytearray, last_offset: int, max_timestamp: int) -> None:
+    def _append_stamped(
+        self, batch: tuple[Buffer, ...], last_offset: int, max_timestamp: int
+    ) -> None:
         """Write a batch whose offsets are assigned (under the lock), rolling first if the
         active segment cannot take it."""
         active = self._segments[-1]
         now = self._clock_ms()
-        if active.should_roll(len(batch), max_timestamp, last_offset, now):
+        size = sum(memoryview(part).nbytes for part in batch)
+        if active.should_roll(size, max_timestamp, last_offset, now):
             active = self._roll(self._log_end_offset)
         try:
             active.append(

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
+from typing_extensions import Buffer
 
 from eoslog._ext import scan
 from eoslog.errors import IndexOffsetOverflowError
@@ -40,6 +41,13 @@ SCAN_CHUNK_BYTES: Final = 64 * 1024
 # then read exactly, instead of after a wasted full chunk.
 LOOKUP_CHUNK_BYTES: Final = 8 * 1024
 RELATIVE_OFFSET_MAX: Final = (1 << 31) - 1
+
+
+class _Unloaded:
+    """Marks a lazily loaded field not read yet (None is a real value for it)."""
+
+
+_UNLOADED: Final = _Unloaded()
 
 
 def file_name(base_offset: int, suffix: str) -> str:
@@ -96,15 +104,40 @@ class LogSegment:
         )
         self.txn_index = TransactionIndex(fs, self.path(TXN_INDEX_SUFFIX), base_offset)
         self.bytes_since_last_index_entry = 0
-        # The largest batch max timestamp so far and the last offset of its batch (the time
-        # index's "shallow" offset).
-        self.max_timestamp, self.offset_of_max_timestamp = self._load_largest_timestamp()
-        # The max timestamp of the first batch: segment.ms counts from it (FORMAT.md §5.10).
-        self.first_batch_timestamp = self._load_first_batch_timestamp()
+        # Loaded on first use (a clean open of many segments reads none of them): the largest
+        # batch max timestamp and the last offset of its batch (the time index's "shallow"
+        # offset), and the first batch's max timestamp, which segment.ms counts from.
+        self._largest: tuple[int, int] | None = None
+        self._first_batch_timestamp: int | _Unloaded | None = _UNLOADED
         # When data last reached this segment, as far as this process knows: what retention
         # falls back on for batches without timestamps (Kafka uses the file's mtime; the open
         # time is never earlier, so retention never deletes sooner than Kafka would).
         self.last_modified_ms = created_ms
+
+    @property
+    def max_timestamp(self) -> int:
+        if self._largest is None:
+            self._largest = self._load_largest_timestamp()
+        return self._largest[0]
+
+    @property
+    def offset_of_max_timestamp(self) -> int:
+        if self._largest is None:
+            self._largest = self._load_largest_timestamp()
+        return self._largest[1]
+
+    def set_largest_timestamp(self, timestamp: int, offset: int) -> None:
+        self._largest = (timestamp, offset)
+
+    @property
+    def first_batch_timestamp(self) -> int | None:
+        if isinstance(self._first_batch_timestamp, _Unloaded):
+            self._first_batch_timestamp = self._load_first_batch_timestamp()
+        return self._first_batch_timestamp
+
+    @first_batch_timestamp.setter
+    def first_batch_timestamp(self, timestamp: int | None) -> None:
+        self._first_batch_timestamp = timestamp
 
     def _load_largest_timestamp(self) -> tuple[int, int]:
         """The time index's last entry, then the batches after it (Kafka's
@@ -135,31 +168,33 @@ class LogSegment:
 
     def append(
         self,
-        data: bytes | bytearray | memoryview,
+        data: Buffer | tuple[Buffer, ...],
         *,
         last_offset: int,
         max_timestamp: int,
         offset_of_max_timestamp: int,
     ) -> int:
-        """Write whole batches at the end; add index entries every index.interval.bytes
-        (FORMAT.md §5.7). Returns the position they were written at."""
+        """Write whole batches at the end (`data` may come in parts, written in order, so a
+        caller can patch a header without copying the batch); add index entries every
+        index.interval.bytes (FORMAT.md §5.7). Returns the position they were written at."""
         if not 0 <= last_offset - self.base_offset <= RELATIVE_OFFSET_MAX:
             raise IndexOffsetOverflowError(
                 f"offset {last_offset} does not fit segment {self.base_offset}"
             )
-        position = self.size
-        self.log.pwrite(data, position)
-        self.size = position + len(data)
+        position = end = self.size
+        for part in data if isinstance(data, tuple) else (data,):
+            self.log.pwrite(part, end)
+            end += memoryview(part).nbytes
+        self.size = end
         if self.first_batch_timestamp is None and position == 0:
             self.first_batch_timestamp = max_timestamp
         if max_timestamp > self.max_timestamp:
-            self.max_timestamp = max_timestamp
-            self.offset_of_max_timestamp = offset_of_max_timestamp
+            self._largest = (max_timestamp, offset_of_max_timestamp)
         if self.bytes_since_last_index_entry > self.config.index_interval_bytes:
             self.offset_index.append(last_offset, position)
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
             self.bytes_since_last_index_entry = 0
-        self.bytes_since_last_index_entry += len(data)
+        self.bytes_since_last_index_entry += end - position
         return position
 
     def should_roll(
@@ -313,7 +348,7 @@ class LogSegment:
         self.offset_index.resize(self.config.segment_index_bytes)
         self.time_index.resize(self.config.segment_index_bytes)
         self.bytes_since_last_index_entry = 0
-        self.max_timestamp, self.offset_of_max_timestamp = self._load_largest_timestamp()
+        self._largest = self._load_largest_timestamp()
         if self.size == 0:
             self.first_batch_timestamp = None
             if now_ms is not None:
