@@ -38,6 +38,7 @@ bench: install-test
 # Regenerate bench/RESULTS.md (medians and ratios against the peers, measured in one run).
 bench-results: install-test
 	$(BIN)/python bench/write_results.py
+	$(BIN)/python bench/log_bench.py
 
 clean:
 	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache
