@@ -340,7 +340,8 @@ class PartitionLog:
                 self._segments[-1].flush()
             except OSError as error:
                 self._fail(error)
-            self._log_end_offset = max(offset, self._log_start_offset)
+            # The log now ends where its data ends: a batch straddling `offset` went entirely.
+            self._log_end_offset = max(self._segments[-1].next_offset(), self._log_start_offset)
             # Offsets at and past the new end will be written again: they are not durable.
             self._group_sync.lower(self._log_end_offset)
 

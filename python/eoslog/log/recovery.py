@@ -88,11 +88,23 @@ def load(
         )
         # After a clean shutdown the offset and time indexes were trimmed and synced by close:
         # like Kafka, check only the transaction index then (a clean open stays cheap).
-        if segment.base_offset in missing_indexes or not _indexes_sane(segment, clean_shutdown):
+        if (
+            segment.base_offset in missing_indexes
+            or not _indexes_sane(segment, clean_shutdown)
+            or (segment is not segments[-1] and _untrimmed(segment))
+        ):
             report.indexes_rebuilt.append(segment.path(INDEX_SUFFIX))
             needs_rescan = True
         if needs_rescan:
-            _recover_segment(segment, segments, report)
+            cut = _recover_segment(segment, segments, report, recovery_point)
+            if cut:
+                # Everything after a cut is gone: later segments hold only writes that were
+                # never durable (Kafka deletes them too), and keeping them would leave a hole.
+                for later in segments[segments.index(segment) + 1 :]:
+                    later.delete()
+                del segments[segments.index(segment) + 1 :]
+                fs.sync_dir(directory)
+                break
     if not segments:
         segments = [LogSegment(fs, directory, log_start_offset, config, created_ms=now_ms)]
         fs.sync_dir(directory)
@@ -105,7 +117,10 @@ def load(
         fs.sync_dir(directory)
         log_end_offset = log_start_offset
     log_start_offset = max(log_start_offset, segments[0].base_offset)
+    for inactive in segments[:-1]:
+        inactive.active = False
     active = segments[-1]
+    active.active = True
     active.offset_index.resize(config.segment_index_bytes)
     active.time_index.resize(config.segment_index_bytes)
     recovered_to = log_end_offset if clean_shutdown else min(recovery_point, log_end_offset)
@@ -136,6 +151,18 @@ def _clean_directory(fs: FileSystem, directory: str) -> tuple[list[int], set[str
     return sorted(offset_from_file_name(name) for name in logs), set(names)
 
 
+def _untrimmed(segment: LogSegment) -> bool:
+    """Whether an inactive segment's index files still have their preallocated size. A roll
+    trims them, but a crash can undo a trim that was not yet synced while the recovery point
+    already covers the segment's data; the zero-filled tail would then read as entries.
+    Such a segment is rescanned. (A trimmed index never keeps the full preallocated length
+    unless it is exactly full, and then rebuilding it costs one scan.)"""
+    return any(
+        index.length == index.max_index_bytes // index.ENTRY_BYTES * index.ENTRY_BYTES
+        for index in (segment.offset_index, segment.time_index)
+    )
+
+
 def _indexes_sane(segment: LogSegment, clean_shutdown: bool) -> bool:
     try:
         if not clean_shutdown:
@@ -148,8 +175,8 @@ def _indexes_sane(segment: LogSegment, clean_shutdown: bool) -> bool:
 
 
 def _recover_segment(
-    segment: LogSegment, segments: list[LogSegment], report: RecoveryReport
-) -> None:
+    segment: LogSegment, segments: list[LogSegment], report: RecoveryReport, recovery_point: int
+) -> bool:
     """Rescan one segment (FORMAT.md §9.3): check every batch's framing, CRC and offsets,
     rebuild its indexes, and cut a torn tail. Raises CorruptRecordError for damage with
     valid data after it."""
@@ -187,9 +214,22 @@ def _recover_segment(
         if status != 0 or len(infos) == 0:
             break
     segment.size = file_size
-    if position < file_size:
-        _cut_torn_tail(segment, segments, position, file_size, report)
+    past_recovery_point = next_offset >= recovery_point
+    cut = position < file_size
+    if cut:
+        _cut_torn_tail(segment, segments, position, file_size, report, past_recovery_point)
+    elif next_offset < _next_base(segments, segment) < 1 << 63:
+        # The segment ends before the next one begins: a power loss dropped the end of its
+        # data but kept a later segment's. Past the recovery point that is a torn tail too
+        # (the later segments go); below it, durable data is missing: refuse.
+        if not past_recovery_point:
+            raise CorruptRecordError(
+                f"{segment.path(LOG_SUFFIX)} ends at offset {next_offset} but the next segment "
+                f"starts at {_next_base(segments, segment)}: durable records are missing"
+            )
+        cut = True
     segment.on_become_inactive()
+    return cut
 
 
 def _first_offset_violation(infos: np.ndarray, next_offset: int) -> int | None:
@@ -212,8 +252,12 @@ def _index_recovered_batch(segment: LogSegment, chunk_position: int, row: np.voi
     if max_timestamp > segment.max_timestamp:
         segment.set_largest_timestamp(max_timestamp, last_offset)
     if segment.bytes_since_last_index_entry > segment.config.index_interval_bytes:
-        segment.offset_index.append(last_offset, position)
-        segment.time_index.maybe_append(segment.max_timestamp, segment.offset_of_max_timestamp)
+        # A rebuilt index is as sparse as the appends made it; if a small segment.index.bytes
+        # fills it first, later batches go unindexed, which lookups tolerate (they scan on).
+        if not segment.offset_index.is_full:
+            segment.offset_index.append(last_offset, position)
+        if not segment.time_index.is_full:
+            segment.time_index.maybe_append(segment.max_timestamp, segment.offset_of_max_timestamp)
         segment.bytes_since_last_index_entry = 0
     segment.bytes_since_last_index_entry += int(row["size"])
 
@@ -224,12 +268,16 @@ def _cut_torn_tail(
     position: int,
     file_size: int,
     report: RecoveryReport,
+    past_recovery_point: bool,
 ) -> None:
-    """Truncate at `position` if nothing valid follows; otherwise refuse (middle damage)."""
+    """Truncate at `position`, where the first bad batch starts. Past the recovery point the
+    bytes were never known durable: a power loss may leave any mix of written and lost
+    chunks there, so the cut is a torn tail even if valid-looking batches follow. Below it
+    the data was durable: damage with valid data after it is refused (middle damage)."""
     rest = segment.log.pread(file_size - position, position)
     later_data = any(s.log.size() > 0 for s in segments if s.base_offset > segment.base_offset)
     valid_after = scan.find_valid_batch(rest, 1) < len(rest) if len(rest) > 1 else False
-    if valid_after or later_data:
+    if not past_recovery_point and (valid_after or later_data):
         path = segment.path(LOG_SUFFIX)
         raise CorruptRecordError(
             f"{path} is damaged at byte {position} and valid data follows, so it is not a "

@@ -113,6 +113,9 @@ class LogSegment:
         # falls back on for batches without timestamps (Kafka uses the file's mtime; the open
         # time is never earlier, so retention never deletes sooner than Kafka would).
         self.last_modified_ms = created_ms
+        # False once rolled (or loaded behind another segment): its indexes are trimmed and
+        # final, and close() adds nothing to them.
+        self.active = True
 
     @property
     def max_timestamp(self) -> int:
@@ -216,6 +219,7 @@ class LogSegment:
 
     def on_become_inactive(self) -> None:
         """On roll: the final time-index entry, then trim the indexes to their entries."""
+        self.active = False
         self.time_index.maybe_append(
             self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True
         )
@@ -362,9 +366,17 @@ class LogSegment:
         self.txn_index.flush()
 
     def close(self) -> None:
-        self.time_index.maybe_append(
-            self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True
-        )
+        """Final time-index entry (active segment), then trim the indexes and make the trim
+        durable: a clean-shutdown marker written after close vouches for these files, and
+        a clean open believes their lengths."""
+        if self.active:
+            self.time_index.maybe_append(
+                self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True
+            )
+        self.offset_index.trim_to_valid_size()
+        self.time_index.trim_to_valid_size()
+        self.offset_index.flush()
+        self.time_index.flush()
         self.offset_index.close()
         self.time_index.close()
         self.txn_index.close()
