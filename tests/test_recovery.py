@@ -22,6 +22,8 @@ import pytest
 import eoslog
 import logtools
 from eoslog.errors import OffsetOutOfRangeError
+from eoslog.fs import PosixFileSystem
+from eoslog.log import checkpoints
 from eoslog.log.partition import PartitionLog
 from eoslog.record import codec
 
@@ -400,12 +402,14 @@ def test_damage_in_a_segment_with_later_segments_fails_open_and_repair_drops_the
 ) -> None:
     directory = write_topic(open_broker, 12, {"segment.bytes": 4 * SINGLE_BYTES})
     first, second, third = logtools.partition_files(directory, ".log")
-    # The last batch of the first segment: with valid segments after it, even a bad last
-    # batch of a segment is damage in the middle of the log, not a torn tail.
-    position = 3 * SINGLE_BYTES
-    logtools.flip_bit(first, position + SINGLE_BYTES - 1, 0)
     remove_marker(data_dir)
-    os.unlink(os.path.join(data_dir, RECOVERY_POINT_FILE))
+    # A recovery point inside the first segment: it is rescanned, and offsets below 2 are
+    # known durable, so damage there (with valid data after it) is refused, never cut.
+    checkpoints.write_offsets(
+        PosixFileSystem(), os.path.join(data_dir, RECOVERY_POINT_FILE), {("t", 0): 2}
+    )
+    position = SINGLE_BYTES  # the batch holding offset 1
+    logtools.flip_bit(first, position + SINGLE_BYTES - 1, 0)
 
     with pytest.raises(eoslog.CorruptRecordError) as raised:
         open_broker()
@@ -415,9 +419,28 @@ def test_damage_in_a_segment_with_later_segments_fails_open_and_repair_drops_the
     assert os.path.getsize(second) == os.path.getsize(third) == 4 * SINGLE_BYTES
 
     discarded = eoslog.repair_truncate(first, position)
-    assert discarded == 9 * SINGLE_BYTES
+    assert discarded == 11 * SINGLE_BYTES
     log = open_broker().log("t", 0)
-    assert [r.offset for r in logtools.read_all(log)] == [0, 1, 2]
+    assert [r.offset for r in logtools.read_all(log)] == [0]
+    assert logtools.partition_files(directory, ".log") == [first]
+
+
+def test_damage_past_the_recovery_point_is_cut_with_the_later_segments_and_reported(
+    open_broker: OpenBroker, data_dir: str
+) -> None:
+    # Past the recovery point nothing was known durable: a power loss may leave a hole with
+    # unsynced batches after it, so recovery cuts there (as Kafka does) and reports it.
+    directory = write_topic(open_broker, 12, {"segment.bytes": 4 * SINGLE_BYTES})
+    first = logtools.partition_files(directory, ".log")[0]
+    remove_marker(data_dir)
+    checkpoints.write_offsets(
+        PosixFileSystem(), os.path.join(data_dir, RECOVERY_POINT_FILE), {("t", 0): 2}
+    )
+    logtools.flip_bit(first, 2 * SINGLE_BYTES + SINGLE_BYTES - 1, 0)  # the batch of offset 2
+    log = open_broker().log("t", 0)
+    assert [r.offset for r in logtools.read_all(log)] == [0, 1]
+    assert log.recovery_report.truncated_file == first
+    assert log.recovery_report.truncated_at == 2 * SINGLE_BYTES
     assert logtools.partition_files(directory, ".log") == [first]
 
 

@@ -43,14 +43,15 @@ class Segments:
         self.open_segments.remove(segment)
         segment.close()
 
-    def load_unclean(self, **config: int) -> recovery.LoadedLog:
-        """Load the directory as a restart after a crash does, recovering every segment."""
+    def load_unclean(self, recovery_point: int = 0, **config: int) -> recovery.LoadedLog:
+        """Load the directory as a restart after a crash does, recovering every segment;
+        offsets below recovery_point count as known durable."""
         loaded = recovery.load(
             self.fs,
             self.directory,
             LogConfig(**config),
             clean_shutdown=False,
-            recovery_point=0,
+            recovery_point=recovery_point,
             log_start_offset=0,
             now_ms=0,
         )
@@ -363,6 +364,6 @@ def test_damage_with_valid_batches_after_it_is_refused_and_the_file_is_left_unto
     logtools.flip_bit(log_path, positions[7] + 70, 3)
     before = logtools.file_bytes(log_path)
     with pytest.raises(CorruptRecordError) as raised:
-        segments.load_unclean()
+        segments.load_unclean(recovery_point=20)  # all 20 records known durable
     assert f"byte {positions[7]}" in str(raised.value)
     assert logtools.file_bytes(log_path) == before

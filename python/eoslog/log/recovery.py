@@ -222,7 +222,7 @@ def _recover_segment(
         # The segment ends before the next one begins: a power loss dropped the end of its
         # data but kept a later segment's. Past the recovery point that is a torn tail too
         # (the later segments go); below it, durable data is missing: refuse.
-        if not past_recovery_point:
+        if not past_recovery_point and segment.size > 0:
             raise CorruptRecordError(
                 f"{segment.path(LOG_SUFFIX)} ends at offset {next_offset} but the next segment "
                 f"starts at {_next_base(segments, segment)}: durable records are missing"
@@ -270,14 +270,17 @@ def _cut_torn_tail(
     report: RecoveryReport,
     past_recovery_point: bool,
 ) -> None:
-    """Truncate at `position`, where the first bad batch starts. Past the recovery point the
-    bytes were never known durable: a power loss may leave any mix of written and lost
-    chunks there, so the cut is a torn tail even if valid-looking batches follow. Below it
-    the data was durable: damage with valid data after it is refused (middle damage)."""
+    """Truncate at `position`, where the first bad batch starts, when that is a torn tail:
+    nothing valid follows, or the damage lies past the recovery point, in data never known
+    durable, where a power loss may leave any mix of written and lost chunks (and so valid
+    unsynced batches after a hole; cutting there drops nothing that was acknowledged as
+    durable; Kafka cuts there too). Damage below the recovery point with valid data after
+    it is refused (middle damage) rather than dropping durable records. The recovery point
+    comes from the checkpoint: without one (deleted, unreadable) nothing is known durable."""
     rest = segment.log.pread(file_size - position, position)
     later_data = any(s.log.size() > 0 for s in segments if s.base_offset > segment.base_offset)
     valid_after = scan.find_valid_batch(rest, 1) < len(rest) if len(rest) > 1 else False
-    if not past_recovery_point and (valid_after or later_data):
+    if (valid_after or later_data) and not past_recovery_point:
         path = segment.path(LOG_SUFFIX)
         raise CorruptRecordError(
             f"{path} is damaged at byte {position} and valid data follows, so it is not a "
