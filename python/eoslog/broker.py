@@ -267,12 +267,15 @@ class Broker:
                 stale = os.path.join(self.path, f"{name}-{partition}")
                 if self.fs.exists(stale):
                     _remove_tree(self.fs, stale)
-            self._topics[name] = metadata
-            self._write_meta()
-            for partition in range(partitions):
-                self._logs[(name, partition)] = self._open_log(
-                    name, partition, log_config, True, 0, 0
-                )
+            try:
+                self._topics[name] = metadata
+                self._write_meta()
+                for partition in range(partitions):
+                    self._logs[(name, partition)] = self._open_log(
+                        name, partition, log_config, True, 0, 0
+                    )
+            except OSError as error:
+                raise KafkaStorageError(f"creating topic {name!r} failed: {error}") from error
             return metadata
 
     def list_topics(self) -> dict[str, TopicMetadata]:
@@ -334,7 +337,15 @@ class Broker:
             logs = list(self._logs.values())
         for log in logs:
             log.delete_retained_segments()
-        self._write_checkpoints(logs)
+        try:
+            self._write_checkpoints(logs)
+        except OSError as error:
+            # A failed fsync is fatal for the broker (DESIGN.md "Durability"): stop every
+            # partition, so nothing is acknowledged after it.
+            failure = KafkaStorageError(f"writing checkpoints in {self.path} failed: {error}")
+            for log in logs:
+                log.fail_stop(failure)
+            raise failure from error
 
     def _maintenance_loop(self) -> None:
         interval_s = self.settings["log.retention.check.interval.ms"] / 1000

@@ -9,9 +9,10 @@ before the read began, so a read never sees a batch that is not whole.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import struct
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from typing_extensions import Buffer
@@ -52,7 +53,10 @@ class FetchResult(NamedTuple):
 
 
 class PartitionLog:
-    """One partition's log in its directory `<topic>-<partition>`."""
+    """One partition's log in its directory `<topic>-<partition>`.
+
+    I/O errors surface as KafkaStorageError from every public method; one raised while
+    writing stops the partition (fail-stop): nothing is acknowledged after it."""
 
     def __init__(
         self,
@@ -121,25 +125,26 @@ class PartitionLog:
     def append_batch(self, raw: bytes | bytearray | memoryview) -> AppendInfo:
         """Append one v2 batch exactly as a client sends it, validated as a Kafka leader
         validates it (FORMAT.md §10). Nothing is written when it raises. Thread-safe."""
-        validated = codec.validate_batch(raw, batch_bytes_max=self.config.max_message_bytes)
-        if len(raw) > self.config.segment_bytes:
-            raise RecordBatchTooLargeError(
-                f"batch of {len(raw)} bytes is larger than segment.bytes "
-                f"{self.config.segment_bytes}"
-            )
-        view = memoryview(raw).cast("B")
-        with self._lock:
-            self._check_writable()
-            base_offset = self._log_end_offset
-            append_time = self._clock_ms() if self.config.log_append_time else -1
-            last_offset = base_offset + validated.header.last_offset_delta
-            max_timestamp = append_time if append_time >= 0 else validated.max_timestamp
-            self._append_stamped(
-                self._stamped(view, base_offset, append_time), last_offset, max_timestamp
-            )
-        if self._durability == "always":
-            self._group_sync.sync_through(last_offset + 1)
-        return AppendInfo(base_offset, last_offset, append_time, False)
+        with self._storage(writing=True):
+            validated = codec.validate_batch(raw, batch_bytes_max=self.config.max_message_bytes)
+            if len(raw) > self.config.segment_bytes:
+                raise RecordBatchTooLargeError(
+                    f"batch of {len(raw)} bytes is larger than segment.bytes "
+                    f"{self.config.segment_bytes}"
+                )
+            view = memoryview(raw).cast("B")
+            with self._lock:
+                self._check_writable()
+                base_offset = self._log_end_offset
+                append_time = self._clock_ms() if self.config.log_append_time else -1
+                last_offset = base_offset + validated.header.last_offset_delta
+                max_timestamp = append_time if append_time >= 0 else validated.max_timestamp
+                self._append_stamped(
+                    self._stamped(view, base_offset, append_time), last_offset, max_timestamp
+                )
+            if self._durability == "always":
+                self._group_sync.sync_through(last_offset + 1)
+            return AppendInfo(base_offset, last_offset, append_time, False)
 
     @staticmethod
     def _stamped(view: memoryview, base_offset: int, append_time: int) -> tuple[Buffer, ...]:
@@ -203,16 +208,17 @@ class PartitionLog:
 
     def roll(self) -> None:
         """Start a new segment at the log end (no-op if the active segment is empty)."""
-        with self._lock:
+        with self._storage(writing=True), self._lock:
             self._check_writable()
             if self._segments[-1].size > 0:
                 self._roll(self._log_end_offset)
 
-    # --- durability ------------------------------------------------------------------------
+        # --- durability ------------------------------------------------------------------------
 
     def flush(self) -> None:
         """Return once everything appended so far is durable (group commit)."""
-        self._group_sync.sync_through(self._log_end_offset)
+        with self._storage(writing=True):
+            self._group_sync.sync_through(self._log_end_offset)
 
     def _sync_unsynced(self) -> None:
         with self._lock:
@@ -220,6 +226,23 @@ class PartitionLog:
             self._unsynced = {self._segments[-1]}
         for segment in sorted(segments, key=lambda s: s.base_offset):
             segment.flush()
+
+    @contextlib.contextmanager
+    def _storage(self, writing: bool) -> Iterator[None]:
+        """Turn an I/O error into KafkaStorageError; a write error also stops the partition."""
+        try:
+            yield
+        except KafkaStorageError:
+            raise
+        except OSError as error:
+            failure = KafkaStorageError(f"{self.topic}-{self.partition}: {error}")
+            if writing:
+                self._group_sync.fail(failure)
+            raise failure from error
+
+    def fail_stop(self, failure: KafkaStorageError) -> None:
+        """Stop accepting writes (a storage failure elsewhere in the broker)."""
+        self._group_sync.fail(failure)
 
     def _fail(self, error: OSError) -> None:
         failure = KafkaStorageError(f"write to {self.topic}-{self.partition} failed: {error}")
@@ -242,41 +265,45 @@ class PartitionLog:
         """Whole batches from the one holding `offset`, up to the high watermark
         (read_uncommitted) or the last stable offset (read_committed), at most max_bytes but
         at least one batch. OffsetOutOfRangeError outside [log start, log end]."""
-        if isolation_level not in ISOLATION_LEVELS:
-            raise ValueError(f"isolation_level must be one of {ISOLATION_LEVELS}")
-        segments, bases = self._segments, self._bases
-        start, end = self._log_start_offset, self._log_end_offset
-        bound = end  # high watermark and LSO are both the log end here
-        aborted: list[tuple[int, int]] | None = [] if isolation_level == "read_committed" else None
-        if not start <= offset <= end:
-            raise OffsetOutOfRangeError(
-                f"offset {offset} is outside [{start}, {end}] of {self.topic}-{self.partition}"
+        with self._storage(writing=False):
+            if isolation_level not in ISOLATION_LEVELS:
+                raise ValueError(f"isolation_level must be one of {ISOLATION_LEVELS}")
+            segments, bases = self._segments, self._bases
+            start, end = self._log_start_offset, self._log_end_offset
+            bound = end  # high watermark and LSO are both the log end here
+            aborted: list[tuple[int, int]] | None = (
+                [] if isolation_level == "read_committed" else None
             )
-        if offset < bound:
-            index = max(bisect.bisect_right(bases, offset) - 1, 0)
-            for segment in segments[index:]:
-                found = segment.read(offset, max_bytes, segment.size)
-                if found is not None:
-                    return FetchResult(memoryview(found[0]), aborted, end, end, start)
-        return FetchResult(memoryview(b""), aborted, end, end, start)
+            if not start <= offset <= end:
+                raise OffsetOutOfRangeError(
+                    f"offset {offset} is outside [{start}, {end}] of {self.topic}-{self.partition}"
+                )
+            if offset < bound:
+                index = max(bisect.bisect_right(bases, offset) - 1, 0)
+                for segment in segments[index:]:
+                    found = segment.read(offset, max_bytes, segment.size)
+                    if found is not None:
+                        return FetchResult(memoryview(found[0]), aborted, end, end, start)
+            return FetchResult(memoryview(b""), aborted, end, end, start)
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """The first record with timestamp >= timestamp_ms: (offset, timestamp), or None."""
-        for segment in self._segments:
-            if segment.max_timestamp < timestamp_ms and segment is not self._segments[-1]:
-                continue
-            found = segment.find_offset_by_timestamp(timestamp_ms, self._log_start_offset)
-            if found is not None:
-                return found
-        return None
+        with self._storage(writing=False):
+            for segment in self._segments:
+                if segment.max_timestamp < timestamp_ms and segment is not self._segments[-1]:
+                    continue
+                found = segment.find_offset_by_timestamp(timestamp_ms, self._log_start_offset)
+                if found is not None:
+                    return found
+            return None
 
-    # --- retention, truncation, lifecycle --------------------------------------------------
+        # --- retention, truncation, lifecycle --------------------------------------------------
 
     def delete_retained_segments(self) -> int:
         """Delete whole segments past retention.ms or beyond retention.bytes (never the only
         one); the log start offset moves to the next segment's base. Returns segments
         deleted."""
-        with self._lock:
+        with self._storage(writing=True), self._lock:
             self._check_writable()
             now = self._clock_ms()
             self._close_retired(now)
@@ -328,7 +355,7 @@ class PartitionLog:
 
     def truncate_to(self, offset: int) -> None:
         """Remove everything at and after offset (a batch straddling it goes entirely)."""
-        with self._lock:
+        with self._storage(writing=True), self._lock:
             self._check_writable()
             if offset >= self._log_end_offset:
                 return
@@ -347,7 +374,7 @@ class PartitionLog:
 
     def close(self) -> None:
         """Flush, add final index entries, trim indexes and close the files."""
-        with self._lock:
+        with self._storage(writing=True), self._lock:
             if self._closed:
                 return
             failure = self._group_sync.failure
