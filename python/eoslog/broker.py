@@ -108,10 +108,18 @@ class Broker:
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._topics: dict[str, TopicMetadata] = {}
         self._closed = False
-        _make_directories(self.fs, self.path)
-        self._dir_lock = _take_lock(self.fs, self.path)
+        try:
+            _make_directories(self.fs, self.path)
+            self._dir_lock = _take_lock(self.fs, self.path)
+        except LogDirLockedError:
+            raise
+        except OSError as error:
+            raise KafkaStorageError(f"cannot open log directory {self.path}: {error}") from error
         try:
             self._load()
+        except OSError as error:
+            self._release_after_failed_open()
+            raise KafkaStorageError(f"loading {self.path} failed: {error}") from error
         except BaseException:
             self._release_after_failed_open()
             raise
@@ -383,18 +391,24 @@ class Broker:
         if self._maintenance is not None:
             self._maintenance.join()
         logs = list(self._logs.values())
-        failed = False
+        failure: KafkaStorageError | None = None
         for log in logs:
             try:
                 log.close()
-            except KafkaStorageError:
-                failed = True
+            except KafkaStorageError as error:
+                failure = failure or error
         try:
-            if not failed:
+            if failure is None:
                 self._write_checkpoints(logs)
                 checkpoints.write_clean_shutdown(self.fs, self.path)
+        except OSError as error:
+            failure = KafkaStorageError(f"closing {self.path} failed: {error}")
         finally:
             self._dir_lock.release()
+        if failure is not None:
+            # Not marked clean: the next open recovers. The caller learns that the last
+            # writes may not be durable.
+            raise failure
 
     def _release_after_failed_open(self) -> None:
         for log in self._logs.values():

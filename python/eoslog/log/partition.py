@@ -195,6 +195,12 @@ class PartitionLog:
         active = self._segments[-1]
         try:
             active.on_become_inactive()
+            if self._durability != "none":
+                # The trimmed indexes must be durable before any recovery point covers this
+                # segment: a segment below the recovery point is never rescanned. ("none"
+                # syncs only at close, and its recovery point never moves before that.)
+                active.offset_index.flush()
+                active.time_index.flush()
             segment = LogSegment(
                 self.fs, self.directory, base_offset, self.config, created_ms=self._clock_ms()
             )
@@ -360,27 +366,42 @@ class PartitionLog:
             if offset >= self._log_end_offset:
                 return
             now = self._clock_ms()
-            for segment in [s for s in self._segments[1:] if s.base_offset >= offset]:
+            # Highest first: a crash midway leaves a shorter log, never a later segment
+            # without the one before it.
+            doomed = [s for s in self._segments[1:] if s.base_offset >= offset]
+            for segment in reversed(doomed):
                 self._retire(segment, now)
             try:
                 self._segments[-1].truncate_to(offset, now)
                 self._segments[-1].flush()
             except OSError as error:
                 self._fail(error)
+            self._unsynced.add(self._segments[-1])
             # The log now ends where its data ends: a batch straddling `offset` went entirely.
             self._log_end_offset = max(self._segments[-1].next_offset(), self._log_start_offset)
             # Offsets at and past the new end will be written again: they are not durable.
             self._group_sync.lower(self._log_end_offset)
 
     def close(self) -> None:
-        """Flush, add final index entries, trim indexes and close the files."""
+        """Flush, add final index entries, trim indexes and close the files. A partition
+        whose storage failed closes its files without writing and raises the failure, so
+        the broker does not mark the directory cleanly shut down (recovery runs next time)."""
         with self._storage(writing=True), self._lock:
             if self._closed:
                 return
+            self._closed = True
             failure = self._group_sync.failure
             if failure is None:
-                self.flush()
-            self._closed = True
-            self._close_retired(self._clock_ms())
-            for segment in self._segments:
-                segment.close()
+                try:
+                    self.flush()
+                    self._close_retired(self._clock_ms())
+                    for segment in self._segments:
+                        segment.close()
+                    return
+                except (OSError, KafkaStorageError) as error:
+                    failure = self._group_sync.failure or KafkaStorageError(str(error))
+            self._retired.extend((segment, 0) for segment in self._segments)
+            for segment, _ in self._retired:
+                with contextlib.suppress(OSError, ValueError):
+                    segment.close_files()
+            raise failure

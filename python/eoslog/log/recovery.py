@@ -233,12 +233,14 @@ def _recover_segment(
 
 
 def _first_offset_violation(infos: np.ndarray, next_offset: int) -> int | None:
-    """Index of the first batch whose offsets do not follow the previous batch's."""
+    """Index of the first batch whose offsets do not continue the previous batch's."""
     expected = np.empty(len(infos), dtype=np.int64)
     expected[0] = next_offset
     expected[1:] = infos["last_offset"][:-1] + 1
+    # eoslog's own logs are contiguous (no compaction): every batch starts right after the
+    # previous one. A jump means a damaged base offset, which the CRC does not cover.
     bad = np.flatnonzero(
-        (infos["base_offset"] < expected) | (infos["last_offset"] < infos["base_offset"])
+        (infos["base_offset"] != expected) | (infos["last_offset"] < infos["base_offset"])
     )
     return int(bad[0]) if len(bad) else None
 
