@@ -22,9 +22,12 @@ import errno
 import fcntl
 import mmap
 import os
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from typing_extensions import Buffer
+if TYPE_CHECKING:
+    # Only for annotations: typing_extensions is not a run-time dependency.
+    from typing_extensions import Buffer
+
 
 FILE_MODE = 0o644  # RELIABILITY.md: files 0o644 and directories 0o755, under the umask
 DIR_MODE = 0o755

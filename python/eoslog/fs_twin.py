@@ -41,11 +41,13 @@ import os
 import random
 import threading
 from collections import deque
-from typing import Final, TypeAlias
-
-from typing_extensions import Buffer
+from typing import TYPE_CHECKING, Final, TypeAlias
 
 from eoslog.fs import FileHandle, FileLock, FileSystem
+
+if TYPE_CHECKING:
+    # Only for annotations: typing_extensions is not a run-time dependency.
+    from typing_extensions import Buffer
 
 FAULT_ERRNOS: Final[dict[str, int]] = {
     "EIO": errno.EIO,

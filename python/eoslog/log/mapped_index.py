@@ -30,13 +30,15 @@ from __future__ import annotations
 
 import io
 from types import TracebackType
-from typing import ClassVar, Final, Self
-
-from typing_extensions import Buffer
+from typing import TYPE_CHECKING, ClassVar, Final, Self
 
 from eoslog._ext import index as _index
 from eoslog.errors import IndexOffsetOverflowError
 from eoslog.fs import FileHandle, FileSystem
+
+if TYPE_CHECKING:
+    # Only for annotations: typing_extensions is not a run-time dependency.
+    from typing_extensions import Buffer
 
 # Kafka's segment.index.bytes / log.index.size.max.bytes default (ServerLogConfigs
 # LOG_INDEX_SIZE_MAX_BYTES_DEFAULT, FORMAT.md §5.2): the size a new index file is given.

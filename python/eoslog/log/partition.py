@@ -13,9 +13,7 @@ import contextlib
 import struct
 import threading
 from collections.abc import Callable, Iterator
-from typing import NamedTuple
-
-from typing_extensions import Buffer
+from typing import TYPE_CHECKING, NamedTuple
 
 from eoslog.errors import (
     KafkaStorageError,
@@ -28,6 +26,10 @@ from eoslog.log.config import LogConfig
 from eoslog.log.segment import LogSegment
 from eoslog.log.sync import GroupSync
 from eoslog.record import codec, layout
+
+if TYPE_CHECKING:
+    # Only for annotations: typing_extensions is not a run-time dependency.
+    from typing_extensions import Buffer
 
 ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
 _OFFSET = struct.Struct(">q")

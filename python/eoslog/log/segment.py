@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
-from typing_extensions import Buffer
 
 from eoslog._ext import scan
 from eoslog.errors import IndexOffsetOverflowError
@@ -25,6 +24,10 @@ from eoslog.log.time_index import TimeIndex
 from eoslog.log.txn_index import TransactionIndex
 from eoslog.record import codec
 from eoslog.record.status import TRUNCATED_BATCH
+
+if TYPE_CHECKING:
+    # Only for annotations: typing_extensions is not a run-time dependency.
+    from typing_extensions import Buffer
 
 LOG_SUFFIX: Final = ".log"
 INDEX_SUFFIX: Final = ".index"
