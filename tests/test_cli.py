@@ -32,6 +32,10 @@ def test_demo_writes_reads_back_and_reports_damage(
     assert "wrote 5,000 records" in out
     assert "decoded 5,000 data records to Arrow" in out
     assert "a single flipped bit at byte 200 is caught: CorruptRecordError" in out
+    # The partition-log part: a writer killed mid-batch, the torn tail cut, all read back.
+    assert "then was killed (SIGKILL) halfway through writing one more batch" in out
+    assert "unclean shutdown detected" in out and "torn tail of" in out
+    assert "read back 60,000 records at offsets 0..59999" in out
     segment = tmp_path / "demo-0" / f"{0:020d}.log"
     assert cli.main(["verify", str(segment)]) == 0
     # Five 1,000-record batches, the third transactional and followed by its COMMIT marker.

@@ -1,6 +1,8 @@
 """`make demo`: build Kafka v2 batches, write them to a segment file, read them back, check
-every batch and decode them to Arrow, then show that damage is caught. Later issues grow this
-into the exactly-once pipeline."""
+every batch and decode them to Arrow, show that damage is caught; then the partition log: a
+topic across several segments whose writer is killed mid-write, reopened with the torn tail
+cut and reported, and read back (eoslog.demo_crash). Later issues grow this into the
+exactly-once pipeline."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from eoslog import demo_crash
 from eoslog.errors import KafkaException
 from eoslog.record import USING_EXTENSIONS, codec, layout, primitives
 
@@ -113,4 +116,5 @@ def run(directory: str | None, records: int) -> int:
         f"{whole.end_position:,}; the {len(torn) - whole.end_position:,} bytes after it are "
         f"an incomplete batch"
     )
-    return 0
+    print()
+    return demo_crash.run(str(root / "broker"))
