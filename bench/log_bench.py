@@ -33,7 +33,6 @@ import cProfile
 import gc
 import mmap
 import os
-import platform
 import pstats
 import random
 import shutil
@@ -57,7 +56,8 @@ sys.path.insert(0, str(BENCH_DIR))
 import eoslog  # noqa: E402
 from eoslog.record import codec, layout  # noqa: E402
 from workload import TIMESTAMP_BASE_MS, VALUE_BYTES, make_values  # noqa: E402
-from write_results import codec_line, command_line, package_version  # noqa: E402
+from write_results import codec_line, command_line  # noqa: E402
+from write_results import machine_lines as codec_machine_lines  # noqa: E402
 
 PATHS = ("append", "read", "recovery", "open")
 ROUNDS_DEFAULT = 5
@@ -1051,29 +1051,8 @@ def profile(label: str, run: Callable[[], object], top: int = 15) -> None:
 
 
 def machine_lines(tmp: str) -> list[str]:
-    cpu = platform.processor() or "unknown"
-    memory = "unknown"
-    for path, key in (("/proc/cpuinfo", "model name"), ("/proc/meminfo", "MemTotal:")):
-        try:
-            for line in FilePath(path).read_text().splitlines():
-                if line.startswith(key):
-                    if key == "model name":
-                        cpu = line.split(":", 1)[1].strip()
-                    else:
-                        memory = f"{int(line.split()[1]) / 2**20:.1f} GiB"
-                    break
-        except OSError:
-            pass
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"
-    versions = ", ".join(f"{name} {package_version(name)}" for name in PACKAGES)
-    return [
-        f"- CPU: {cpu}; cores: {os.cpu_count()} (usable by this process: {usable})",
-        f"- memory: {memory}",
-        f"- {platform.python_implementation()} {platform.python_version()} on "
-        f"{platform.platform()}",
-        f"- packages: {versions}",
-        f"- data: {disk_line(tmp)}",
-    ]
+    """The codec report's machine lines (with this script's packages), plus the data disk."""
+    return [*codec_machine_lines(PACKAGES), f"- data: {disk_line(tmp)}"]
 
 
 def disk_line(tmp: str) -> str:

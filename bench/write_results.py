@@ -178,7 +178,7 @@ def x(value: float) -> str:
     return f"{value:.2f}×"
 
 
-def machine_lines() -> list[str]:
+def machine_lines(packages: Sequence[str] = PACKAGES) -> list[str]:
     cpu = platform.processor() or "unknown"
     try:
         for line in FilePath("/proc/cpuinfo").read_text().splitlines():
@@ -196,7 +196,7 @@ def machine_lines() -> list[str]:
     except OSError:
         pass
     usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"
-    versions = ", ".join(f"{name} {package_version(name)}" for name in PACKAGES)
+    versions = ", ".join(f"{name} {package_version(name)}" for name in packages)
     return [
         f"- CPU: {cpu}; cores: {os.cpu_count()} (usable by this process: {usable})",
         f"- memory: {memory}",

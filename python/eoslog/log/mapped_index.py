@@ -184,6 +184,15 @@ class MappedIndex:
         """The bytes the entries use (Kafka's sizeInBytes)."""
         return self._entries.count * self.ENTRY_BYTES
 
+    def _entries_below(self, key: int, column: int, offset: int) -> int:
+        """How many entries have their offset column (`column` of an entry, searched as `key`)
+        below `offset`: the entries a truncation to `offset` keeps (an entry at it goes)."""
+        relative_target = clamp_int64(offset - self._base_offset)
+        slot = self._entries.search(key, relative_target)
+        if slot < 0:
+            return 0
+        return slot if self._entries.entry(slot)[column] == relative_target else slot + 1
+
     def _truncate_to_entries(self, count: int) -> None:
         """Keep the first count entries; subclasses refresh what they cache of the last."""
         self._require_handle()

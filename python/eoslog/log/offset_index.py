@@ -107,15 +107,7 @@ class OffsetIndex(MappedIndex):
         """Drop every entry with offset >= offset (an entry at offset goes too); nothing
         changes when offset is past the last entry."""
         self._require_handle()
-        relative_target = clamp_int64(offset - self._base_offset)
-        slot = self._entries.search(_OFFSET_KEY, relative_target)
-        if slot < 0:
-            keep = 0
-        elif self._entries.entry(slot)[0] == relative_target:
-            keep = slot
-        else:
-            keep = slot + 1
-        self._truncate_to_entries(keep)
+        self._truncate_to_entries(self._entries_below(_OFFSET_KEY, 0, offset))
 
     def _truncate_to_entries(self, count: int) -> None:
         super()._truncate_to_entries(count)

@@ -16,7 +16,7 @@ from typing import Final
 from eoslog._ext import index as _index
 from eoslog.errors import CorruptIndexError, IndexFullError, InvalidOffsetError
 from eoslog.fs import FileSystem
-from eoslog.log.mapped_index import INDEX_BYTES_DEFAULT, MappedIndex, clamp_int64
+from eoslog.log.mapped_index import INDEX_BYTES_DEFAULT, MappedIndex
 
 ENTRY_BYTES: Final = _index.TIME_ENTRY_BYTES  # engine/index.h holds the layout
 # Kafka's RecordBatch.NO_TIMESTAMP: the timestamp of an empty index's last entry.
@@ -115,15 +115,7 @@ class TimeIndex(MappedIndex):
         """Drop every entry with offset >= offset, found by a search on the offset column
         (as Kafka; when offsets repeat, which of the equal entries it lands on decides)."""
         self._require_handle()
-        relative_target = clamp_int64(offset - self._base_offset)
-        slot = self._entries.search(_TIME_OFFSET_KEY, relative_target)
-        if slot < 0:
-            keep = 0
-        elif self._entries.entry(slot)[1] == relative_target:
-            keep = slot
-        else:
-            keep = slot + 1
-        self._truncate_to_entries(keep)
+        self._truncate_to_entries(self._entries_below(_TIME_OFFSET_KEY, 1, offset))
 
     def _truncate_to_entries(self, count: int) -> None:
         super()._truncate_to_entries(count)
