@@ -38,7 +38,6 @@ import random
 import shutil
 import statistics
 import struct
-import subprocess
 import sys
 import tempfile
 import time
@@ -56,7 +55,7 @@ sys.path.insert(0, str(BENCH_DIR))
 import eoslog  # noqa: E402
 from eoslog.record import codec, layout  # noqa: E402
 from workload import TIMESTAMP_BASE_MS, VALUE_BYTES, make_values  # noqa: E402
-from write_results import codec_line, command_line  # noqa: E402
+from write_results import codec_line, command_line, git_output  # noqa: E402
 from write_results import machine_lines as codec_machine_lines  # noqa: E402
 
 PATHS = ("append", "read", "recovery", "open")
@@ -1079,19 +1078,10 @@ def disk_line(tmp: str) -> str:
 
 
 def tree_line() -> str:
-    try:
-        status = subprocess.run(
-            ["git", "-C", str(BENCH_DIR), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-    except OSError:
+    status = git_output("status", "--porcelain", "--untracked-files=no")
+    if status is None:
         return ""
-    if status.returncode != 0:
-        return ""
-    dirty = "uncommitted changes to tracked files" if status.stdout.strip() else "clean"
+    dirty = "uncommitted changes to tracked files" if status.strip() else "clean"
     return f"Source tree: {dirty} (the measured code is the installed package named below)."
 
 

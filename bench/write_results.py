@@ -222,18 +222,24 @@ def package_version(name: str) -> str:
     return found
 
 
-def git_commit() -> str:
+def git_output(*args: str) -> str | None:
+    """What `git -C bench/ ARGS` prints, or None if git is missing or fails."""
     try:
         done = subprocess.run(
-            ["git", "-C", str(BENCH_DIR), "rev-parse", "--short", "HEAD"],
+            ["git", "-C", str(BENCH_DIR), *args],
             capture_output=True,
             text=True,
             timeout=10,
             check=False,
         )
     except OSError:
-        return ""
-    return f", commit {done.stdout.strip()}" if done.returncode == 0 else ""
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def git_commit() -> str:
+    commit = git_output("rev-parse", "--short", "HEAD")
+    return f", commit {commit.strip()}" if commit is not None else ""
 
 
 def command_line(argv: Sequence[str]) -> str:

@@ -333,8 +333,11 @@ cdef aborted_txn *scratch_for(Py_ssize_t count) except NULL:
     return txns
 
 
-def collect_aborted_txns(data, int64_t fetch_offset, int64_t upper_bound_offset, entry_type):
-    """Kafka's collectAbortedTxns over the whole entries in `data` (index.pyi)."""
+cdef tuple walk_txns(object data, bint filtered, int64_t fetch_offset,
+                     int64_t upper_bound_offset, object entry_type):
+    """The whole entries of `data` in file order: all of them, or (filtered) Kafka's
+    collectAbortedTxns selection and whether the search completed. CorruptIndexError for a
+    version above 0 among the entries reached."""
     cdef Py_buffer view
     PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
     cdef const uint8_t *entries = <const uint8_t *>view.buf
@@ -356,6 +359,10 @@ def collect_aborted_txns(data, int64_t fetch_offset, int64_t upper_bound_offset,
             bad_slot = slot
             break
         txn = read_txn(entries + slot * EOS_TXN_INDEX_ENTRY_BYTES)
+        if not filtered:
+            txns[found] = txn
+            found += 1
+            continue
         if txn.last_offset >= fetch_offset and txn.first_offset < upper_bound_offset:
             txns[found] = txn
             found += 1
@@ -373,35 +380,14 @@ def collect_aborted_txns(data, int64_t fetch_offset, int64_t upper_bound_offset,
         free(txns)
 
 
+def collect_aborted_txns(data, int64_t fetch_offset, int64_t upper_bound_offset, entry_type):
+    """Kafka's collectAbortedTxns over the whole entries in `data` (index.pyi)."""
+    return walk_txns(data, True, fetch_offset, upper_bound_offset, entry_type)
+
+
 def decode_aborted_txns(data, entry_type):
     """Every whole entry in `data`, in file order (index.pyi)."""
-    cdef Py_buffer view
-    PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
-    cdef const uint8_t *entries = <const uint8_t *>view.buf
-    cdef Py_ssize_t count = view.len // EOS_TXN_INDEX_ENTRY_BYTES
-    cdef Py_ssize_t slot, found = 0
-    cdef aborted_txn *txns = NULL
-    cdef int version = 0
-    cdef Py_ssize_t bad_slot = -1
-    try:
-        txns = scratch_for(count)
-    except MemoryError:
-        PyBuffer_Release(&view)
-        raise
-    for slot in range(count):
-        version = txn_version(entries + slot * EOS_TXN_INDEX_ENTRY_BYTES)
-        if version > EOS_TXN_INDEX_VERSION:
-            bad_slot = slot
-            break
-        txns[found] = read_txn(entries + slot * EOS_TXN_INDEX_ENTRY_BYTES)
-        found += 1
-    PyBuffer_Release(&view)
-    try:
-        if bad_slot >= 0:
-            raise bad_version(bad_slot, version)
-        return build_txns(txns, found, entry_type)
-    finally:
-        free(txns)
+    return walk_txns(data, False, 0, 0, entry_type)[0]
 
 
 cdef Py_ssize_t scan_last_offsets(object data, int64_t offset, bint stop_below,
