@@ -76,29 +76,7 @@ def make_batch(codec: ModuleType) -> Callable[..., bytes]:
 # Known open bugs of the partition log (issue 3 stays open until this table is empty). Each
 # entry is a strict xfail: the test must fail for its stated reason, and the day a fix makes
 # it pass, the run fails until the entry is removed, so the table can only shrink honestly.
-KNOWN_OPEN_BUGS: dict[str, str] = {
-    "test_crash_images.py::test_power_loss_images_keep_every_durably_acknowledged_record"
-    "[commit]": "truncate_to shrinks a segment in place without first persisting the lowered "
-    "recovery point, so a power loss mid-truncate is refused as middle damage",
-    "test_crash_images.py::test_a_power_loss_during_truncate_to_opens_to_a_prefix_of_the_log"
-    "[1]": "truncate_to does not persist the lowered recovery point before cutting files",
-    "test_crash_images.py::test_a_power_loss_during_truncate_to_opens_to_a_prefix_of_the_log"
-    "[2]": "truncate_to does not persist the lowered recovery point before cutting files",
-    "test_crash_images.py::test_a_power_loss_during_truncate_to_opens_to_a_prefix_of_the_log"
-    "[3]": "truncate_to does not persist the lowered recovery point before cutting files",
-    "test_log_corruption.py::test_every_bit_flip_in_a_log_is_detected_at_an_unclean_reopen"
-    "[middle segment]": "reads below the recovery point trust base offset and length, which "
-    "the CRC does not cover: a flipped bit there is not detected",
-    "test_log_corruption.py::test_index_bit_flips_are_rebuilt_or_harmless_and_lookups_stay_right"
-    "[.index-0]": "index entries below the recovery point get only Kafka's sanity check; a "
-    "flipped entry is believed",
-    "test_log_corruption.py::test_index_bit_flips_are_rebuilt_or_harmless_and_lookups_stay_right"
-    "[.timeindex-0]": "time index entries below the recovery point get only Kafka's sanity "
-    "check; a flipped entry is believed",
-    "test_log_corruption.py::test_a_misdirected_write_in_the_middle_is_never_read_as_records"
-    "[below-recovery-point]": "reads do not check that a batch's offsets belong to its "
-    "segment and follow the previous batch",
-}
+KNOWN_OPEN_BUGS: dict[str, str] = {}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

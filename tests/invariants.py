@@ -16,8 +16,11 @@ Anomaly classes (one counter each, printed by every family):
 - misordered: an acknowledged value at another offset, offsets that do not strictly increase,
   a gap between batches (no control records are written by the log layer, so none may
   appear), or a log end offset that disagrees with the last batch (invariant 2);
-- index_mismatch: an offset or time index entry that disagrees with a scan of the .log, or
-  a lookup (read from an offset, offset_for_timestamp) that answers wrongly (invariant 7);
+- index_mismatch: a lookup (read from an offset, offset_for_timestamp) that answers wrongly
+  (invariant 7);
+- stale_index: an offset or time index entry that disagrees with a scan of the .log
+  (invariant 7; lookups never believe such an entry, so it is counted apart from the wrong
+  answers it would otherwise cause);
 - nondeterministic: a second open of a copy of the same files reads differently
   (invariant 8);
 - corrupt_read: a read whose batches fail decode_columns (CRC or structure): a corrupt
@@ -56,6 +59,7 @@ ANOMALY_CLASSES = (
     "duplicated",
     "misordered",
     "index_mismatch",
+    "stale_index",
     "nondeterministic",
     "corrupt_read",
 )
@@ -321,17 +325,15 @@ def _check_offset_index(index: Any, batches: dict[int, Any], report: Report, lab
         offset, position = index.entry(slot)
         header = batches.get(position)
         if header is None:
-            report.add("index_mismatch", f"{label}[{slot}] = {offset}@{position}: no batch there")
+            report.add("stale_index", f"{label}[{slot}] = {offset}@{position}: no batch there")
         elif not header.base_offset <= offset <= header.last_offset:
             report.add(
-                "index_mismatch",
+                "stale_index",
                 f"{label}[{slot}] = {offset}@{position}: that batch holds "
                 f"{header.base_offset}..{header.last_offset}",
             )
         if offset <= previous[0] or position <= previous[1]:
-            report.add(
-                "index_mismatch", f"{label}[{slot}] = {offset}@{position} follows {previous}"
-            )
+            report.add("stale_index", f"{label}[{slot}] = {offset}@{position} follows {previous}")
         previous = (offset, position)
 
 
@@ -350,17 +352,15 @@ def _check_time_index(index: Any, batches: dict[int, Any], report: Report, label
     for slot in range(index.entries):
         timestamp, offset = index.entry(slot)
         if offset not in last_offsets:
-            report.add("index_mismatch", f"{label}[{slot}] = {timestamp}@{offset}: no batch ends")
+            report.add("stale_index", f"{label}[{slot}] = {timestamp}@{offset}: no batch ends")
         elif last_offsets[offset] != timestamp or running_max[offset] != timestamp:
             report.add(
-                "index_mismatch",
+                "stale_index",
                 f"{label}[{slot}] = {timestamp}@{offset}: batch max timestamp "
                 f"{last_offsets[offset]}, max so far {running_max[offset]}",
             )
         if timestamp <= previous[0] or offset < previous[1]:
-            report.add(
-                "index_mismatch", f"{label}[{slot}] = {timestamp}@{offset} follows {previous}"
-            )
+            report.add("stale_index", f"{label}[{slot}] = {timestamp}@{offset} follows {previous}")
         previous = (timestamp, offset)
 
 

@@ -105,6 +105,7 @@ class Broker:
         self.clock_ms = clock_ms or (lambda: int(time.time() * 1000))
         self.settings, self.default_log_config = _parse_broker_config(config or {})
         self._lock = threading.RLock()
+        self._checkpoint_lock = threading.Lock()
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._topics: dict[str, TopicMetadata] = {}
         self._closed = False
@@ -204,6 +205,7 @@ class Broker:
             clock_ms=self.clock_ms,
             durability=self.durability,
             loaded=loaded,
+            persist_recovery_point=self._write_recovery_points,
         )
 
     def _read_meta(self) -> dict[str, TopicMetadata]:
@@ -337,7 +339,8 @@ class Broker:
     # --- maintenance and shutdown -----------------------------------------------------------
 
     def run_maintenance(self) -> None:
-        """One pass of background work: retention, then the recovery-point checkpoint.
+        """One pass of background work: retention and the rebuild of index files that lookups
+        found wrong, then the recovery-point checkpoint.
         The maintenance thread calls it every log.retention.check.interval.ms; tests call it
         directly with an injected clock."""
         with self._lock:
@@ -345,6 +348,7 @@ class Broker:
             logs = list(self._logs.values())
         for log in logs:
             log.delete_retained_segments()
+            log.rebuild_suspect_indexes()
         try:
             self._write_checkpoints(logs)
         except OSError as error:
@@ -363,12 +367,22 @@ class Broker:
             except KafkaStorageError:
                 return  # fail-stop: the failure is reported to the next writer
 
+    def _write_recovery_points(self) -> None:
+        """Write the recovery-point checkpoint from every log's value now. The values are read
+        under the checkpoint lock, so a checkpoint written by the maintenance thread can never
+        replace a lowered value (truncate_to) with one read before it was lowered."""
+        with self._checkpoint_lock:
+            checkpoints.write_offsets(
+                self.fs,
+                os.path.join(self.path, checkpoints.RECOVERY_POINT_FILE),
+                {
+                    (log.topic, log.partition): log.recovery_point
+                    for log in list(self._logs.values())
+                },
+            )
+
     def _write_checkpoints(self, logs: list[PartitionLog]) -> None:
-        checkpoints.write_offsets(
-            self.fs,
-            os.path.join(self.path, checkpoints.RECOVERY_POINT_FILE),
-            {(log.topic, log.partition): log.recovery_point for log in logs},
-        )
+        self._write_recovery_points()
         checkpoints.write_offsets(
             self.fs,
             os.path.join(self.path, checkpoints.LOG_START_OFFSET_FILE),

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from eoslog.errors import (
+    CorruptRecordError,
     KafkaStorageError,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
@@ -71,6 +72,7 @@ class PartitionLog:
         clock_ms: Callable[[], int],
         durability: str,
         loaded: recovery.LoadedLog,
+        persist_recovery_point: Callable[[], None] | None = None,
     ) -> None:
         self.fs = fs
         self.directory = directory
@@ -90,6 +92,12 @@ class PartitionLog:
         self._group_sync = GroupSync(
             lambda: self._log_end_offset, self._sync_unsynced, loaded.recovery_point
         )
+        # Writes the broker's recovery-point checkpoint (with this log's current value): a
+        # truncation calls it before cutting any file (see truncate_to).
+        self._persist_recovery_point = persist_recovery_point
+        # Counts truncations begun: a read that meets bytes a truncation cut under it reads
+        # again instead of reporting damage.
+        self._truncations = 0
         self._closed = False
 
     # --- offsets ---------------------------------------------------------------------------
@@ -272,27 +280,42 @@ class PartitionLog:
     ) -> FetchResult:
         """Whole batches from the one holding `offset`, up to the high watermark
         (read_uncommitted) or the last stable offset (read_committed), at most max_bytes but
-        at least one batch. OffsetOutOfRangeError outside [log start, log end]."""
+        at least one batch. OffsetOutOfRangeError outside [log start, log end];
+        CorruptRecordError where the segment bytes cannot be the batches they must be."""
         with self._storage(writing=False):
             if isolation_level not in ISOLATION_LEVELS:
                 raise ValueError(f"isolation_level must be one of {ISOLATION_LEVELS}")
-            segments, bases = self._segments, self._bases
-            start, end = self._log_start_offset, self._log_end_offset
-            bound = end  # high watermark and LSO are both the log end here
-            aborted: list[tuple[int, int]] | None = (
-                [] if isolation_level == "read_committed" else None
+            while True:
+                truncations = self._truncations
+                try:
+                    return self._read(offset, max_bytes, isolation_level)
+                except CorruptRecordError:
+                    if self._truncations == truncations:
+                        raise
+                    # A truncation cut the bytes this read was looking at: read again.
+
+    def _read(self, offset: int, max_bytes: int, isolation_level: str) -> FetchResult:
+        # The log end first: segments and sizes are published before the log end moves past
+        # them, so everything below `end` lies in the segments captured after it.
+        start, end = self._log_start_offset, self._log_end_offset
+        segments, bases = self._segments, self._bases
+        bound = end  # high watermark and LSO are both the log end here
+        aborted: list[tuple[int, int]] | None = [] if isolation_level == "read_committed" else None
+        if not start <= offset <= end:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} is outside [{start}, {end}] of {self.topic}-{self.partition}"
             )
-            if not start <= offset <= end:
-                raise OffsetOutOfRangeError(
-                    f"offset {offset} is outside [{start}, {end}] of {self.topic}-{self.partition}"
-                )
-            if offset < bound:
-                index = max(bisect.bisect_right(bases, offset) - 1, 0)
-                for segment in segments[index:]:
-                    found = segment.read(offset, max_bytes, segment.size)
-                    if found is not None:
-                        return FetchResult(memoryview(found[0]), aborted, end, end, start)
-            return FetchResult(memoryview(b""), aborted, end, end, start)
+        if offset < bound:
+            index = max(bisect.bisect_right(bases, offset) - 1, 0)
+            for segment in segments[index:]:
+                found = segment.read(offset, max_bytes, segment.size, contiguous=True)
+                if found is not None:
+                    return FetchResult(memoryview(found[0]), aborted, end, end, start)
+                if segment.size > 0:
+                    # The log is contiguous: the segment whose range holds `offset` must hold
+                    # a batch with it. None means its batches skip the offset.
+                    raise segment.corruption(0, f"no batch holds offset {offset}")
+        return FetchResult(memoryview(b""), aborted, end, end, start)
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """The first record with timestamp >= timestamp_ms: (offset, timestamp), or None."""
@@ -361,13 +384,42 @@ class PartitionLog:
                 keep.append((segment, retired_at))
         self._retired = keep
 
+    def rebuild_suspect_indexes(self) -> int:
+        """Rebuild the indexes of segments where a lookup met an entry that contradicts the
+        .log (LogSegment.index_suspect); the maintenance pass calls it. Returns how many."""
+        with self._storage(writing=True), self._lock:
+            self._check_writable()
+            suspects = [segment for segment in self._segments if segment.index_suspect]
+            for segment in suspects:
+                try:
+                    segment.rebuild_indexes()
+                except OSError as error:
+                    self._fail(error)
+            return len(suspects)
+
     def truncate_to(self, offset: int) -> None:
-        """Remove everything at and after offset (a batch straddling it goes entirely)."""
+        """Remove everything at and after offset (a batch straddling it goes entirely).
+
+        Crash safety: before any file is cut, the recovery point is lowered to the new log end
+        and the checkpoint holding it is made durable. A power loss midway then leaves a
+        segment that ends early, or later segments still present, all past the recovery
+        point, where recovery cuts them as a torn tail. With the old recovery point still on
+        disk, the same image would read as durable records missing and refuse to open."""
         with self._storage(writing=True), self._lock:
             self._check_writable()
             if offset >= self._log_end_offset:
                 return
             now = self._clock_ms()
+            self._truncations += 1
+            index = max(bisect.bisect_right(self._bases, offset) - 1, 0)
+            straddling = self._segments[index].translate_offset(offset)
+            new_end = offset if straddling is None else min(offset, straddling.base_offset)
+            self._group_sync.lower(max(new_end, self._log_start_offset))
+            if self._persist_recovery_point is not None:
+                try:
+                    self._persist_recovery_point()
+                except OSError as error:
+                    self._fail(error)
             # Highest first: a crash midway leaves a shorter log, never a later segment
             # without the one before it.
             doomed = [s for s in self._segments[1:] if s.base_offset >= offset]

@@ -14,8 +14,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from eoslog._ext import scan
 from eoslog.errors import CorruptIndexError, CorruptRecordError
 from eoslog.fs import FileSystem, PosixFileSystem
@@ -28,12 +26,10 @@ from eoslog.log.segment import (
     TXN_INDEX_SUFFIX,
     LogSegment,
     file_name,
+    first_offset_violation,
     offset_from_file_name,
 )
 
-# Recovery reads a segment in pieces of this size: large enough that a scan runs at memory
-# speed, small enough to keep memory flat for 1 GiB segments.
-RECOVERY_CHUNK_BYTES = 8 * 1024 * 1024
 _INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 
 
@@ -90,7 +86,7 @@ def load(
         # like Kafka, check only the transaction index then (a clean open stays cheap).
         if (
             segment.base_offset in missing_indexes
-            or not _indexes_sane(segment, clean_shutdown)
+            or not _indexes_sane(segment, clean_shutdown, _next_base(segments, segment))
             or (segment is not segments[-1] and _untrimmed(segment))
         ):
             report.indexes_rebuilt.append(segment.path(INDEX_SUFFIX))
@@ -163,11 +159,17 @@ def _untrimmed(segment: LogSegment) -> bool:
     )
 
 
-def _indexes_sane(segment: LogSegment, clean_shutdown: bool) -> bool:
+def _indexes_sane(segment: LogSegment, clean_shutdown: bool, next_base: int) -> bool:
+    """Kafka's sanity checks after an unclean stop, and more: every entry in order and in
+    range, which costs one pass over the (small) index files. After a clean stop only the
+    transaction index is checked, as Kafka does; wrong entries met later are never believed
+    (each lookup checks the entry it uses against the .log) and get rebuilt then."""
     try:
         if not clean_shutdown:
             segment.offset_index.sanity_check()
             segment.time_index.sanity_check()
+            segment.offset_index.check_entries(segment.log.size(), next_base)
+            segment.time_index.check_entries(next_base)
         segment.txn_index.sanity_check()
     except CorruptIndexError:
         return False
@@ -181,33 +183,20 @@ def _recover_segment(
     rebuild its indexes, and cut a torn tail. Raises CorruptRecordError for damage with
     valid data after it."""
     report.segments_recovered += 1
-    # Reset the indexes: drop every entry and re-expand the (possibly trimmed) files to full
-    # size, so a rebuilt index has room for all the entries the scan adds.
-    segment.offset_index.truncate()
-    segment.offset_index.resize(segment.config.segment_index_bytes)
-    segment.time_index.truncate()
-    segment.time_index.resize(segment.config.segment_index_bytes)
+    segment.reset_indexes()
     segment.txn_index.reset()
-    segment.bytes_since_last_index_entry = 0
-    segment.set_largest_timestamp(-1, segment.base_offset)
-    segment.first_batch_timestamp = None
+    segment.index_suspect = False
     file_size = segment.log.size()
     position = 0
     next_offset = segment.base_offset
     while position < file_size:
-        chunk = segment.log.pread(min(RECOVERY_CHUNK_BYTES, file_size - position), position)
-        infos, stop, status = scan.scan_batches(chunk, verify_crc=True)
-        if len(infos) == 0 and status == 0 and position + len(chunk) < file_size:
-            # The next batch is larger than a chunk: read exactly that batch.
-            claimed = 12 + int.from_bytes(chunk[8:12], "big", signed=True)
-            chunk = segment.log.pread(min(claimed, file_size - position), position)
-            infos, stop, status = scan.scan_batches(chunk, verify_crc=True)
+        infos, stop, status = segment.scan_chunk_checked(position, file_size)
         if len(infos):
-            bad = _first_offset_violation(infos, next_offset)
+            bad = first_offset_violation(infos, next_offset)
             if bad is not None:
                 infos, stop, status = infos[:bad], int(infos["position"][bad]), -1
         for row in infos:
-            _index_recovered_batch(segment, position, row)
+            segment.index_batch(position, row)
         if len(infos):
             next_offset = int(infos["last_offset"][-1]) + 1
         position += stop
@@ -230,38 +219,6 @@ def _recover_segment(
         cut = True
     segment.on_become_inactive()
     return cut
-
-
-def _first_offset_violation(infos: np.ndarray, next_offset: int) -> int | None:
-    """Index of the first batch whose offsets do not continue the previous batch's."""
-    expected = np.empty(len(infos), dtype=np.int64)
-    expected[0] = next_offset
-    expected[1:] = infos["last_offset"][:-1] + 1
-    # eoslog's own logs are contiguous (no compaction): every batch starts right after the
-    # previous one. A jump means a damaged base offset, which the CRC does not cover.
-    bad = np.flatnonzero(
-        (infos["base_offset"] != expected) | (infos["last_offset"] < infos["base_offset"])
-    )
-    return int(bad[0]) if len(bad) else None
-
-
-def _index_recovered_batch(segment: LogSegment, chunk_position: int, row: np.void) -> None:
-    position = chunk_position + int(row["position"])
-    last_offset = int(row["last_offset"])
-    max_timestamp = int(row["max_timestamp"])
-    if segment.first_batch_timestamp is None:
-        segment.first_batch_timestamp = max_timestamp
-    if max_timestamp > segment.max_timestamp:
-        segment.set_largest_timestamp(max_timestamp, last_offset)
-    if segment.bytes_since_last_index_entry > segment.config.index_interval_bytes:
-        # A rebuilt index is as sparse as the appends made it; if a small segment.index.bytes
-        # fills it first, later batches go unindexed, which lookups tolerate (they scan on).
-        if not segment.offset_index.is_full:
-            segment.offset_index.append(last_offset, position)
-        if not segment.time_index.is_full:
-            segment.time_index.maybe_append(segment.max_timestamp, segment.offset_of_max_timestamp)
-        segment.bytes_since_last_index_entry = 0
-    segment.bytes_since_last_index_entry += int(row["size"])
 
 
 def _cut_torn_tail(

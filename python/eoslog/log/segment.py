@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 
 from eoslog._ext import scan
-from eoslog.errors import IndexOffsetOverflowError
+from eoslog.errors import CorruptRecordError, IndexOffsetOverflowError
 from eoslog.fs import FileHandle, FileSystem
 from eoslog.log.config import LogConfig
 from eoslog.log.offset_index import OffsetIndex
-from eoslog.log.time_index import TimeIndex
+from eoslog.log.time_index import NO_TIMESTAMP, TimeIndex
 from eoslog.log.txn_index import TransactionIndex
-from eoslog.record import codec
+from eoslog.record import codec, layout
 from eoslog.record.status import TRUNCATED_BATCH
 
 if TYPE_CHECKING:
@@ -44,6 +44,9 @@ SCAN_CHUNK_BYTES: Final = 64 * 1024
 # then read exactly, instead of after a wasted full chunk.
 LOOKUP_CHUNK_BYTES: Final = 8 * 1024
 RELATIVE_OFFSET_MAX: Final = (1 << 31) - 1
+# Recovery and index rebuilds read a segment in pieces of this size: large enough that a scan
+# runs at memory speed, small enough to keep memory flat for 1 GiB segments.
+RECOVERY_CHUNK_BYTES: Final = 8 * 1024 * 1024
 
 
 class _Unloaded:
@@ -60,6 +63,29 @@ def file_name(base_offset: int, suffix: str) -> str:
 
 def offset_from_file_name(name: str) -> int:
     return int(name.split(".", 1)[0])
+
+
+def first_offset_violation(infos: np.ndarray, next_offset: int) -> int | None:
+    """Index of the first batch whose offsets do not continue the previous batch's."""
+    expected = np.empty(len(infos), dtype=np.int64)
+    expected[0] = next_offset
+    expected[1:] = infos["last_offset"][:-1] + 1
+    # eoslog's own logs are contiguous (no compaction): every batch starts right after the
+    # previous one. A jump means a damaged base offset, which the CRC does not cover.
+    bad = np.flatnonzero(
+        (infos["base_offset"] != expected) | (infos["last_offset"] < infos["base_offset"])
+    )
+    return int(bad[0]) if len(bad) else None
+
+
+def _base_offset(buffer: bytes, at: int) -> int:
+    start = at + layout.BASE_OFFSET_OFFSET
+    return int.from_bytes(buffer[start : start + 8], "big", signed=True)
+
+
+def _last_offset(buffer: bytes, at: int) -> int:
+    start = at + layout.LAST_OFFSET_DELTA_OFFSET
+    return _base_offset(buffer, at) + int.from_bytes(buffer[start : start + 4], "big", signed=True)
 
 
 @dataclass(frozen=True)
@@ -116,6 +142,9 @@ class LogSegment:
         # falls back on for batches without timestamps (Kafka uses the file's mtime; the open
         # time is never earlier, so retention never deletes sooner than Kafka would).
         self.last_modified_ms = created_ms
+        # Set when a lookup found an index entry that its batch contradicts (damage in a
+        # segment not rescanned at open); lookups then scan from the segment start.
+        self.index_suspect = False
         # False once rolled (or loaded behind another segment): its indexes are trimmed and
         # final, and close() adds nothing to them.
         self.active = True
@@ -148,9 +177,8 @@ class LogSegment:
     def _load_largest_timestamp(self) -> tuple[int, int]:
         """The time index's last entry, then the batches after it (Kafka's
         loadLargestTimestamp): entries are sparse, so later batches may hold a larger one."""
-        timestamp, offset = self.time_index.last_entry
-        _, position = self.offset_index.lookup(offset)
-        for row in self.scan_from(position):
+        timestamp, offset = self._checked_time_entry(self.time_index.last_entry)
+        for row in self.scan_from(self._scan_position(offset)):
             if int(row["max_timestamp"]) > timestamp:
                 timestamp, offset = int(row["max_timestamp"]), int(row["last_offset"])
         return timestamp, offset
@@ -223,11 +251,19 @@ class LogSegment:
     def on_become_inactive(self) -> None:
         """On roll: the final time-index entry, then trim the indexes to their entries."""
         self.active = False
-        self.time_index.maybe_append(
-            self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True
-        )
+        self._append_final_time_entry()
         self.offset_index.trim_to_valid_size()
         self.time_index.trim_to_valid_size()
+
+    def _append_final_time_entry(self) -> None:
+        """The time-index entry for the largest timestamp (roll, close). Finding that largest
+        timestamp may reveal a wrong time-index entry (see _checked_time_entry): the indexes
+        are rebuilt first then, so the entry follows right ones."""
+        largest = self.max_timestamp, self.offset_of_max_timestamp
+        if self.index_suspect:
+            self.rebuild_indexes()
+            largest = self.max_timestamp, self.offset_of_max_timestamp
+        self.time_index.maybe_append(*largest, skip_full_check=True)
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -264,24 +300,67 @@ class LogSegment:
             position = int(infos["position"][-1]) + int(infos["size"][-1])
         return np.concatenate(rows) if rows else np.empty(0, dtype=scan.BATCH_INFO)
 
+    def _indexed_position(self, offset: int, end: int) -> tuple[int, bytes | None]:
+        """Where a scan for `offset` may start, by the offset index, and the first chunk read
+        there. An entry (o, p) says the batch at p ends at offset o; it is checked against that
+        batch's header, which the chunk holds anyway, before it is believed. The indexes of
+        segments below the recovery point are not rebuilt at open, and a damaged entry would
+        otherwise send the scan into the middle of a batch or past the offset sought."""
+        entry_offset, position = self.offset_index.lookup(offset)
+        if position == 0:
+            return 0, None
+        chunk = self.log.pread(min(LOOKUP_CHUNK_BYTES, max(end - position, 0)), position)
+        if len(chunk) >= layout.HEADER_SIZE and _last_offset(chunk, 0) == entry_offset:
+            return position, chunk
+        self.index_suspect = True
+        return 0, None  # a wrong entry: scan the segment from its start instead
+
+    def _scan_position(self, offset: int) -> int:
+        """A batch boundary at or below the batch holding `offset`, by the checked index."""
+        return self._indexed_position(offset, self.size)[0]
+
+    def _checked_time_entry(self, entry: tuple[int, int]) -> tuple[int, int]:
+        """A time-index entry (t, o), believed only if the batch ending at offset o has max
+        timestamp t, as the entry claims; otherwise the "no entry" answer, from which
+        searches scan the whole segment."""
+        timestamp, offset = entry
+        if timestamp == NO_TIMESTAMP:
+            return entry
+        found = self.translate_offset(offset)
+        if found is not None and found.last_offset == offset and found.max_timestamp == timestamp:
+            return entry
+        self.index_suspect = True
+        return NO_TIMESTAMP, self.base_offset
+
     def _locate(self, offset: int, end: int) -> tuple[int, bytes, int, int] | None:
         """The first batch whose last offset is >= offset (FORMAT.md §5.9): (its position,
         a buffer holding it, where it starts in that buffer, its size), or None if no batch
-        here holds such an offset. Batches below the target are skipped by their headers, so
-        a lookup reads little besides the batch it returns."""
-        _, position = self.offset_index.lookup(offset)
+        below `end` holds such an offset. Batches below the target are skipped by their
+        headers, so a lookup reads little besides the batch it returns. Bytes below `end`
+        that cannot be whole batches raise CorruptRecordError: everything there was written
+        (or recovered) as whole batches."""
+        position, chunk = self._indexed_position(offset, end)
         while position < end:
-            chunk = self.log.pread(min(LOOKUP_CHUNK_BYTES, end - position), position)
+            if chunk is None or position + len(chunk) > end:
+                chunk = self.log.pread(min(LOOKUP_CHUNK_BYTES, end - position), position)
             status, at, size = scan.find_batch(chunk, offset)
             if status == TRUNCATED_BATCH and at > 0:
                 position += at  # the headers in this read were all below the target
+                chunk = None
                 continue
             if status != 0 or position + at + size > end:
-                return None  # the end, a torn tail or damage: recovery deals with those
+                raise self.corruption(position + at, "no whole batch starts there")
             if at + size <= len(chunk):
                 return position + at, chunk, at, size
             return position + at, self.log.pread(size, position + at), 0, size
         return None
+
+    def corruption(self, position: int, what: str) -> CorruptRecordError:
+        path = self.path(LOG_SUFFIX)
+        return CorruptRecordError(
+            f"{path} is damaged at byte {position} ({what}). To discard everything from there "
+            f"on, close the log and run: eoslog.repair_truncate({path!r}, {position})"
+        )
 
     def translate_offset(self, offset: int, end: int | None = None) -> BatchPosition | None:
         """The first batch whose last offset is >= offset (FORMAT.md §5.9), or None."""
@@ -299,20 +378,40 @@ class LogSegment:
         )
 
     def read(
-        self, start_offset: int, max_bytes: int, max_position: int | None = None
+        self,
+        start_offset: int,
+        max_bytes: int,
+        max_position: int | None = None,
+        *,
+        contiguous: bool = False,
     ) -> tuple[bytes, int] | None:
-        """Whole batches from the one holding start_offset, at most max_bytes (but at least
-        that first batch) and never past max_position. (bytes, position) or None."""
+        """Whole batches from the first whose last offset is >= start_offset (Kafka's rule: in
+        a log with gaps that is the next batch after the gap), at most max_bytes (but at least
+        that first batch) and never past max_position. (bytes, position) or None.
+
+        contiguous: the log has no gaps (eoslog's partitions; no compaction), so every batch
+        returned must begin where the one before it ended, and the first must hold
+        start_offset. The base offset and length of a batch are outside its CRC, so a
+        reader's CRC check cannot catch damage there; this can: batches after a break are
+        left out, and a first batch that breaks the rule raises CorruptRecordError."""
         end = self.size if max_position is None else min(max_position, self.size)
         found = self._locate(start_offset, end)
         if found is None:
             return None
         position, buffer, at, size = found
+        if contiguous and _base_offset(buffer, at) > start_offset:
+            raise self.corruption(position, f"its batch starts past offset {start_offset}")
         if max_bytes <= size or position + size >= end:
             # Just the first batch; a full-range slice of bytes is the same object, no copy.
             return buffer[at : at + size], position
         data = self.log.pread(min(max_bytes, end - position), position)
-        _, stop, _ = scan.scan_batches(data, verify_crc=False)
+        infos, stop, _ = scan.scan_batches(data, verify_crc=False)
+        if contiguous and len(infos) > 1:
+            bad = first_offset_violation(infos, int(infos["base_offset"][0]))
+            if bad is not None:
+                stop = int(infos["position"][bad])
+        # A bad header or a partial batch at `stop` is left out here; the next read starts
+        # there and raises.
         return data[: max(stop, size)], position
 
     def find_offset_by_timestamp(
@@ -320,9 +419,8 @@ class LogSegment:
     ) -> tuple[int, int] | None:
         """The first record with timestamp >= timestamp and offset >= starting_offset:
         (offset, its timestamp), or None (FORMAT.md §5.9)."""
-        _, indexed_offset = self.time_index.lookup(timestamp)
-        _, position = self.offset_index.lookup(max(indexed_offset, starting_offset))
-        for row in self.scan_from(position):
+        _, indexed_offset = self._checked_time_entry(self.time_index.lookup(timestamp))
+        for row in self.scan_from(self._scan_position(max(indexed_offset, starting_offset))):
             if int(row["max_timestamp"]) < timestamp:
                 continue
             batch = self.log.pread(int(row["size"]), int(row["position"]))
@@ -333,8 +431,7 @@ class LogSegment:
 
     def next_offset(self) -> int:
         """One past the last offset stored here; the base offset when empty."""
-        _, position = self.offset_index.lookup(1 << 62)
-        infos = self.scan_from(position)
+        infos = self.scan_from(self._scan_position(1 << 62))
         return int(infos["last_offset"][-1]) + 1 if len(infos) else self.base_offset
 
     # --- truncation, recovery support, lifecycle --------------------------------------------
@@ -362,6 +459,80 @@ class LogSegment:
                 self.created_ms = now_ms
         return removed
 
+    # --- index rebuilding (recovery, and entries a lookup found wrong) -------------------------
+
+    def scan_chunk_checked(self, position: int, end: int) -> tuple[np.ndarray, int, int]:
+        """scan.scan_batches (CRCs checked) over the next piece of the .log from `position`:
+        a chunk, or exactly the next batch when it is larger than a chunk."""
+        chunk = self.log.pread(min(RECOVERY_CHUNK_BYTES, end - position), position)
+        infos, stop, status = scan.scan_batches(chunk, verify_crc=True)
+        if len(infos) == 0 and status == 0 and position + len(chunk) < end:
+            claimed = 12 + int.from_bytes(chunk[8:12], "big", signed=True)
+            chunk = self.log.pread(min(claimed, end - position), position)
+            infos, stop, status = scan.scan_batches(chunk, verify_crc=True)
+        return infos, stop, status
+
+    def reset_indexes(self) -> None:
+        """Drop every index entry and re-expand the (possibly trimmed) files to full size, so
+        a rebuild has room for all the entries its scan adds."""
+        self.offset_index.truncate()
+        self.offset_index.resize(self.config.segment_index_bytes)
+        self.time_index.truncate()
+        self.time_index.resize(self.config.segment_index_bytes)
+        self.bytes_since_last_index_entry = 0
+        self.set_largest_timestamp(-1, self.base_offset)
+        self.first_batch_timestamp = None
+
+    def index_batch(self, chunk_position: int, row: np.void) -> None:
+        """Account one scanned batch (a scan.BATCH_INFO row at chunk_position + its position)
+        as append() does: timestamps, and an index entry every index.interval.bytes."""
+        position = chunk_position + int(row["position"])
+        last_offset = int(row["last_offset"])
+        max_timestamp = int(row["max_timestamp"])
+        if self.first_batch_timestamp is None:
+            self.first_batch_timestamp = max_timestamp
+        if max_timestamp > self.max_timestamp:
+            self.set_largest_timestamp(max_timestamp, last_offset)
+        if self.bytes_since_last_index_entry > self.config.index_interval_bytes:
+            # A rebuilt index is as sparse as the appends made it; if a small
+            # segment.index.bytes fills it first, later batches go unindexed, which lookups
+            # tolerate (they scan on).
+            if not self.offset_index.is_full:
+                self.offset_index.append(last_offset, position)
+            if not self.time_index.is_full:
+                self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self.bytes_since_last_index_entry = 0
+        self.bytes_since_last_index_entry += int(row["size"])
+
+    def rebuild_indexes(self) -> None:
+        """Rebuild the offset and time indexes from the .log, for a segment whose entries a
+        lookup found wrong (index_suspect). The .log is not changed: a scan that meets damage
+        stops there, leaving the later batches unindexed (lookups scan on past the last
+        entry), and reads report the damage. An inactive segment's rebuilt indexes are
+        trimmed and synced, as a roll leaves them."""
+        self.index_suspect = False
+        self.reset_indexes()
+        position = 0
+        next_offset = self.base_offset
+        while position < self.size:
+            infos, stop, status = self.scan_chunk_checked(position, self.size)
+            if len(infos):
+                bad = first_offset_violation(infos, next_offset)
+                if bad is not None:
+                    infos, status = infos[:bad], -1
+                else:
+                    next_offset = int(infos["last_offset"][-1]) + 1
+            for row in infos:
+                self.index_batch(position, row)
+            position += stop
+            if status != 0 or len(infos) == 0:
+                break
+        if not self.active:
+            self.active = True  # on_become_inactive adds the closing entry and trims
+            self.on_become_inactive()
+            self.offset_index.flush()
+            self.time_index.flush()
+
     def flush(self) -> None:
         self.log.sync()
         self.offset_index.flush()
@@ -373,9 +544,7 @@ class LogSegment:
         durable: a clean-shutdown marker written after close vouches for these files, and
         a clean open believes their lengths."""
         if self.active:
-            self.time_index.maybe_append(
-                self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True
-            )
+            self._append_final_time_entry()
         self.offset_index.trim_to_valid_size()
         self.time_index.trim_to_valid_size()
         self.offset_index.flush()

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Final
 
+import numpy as np
+
 from eoslog._ext import index as _index
 from eoslog.errors import CorruptIndexError, IndexFullError, InvalidOffsetError
 from eoslog.fs import FileSystem
@@ -23,6 +25,7 @@ ENTRY_BYTES: Final = _index.TIME_ENTRY_BYTES  # engine/index.h holds the layout
 NO_TIMESTAMP: Final = -1
 _TIMESTAMP_KEY: Final = _index.TIMESTAMP_KEY
 _TIME_OFFSET_KEY: Final = _index.TIME_OFFSET_KEY
+_ENTRY_DTYPE: Final = np.dtype([("timestamp", ">i8"), ("relative", ">i4")])
 
 
 class TimeIndex(MappedIndex):
@@ -147,4 +150,23 @@ class TimeIndex(MappedIndex):
             raise CorruptIndexError(
                 f"corrupt time index {self._path}: {self._length} bytes is not a multiple "
                 f"of {ENTRY_BYTES}"
+            )
+
+    def check_entries(self, next_base_offset: int) -> None:
+        """CorruptIndexError unless timestamps strictly increase and offsets never decrease
+        and lie in [base, next_base_offset): one numpy pass over the entries (see
+        OffsetIndex.check_entries)."""
+        entries = np.frombuffer(self._entries.copy(), dtype=_ENTRY_DTYPE)
+        if len(entries) == 0:
+            return
+        timestamp = entries["timestamp"].astype(np.int64)
+        relative = entries["relative"].astype(np.int64)
+        if (
+            relative[0] < 0
+            or self._base_offset + relative[-1] >= next_base_offset
+            or np.any(np.diff(timestamp) <= 0)
+            or np.any(np.diff(relative) < 0)
+        ):
+            raise CorruptIndexError(
+                f"corrupt time index {self._path}: its entries are out of order or out of range"
             )
