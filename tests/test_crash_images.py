@@ -534,10 +534,13 @@ def test_a_power_loss_after_a_roll_keeps_the_rolled_segment_indexes_right(seed: 
         log.roll()
         broker.run_maintenance()  # writes the recovery point checkpoint
         rolled = log.segments[-2].base_offset
+        # Producer snapshots are written without fsync on purpose: one lost or torn by a power
+        # loss fails its CRC and the state is replayed from the log instead.
         stale = [
             path
             for path in twin.unsynced_paths()
             if path.startswith(f"{LOG_DIR}/{TOPIC}-0/{rolled:020d}.")
+            and not path.endswith(".snapshot")
         ]
         if stale:
             problems.append(f"seed={seed}: below the recovery point, not durable: {stale}")

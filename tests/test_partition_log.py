@@ -280,7 +280,7 @@ def test_segment_files_are_named_by_base_offset_in_twenty_digits(open_broker: Op
         log.append_batch(single(i))
     broker.close()
     names = os.listdir(log.directory)
-    pattern = re.compile(r"(\d{20})\.(log|index|timeindex)")
+    pattern = re.compile(r"(\d{20})\.(log|index|timeindex|snapshot)")
     assert all(pattern.fullmatch(name) for name in names), names
     assert sorted(name for name in names if name.endswith(".log")) == [
         "00000000000000000000.log",

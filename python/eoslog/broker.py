@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Final, NamedTuple
 
+from eoslog.coordinator.producer_ids import ProducerIdManager
 from eoslog.errors import (
     InvalidConfigError,
     InvalidTopicError,
@@ -108,6 +109,7 @@ class Broker:
         self._checkpoint_lock = threading.Lock()
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._topics: dict[str, TopicMetadata] = {}
+        self._next_producer_id_block = 0
         self._closed = False
         try:
             _make_directories(self.fs, self.path)
@@ -124,6 +126,9 @@ class Broker:
         except BaseException:
             self._release_after_failed_open()
             raise
+        self._producer_ids = ProducerIdManager(
+            self._next_producer_id_block, self._persist_producer_id_block
+        )
         self._stop = threading.Event()
         self._maintenance: threading.Thread | None = None
         if background:
@@ -206,6 +211,7 @@ class Broker:
             durability=self.durability,
             loaded=loaded,
             persist_recovery_point=self._write_recovery_points,
+            producer_expiration_ms=self.settings["producer.id.expiration.ms"],
         )
 
     def _read_meta(self) -> dict[str, TopicMetadata]:
@@ -225,10 +231,11 @@ class Broker:
             raise KafkaStorageError(f"{path} is not an eoslog metadata file of version 1")
         if primitives.crc32c(payload) != crc:
             raise KafkaStorageError(f"{path} fails its CRC-32C check")
-        topics = json.loads(payload)["topics"]
+        body = json.loads(payload)
+        self._next_producer_id_block = int(body.get("next_producer_id_block", 0))
         return {
             name: TopicMetadata(name, int(entry["partitions"]), dict(entry["config"]))
-            for name, entry in topics.items()
+            for name, entry in body["topics"].items()
         }
 
     def _write_meta(self) -> None:
@@ -236,11 +243,33 @@ class Broker:
             "topics": {
                 name: {"partitions": meta.num_partitions, "config": meta.config}
                 for name, meta in sorted(self._topics.items())
-            }
+            },
+            # COORDINATOR.md §5: the first producer id of the next block; ids below it may
+            # have been handed out and are never reused.
+            "next_producer_id_block": self._next_producer_id_block,
         }
         payload = json.dumps(body, sort_keys=True).encode()
         header = _META_HEADER.pack(_META_MAGIC, _META_VERSION, primitives.crc32c(payload))
         checkpoints.write_atomically(self.fs, os.path.join(self.path, META_FILE), header + payload)
+
+    def _persist_producer_id_block(self, next_block_start: int) -> None:
+        with self._lock:
+            self._check_open()
+            previous = self._next_producer_id_block
+            self._next_producer_id_block = next_block_start
+            try:
+                self._write_meta()
+            except OSError as error:
+                self._next_producer_id_block = previous
+                raise KafkaStorageError(
+                    f"persisting the producer-id block in {self.path} failed: {error}"
+                ) from error
+
+    def init_producer_id(self) -> tuple[int, int]:
+        """(producer id, epoch 0) for an idempotent producer: a new id every call, never
+        handed out before (COORDINATOR.md §5; Kafka's InitProducerId without a transactional
+        id)."""
+        return self._producer_ids.generate(), 0
 
     # --- topics ----------------------------------------------------------------------------
 
@@ -349,6 +378,7 @@ class Broker:
         for log in logs:
             log.delete_retained_segments()
             log.rebuild_suspect_indexes()
+            log.remove_expired_producers()
         try:
             self._write_checkpoints(logs)
         except OSError as error:

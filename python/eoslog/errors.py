@@ -155,6 +155,14 @@ class InvalidTxnStateError(KafkaException):
     fatal = True
 
 
+class TransactionCoordinatorFencedError(KafkaException):
+    """A transaction marker from an older coordinator epoch (a zombie coordinator)."""
+
+    code = 52
+    error_name = "TRANSACTION_COORDINATOR_FENCED"
+    fatal = True
+
+
 class UnstableOffsetCommitError(KafkaException):
     code = 88
     error_name = "UNSTABLE_OFFSET_COMMIT"
@@ -229,6 +237,14 @@ class OffsetOutOfRangeError(KafkaException):
 
     code = 1
     error_name = "OFFSET_OUT_OF_RANGE"
+
+
+class CorruptSnapshotError(KafkaException, ValueError):
+    """A producer-state snapshot that cannot be read (Kafka's CorruptSnapshotException, which
+    has no wire code): its loader falls back to an older snapshot or a replay of the log."""
+
+    code = -1
+    error_name = "UNKNOWN_SERVER_ERROR"
 
 
 class RecordBatchTooLargeError(KafkaException, ValueError):

@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
+from eoslog._ext.producer_state import APPEND_DUPLICATE, ProducerStateTable
 from eoslog.errors import (
     CorruptRecordError,
     KafkaStorageError,
@@ -24,6 +25,7 @@ from eoslog.errors import (
 from eoslog.fs import FileSystem
 from eoslog.log import recovery
 from eoslog.log.config import LogConfig
+from eoslog.log.producer_state import ProducerStateManager
 from eoslog.log.segment import LogSegment
 from eoslog.log.sync import GroupSync
 from eoslog.record import codec, layout
@@ -73,6 +75,7 @@ class PartitionLog:
         durability: str,
         loaded: recovery.LoadedLog,
         persist_recovery_point: Callable[[], None] | None = None,
+        producer_expiration_ms: int = 86_400_000,
     ) -> None:
         self.fs = fs
         self.directory = directory
@@ -98,6 +101,11 @@ class PartitionLog:
         # Counts truncations begun: a read that meets bytes a truncation cut under it reads
         # again instead of reporting damage.
         self._truncations = 0
+        self._producers = ProducerStateManager(fs, directory, producer_expiration_ms)
+        self._producers.remove_stray_snapshots(self._bases)
+        self._producers.rebuild(
+            self._segments, self._log_start_offset, self._log_end_offset, clock_ms()
+        )
         self._closed = False
 
     # --- offsets ---------------------------------------------------------------------------
@@ -134,7 +142,14 @@ class PartitionLog:
 
     def append_batch(self, raw: bytes | bytearray | memoryview) -> AppendInfo:
         """Append one v2 batch exactly as a client sends it, validated as a Kafka leader
-        validates it (FORMAT.md §10). Nothing is written when it raises. Thread-safe."""
+        validates it (FORMAT.md §8.2, §10): a retry of any of the producer's last 5 batches
+        returns the original offsets with duplicate=True and writes nothing;
+        InvalidProducerEpochError, OutOfOrderSequenceError, InvalidTxnStateError for a
+        batch its producer's state rejects. Nothing is written when it raises. Thread-safe.
+
+        A duplicate's log_append_time_ms is what the original append returned: the
+        append time on a LogAppendTime topic, else -1. (Kafka returns the original batch's
+        max timestamp either way.)"""
         with self._storage(writing=True):
             validated = codec.validate_batch(raw, batch_bytes_max=self.config.max_message_bytes)
             if len(raw) > self.config.segment_bytes:
@@ -142,19 +157,58 @@ class PartitionLog:
                     f"batch of {len(raw)} bytes is larger than segment.bytes "
                     f"{self.config.segment_bytes}"
                 )
+            header = validated.header
             view = memoryview(raw).cast("B")
             with self._lock:
                 self._check_writable()
+                producers = self._producers.table
+                if header.producer_id >= 0:
+                    verdict, original = producers.check_append(
+                        header.producer_id,
+                        header.producer_epoch,
+                        header.base_sequence,
+                        header.last_offset_delta,
+                        header.is_transactional,
+                    )
+                    if verdict == APPEND_DUPLICATE and original is not None:
+                        return self._duplicate(*original)
                 base_offset = self._log_end_offset
                 append_time = self._clock_ms() if self.config.log_append_time else -1
-                last_offset = base_offset + validated.header.last_offset_delta
+                last_offset = base_offset + header.last_offset_delta
                 max_timestamp = append_time if append_time >= 0 else validated.max_timestamp
                 self._append_stamped(
                     self._stamped(view, base_offset, append_time), last_offset, max_timestamp
                 )
+                # Staged above, applied now that the bytes are written (STYLE.md rule 9).
+                if header.producer_id >= 0:
+                    producers.apply_append(
+                        header.producer_id,
+                        header.producer_epoch,
+                        header.base_sequence,
+                        header.last_offset_delta,
+                        base_offset,
+                        last_offset,
+                        max_timestamp,
+                        header.is_transactional,
+                    )
+                else:
+                    producers.map_end_offset = last_offset + 1
             if self._durability == "always":
                 self._group_sync.sync_through(last_offset + 1)
             return AppendInfo(base_offset, last_offset, append_time, False)
+
+    def _duplicate(self, first_offset: int, last_offset: int, timestamp: int) -> AppendInfo:
+        """The answer to a retried batch: its original offsets. Under durability="always" the
+        retry returns only once the original is durable, as its first append would have."""
+        if self._durability == "always":
+            self._group_sync.sync_through(last_offset + 1)
+        append_time = timestamp if self.config.log_append_time else -1
+        return AppendInfo(first_offset, last_offset, append_time, True)
+
+    @property
+    def producer_state(self) -> ProducerStateTable:
+        """The producer-state table (read it under no lock only in tests)."""
+        return self._producers.table
 
     @staticmethod
     def _stamped(view: memoryview, base_offset: int, append_time: int) -> tuple[Buffer, ...]:
@@ -214,6 +268,10 @@ class PartitionLog:
             segment = LogSegment(
                 self.fs, self.directory, base_offset, self.config, created_ms=self._clock_ms()
             )
+            # Kafka snapshots producer state at every roll, at the new segment's base: a
+            # later open replays at most the segments after it.
+            self._producers.table.map_end_offset = base_offset
+            self._producers.take_snapshot()
             self.fs.sync_dir(self.directory)
         except OSError as error:
             self._fail(error)
@@ -370,6 +428,10 @@ class PartitionLog:
         self._unsynced.discard(segment)
         try:
             segment.unlink_files()
+            # Kafka deletes a segment's producer snapshot with it. The table keeps the
+            # producers (until they expire), so a retry of a batch retention deleted is still
+            # recognized.
+            self._producers.delete_snapshot(segment.base_offset)
             self.fs.sync_dir(self.directory)
         except OSError as error:
             self._fail(error)
@@ -383,6 +445,12 @@ class PartitionLog:
             else:
                 keep.append((segment, retired_at))
         self._retired = keep
+
+    def remove_expired_producers(self) -> int:
+        """Forget producers idle past producer.id.expiration.ms without an open transaction
+        (FORMAT.md §8.5); the maintenance pass calls it. Returns how many."""
+        with self._lock:
+            return self._producers.remove_expired(self._clock_ms())
 
     def rebuild_suspect_indexes(self) -> int:
         """Rebuild the indexes of segments where a lookup met an entry that contradicts the
@@ -435,6 +503,14 @@ class PartitionLog:
             self._log_end_offset = max(self._segments[-1].next_offset(), self._log_start_offset)
             # Offsets at and past the new end will be written again: they are not durable.
             self._group_sync.lower(self._log_end_offset)
+            try:
+                # Producer state back to the new end: the newest snapshot at or below it,
+                # then a replay (Kafka's truncateAndReload).
+                self._producers.rebuild(
+                    self._segments, self._log_start_offset, self._log_end_offset, now
+                )
+            except OSError as error:
+                self._fail(error)
 
     def close(self) -> None:
         """Flush, add final index entries, trim indexes and close the files. A partition
@@ -449,6 +525,9 @@ class PartitionLog:
                 try:
                     self.flush()
                     self._close_retired(self._clock_ms())
+                    # The snapshot at the log end: the next open loads it and replays nothing.
+                    self._producers.table.map_end_offset = self._log_end_offset
+                    self._producers.take_snapshot()
                     for segment in self._segments:
                         segment.close()
                     return

@@ -178,7 +178,7 @@ class LogSegment:
         """The time index's last entry, then the batches after it (Kafka's
         loadLargestTimestamp): entries are sparse, so later batches may hold a larger one."""
         timestamp, offset = self._checked_time_entry(self.time_index.last_entry)
-        for row in self.scan_from(self._scan_position(offset)):
+        for row in self.scan_from(self.scan_position(offset)):
             if int(row["max_timestamp"]) > timestamp:
                 timestamp, offset = int(row["max_timestamp"]), int(row["last_offset"])
         return timestamp, offset
@@ -315,7 +315,7 @@ class LogSegment:
         self.index_suspect = True
         return 0, None  # a wrong entry: scan the segment from its start instead
 
-    def _scan_position(self, offset: int) -> int:
+    def scan_position(self, offset: int) -> int:
         """A batch boundary at or below the batch holding `offset`, by the checked index."""
         return self._indexed_position(offset, self.size)[0]
 
@@ -420,7 +420,7 @@ class LogSegment:
         """The first record with timestamp >= timestamp and offset >= starting_offset:
         (offset, its timestamp), or None (FORMAT.md §5.9)."""
         _, indexed_offset = self._checked_time_entry(self.time_index.lookup(timestamp))
-        for row in self.scan_from(self._scan_position(max(indexed_offset, starting_offset))):
+        for row in self.scan_from(self.scan_position(max(indexed_offset, starting_offset))):
             if int(row["max_timestamp"]) < timestamp:
                 continue
             batch = self.log.pread(int(row["size"]), int(row["position"]))
@@ -431,7 +431,7 @@ class LogSegment:
 
     def next_offset(self) -> int:
         """One past the last offset stored here; the base offset when empty."""
-        infos = self.scan_from(self._scan_position(1 << 62))
+        infos = self.scan_from(self.scan_position(1 << 62))
         return int(infos["last_offset"][-1]) + 1 if len(infos) else self.base_offset
 
     # --- truncation, recovery support, lifecycle --------------------------------------------

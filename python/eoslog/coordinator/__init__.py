@@ -1,0 +1,1 @@
+"""The coordinators (COORDINATOR.md): producer ids now; transactions and groups next."""
