@@ -260,8 +260,10 @@ cdef class ProducerStateTable:
                 previous = entry.batches[entry.batch_count - 1].last_sequence if (
                     entry.batch_count
                 ) else NO_SEQUENCE
+                # In 64 bits: previous + 1 overflows int32 at the wrap, and a C compiler may
+                # assume it does not.
                 if not (
-                    base_sequence == previous + 1
+                    <int64_t>base_sequence == <int64_t>previous + 1
                     or (base_sequence == 0 and previous == INT32_MAX)
                 ):
                     raise OutOfOrderSequenceError(

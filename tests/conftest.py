@@ -1,4 +1,7 @@
-"""Fixtures that run every codec test against both twins (STYLE.md rule 12).
+"""Shared fixtures: every codec test runs against both twins (STYLE.md rule 12), and the
+log tests open brokers in a temporary directory with a driven clock (`clock`, `open_broker`).
+
+Codec twins:
 
 `codec` and `primitives` are parametrized with ids "native" (the Cython modules in
 eoslog._ext) and "pure" (the pure-Python twins in eoslog.record). Both always run: a native
@@ -14,12 +17,16 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import ModuleType
 
 import pytest
 
 import batches
+import eoslog
+import logtools
+
+TS = logtools.TS
 
 # id -> (codec module, primitives module)
 IMPLEMENTATIONS: dict[str, tuple[str, str]] = {
@@ -84,3 +91,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         reason = KNOWN_OPEN_BUGS.get(item.nodeid.split("/")[-1])
         if reason is not None:
             item.add_marker(pytest.mark.xfail(strict=True, reason=f"open bug: {reason}"))
+
+
+# --- a broker in a temporary directory with a driven clock ----------------------------------
+
+OpenBroker = Callable[..., eoslog.Broker]
+
+
+@pytest.fixture
+def clock() -> logtools.Clock:
+    return logtools.Clock(TS)
+
+
+@pytest.fixture
+def open_broker(tmp_path: os.PathLike[str], clock: logtools.Clock) -> Iterator[OpenBroker]:
+    """open_broker(durability=..., fs=...) opens tmp_path/data with the driven clock; every
+    broker opened is closed at teardown."""
+    opened: list[eoslog.Broker] = []
+
+    def _open(durability: str = "commit", fs: object = None) -> eoslog.Broker:
+        broker = eoslog.open(
+            os.path.join(tmp_path, "data"),
+            durability,
+            fs=fs,  # type: ignore[arg-type]
+            clock_ms=clock,
+            background=False,
+        )
+        opened.append(broker)
+        return broker
+
+    yield _open
+    for broker in opened:
+        broker.close()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 
 import pytest
 
@@ -31,33 +31,6 @@ from eoslog.record import codec
 TS = logtools.TS
 HOUR_MS = 3_600_000
 OpenBroker = Callable[..., eoslog.Broker]
-
-
-@pytest.fixture
-def clock() -> logtools.Clock:
-    return logtools.Clock(TS)
-
-
-@pytest.fixture
-def open_broker(tmp_path: os.PathLike[str], clock: logtools.Clock) -> Iterator[OpenBroker]:
-    """open_broker(durability=..., fs=...) opens tmp_path/data with the driven clock; every
-    broker opened is closed at teardown."""
-    opened: list[eoslog.Broker] = []
-
-    def _open(durability: str = "commit", fs: object = None) -> eoslog.Broker:
-        broker = eoslog.open(
-            os.path.join(tmp_path, "data"),
-            durability,
-            fs=fs,  # type: ignore[arg-type]
-            clock_ms=clock,
-            background=False,
-        )
-        opened.append(broker)
-        return broker
-
-    yield _open
-    for broker in opened:
-        broker.close()
 
 
 def new_topic(

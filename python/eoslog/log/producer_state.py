@@ -113,9 +113,12 @@ class ProducerStateManager:
         self, segments: list[LogSegment], log_start_offset: int, log_end_offset: int, now_ms: int
     ) -> None:
         """Bring the table to the log end (FORMAT.md §8.4): the newest valid snapshot, then
-        the batches after it, replayed; expired producers dropped; a snapshot at the end."""
+        the batches after it, replayed; expired producers dropped; a snapshot at the end
+        when anything was replayed."""
         start = self.load_newest_snapshot(log_start_offset, log_end_offset)
         self.remove_expired(now_ms)
+        if start >= log_end_offset:
+            return  # the snapshot is at the log end (a clean close wrote it), or the log is empty
         for index, segment in enumerate(segments):
             following = segments[index + 1].base_offset if index + 1 < len(segments) else None
             if following is not None and following <= start:
