@@ -3,6 +3,18 @@
 from __future__ import annotations
 
 from eoslog.broker import Broker, TopicMetadata, open
+from eoslog.client.consumer import Consumer
+from eoslog.client.message import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    OFFSET_INVALID,
+    OFFSET_STORED,
+    TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
+    TIMESTAMP_NOT_AVAILABLE,
+    Message,
+    TopicPartition,
+)
 from eoslog.errors import (
     CorruptRecordError,
     InvalidProducerEpochError,
@@ -12,6 +24,7 @@ from eoslog.errors import (
     KafkaError,
     KafkaException,
     LogDirLockedError,
+    OffsetOutOfRangeError,
     OutOfOrderSequenceError,
     ProducerFencedError,
     RecordTooLargeError,
@@ -26,8 +39,16 @@ from eoslog.log.recovery import repair_truncate
 __version__ = "0.1.0"
 
 __all__ = [
+    "OFFSET_BEGINNING",
+    "OFFSET_END",
+    "OFFSET_INVALID",
+    "OFFSET_STORED",
+    "TIMESTAMP_CREATE_TIME",
+    "TIMESTAMP_LOG_APPEND_TIME",
+    "TIMESTAMP_NOT_AVAILABLE",
     "AppendInfo",
     "Broker",
+    "Consumer",
     "CorruptRecordError",
     "FetchResult",
     "InvalidProducerEpochError",
@@ -37,10 +58,13 @@ __all__ = [
     "KafkaError",
     "KafkaException",
     "LogDirLockedError",
+    "Message",
+    "OffsetOutOfRangeError",
     "OutOfOrderSequenceError",
     "ProducerFencedError",
     "RecordTooLargeError",
     "TopicMetadata",
+    "TopicPartition",
     "TransactionTimedOutError",
     "UnknownTopicOrPartitionError",
     "UnstableOffsetCommitError",

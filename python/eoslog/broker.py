@@ -21,7 +21,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Final, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from eoslog.coordinator.producer_ids import ProducerIdManager
 from eoslog.errors import (
@@ -37,6 +37,9 @@ from eoslog.log import checkpoints, recovery
 from eoslog.log.config import BROKER_KEYS, DAY_MS, LogConfig
 from eoslog.log.partition import PartitionLog
 from eoslog.record import primitives
+
+if TYPE_CHECKING:
+    from eoslog.client.consumer import Consumer
 
 DURABILITY_MODES: Final = ("commit", "always", "none")
 LOCK_FILE: Final = ".lock"
@@ -364,6 +367,16 @@ class Broker:
         if log is None:
             raise UnknownTopicOrPartitionError(f"unknown topic or partition {topic}-{partition}")
         return log
+
+    def consumer(self, config: Mapping[str, object] | None = None) -> Consumer:
+        """A Consumer over this broker's partitions (API.md "Consumer"); InvalidConfigError
+        for a bad or unknown key. Used from one thread; close it before the broker."""
+        # The client layer sits above the broker: imported here, so that eoslog.broker
+        # loads without it.
+        from eoslog.client.consumer import Consumer
+
+        self._check_open()
+        return Consumer(self, config)
 
     # --- maintenance and shutdown -----------------------------------------------------------
 

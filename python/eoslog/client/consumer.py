@@ -1,0 +1,594 @@
+"""The Consumer without groups (API.md "Consumer"): confluent-kafka-python's assign / poll /
+consume / seek / position / get_watermark_offsets over one Broker's partition logs, plus
+consume_arrow for columnar reads in the Spark Kafka source's schema.
+
+Data path (DESIGN.md "Fetch"): PartitionLog.read returns whole v2 batches up to the last
+stable offset (read_committed) or the high watermark (read_uncommitted) with the aborted
+transactions; fetch.plan_fetch picks the batches to deliver; codec.decode_columns decodes them
+in C into Arrow-layout columns with no Python object per record; consume() then makes exactly
+one Message per record (message.py), and consume_arrow() none.
+
+Thread safety: like confluent's, a Consumer is used from one thread. Appends from other
+threads (or the same one) are safe: reads take no lock and see only whole batches.
+
+Waiting: poll() and consume() with a timeout sleep while nothing new is readable, checking the
+assigned logs' high watermark / LSO after sleeps that grow from 0.5 ms to 10 ms (no busy spin;
+new data is seen at most ~10 ms late). The partition log has no append notification yet.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Final, NoReturn, Protocol
+
+import pyarrow as pa
+
+from eoslog.client.fetch import plan_fetch
+from eoslog.client.message import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    OFFSET_INVALID,
+    OFFSET_STORED,
+    FetchedRecords,
+    Message,
+    TopicPartition,
+    make_messages,
+)
+from eoslog.errors import InvalidConfigError, KafkaError, KafkaException, OffsetOutOfRangeError
+from eoslog.record import codec
+from eoslog.record.columns import SPARK_SCHEMA, SPARK_SCHEMA_WITH_HEADERS
+
+if TYPE_CHECKING:
+    from eoslog.log.partition import PartitionLog
+
+
+class LogSource(Protocol):
+    """What the consumer needs of the Broker."""
+
+    def log(self, topic: str, partition: int) -> PartitionLog: ...
+
+
+# librdkafka's local error codes (rdkafka.h RD_KAFKA_RESP_ERR__*), as confluent reports them.
+ERR_STATE: Final = -172
+ERR_NOT_IMPLEMENTED: Final = -170
+ERR_AUTO_OFFSET_RESET: Final = -140
+
+# Kafka's consumer defaults (ConsumerConfig): fetch.max.bytes 50 MiB,
+# max.partition.fetch.bytes 1 MiB.
+FETCH_MAX_BYTES_DEFAULT: Final = 52_428_800
+PARTITION_FETCH_BYTES_DEFAULT: Final = 1_048_576
+# confluent's consume() refuses more than this many messages per call.
+CONSUME_MESSAGES_MAX: Final = 1_000_000
+# Sleeps while waiting for data: start short for latency, grow to bound the wake-ups.
+WAIT_SLEEP_S_MIN: Final = 0.0005
+WAIT_SLEEP_S_MAX: Final = 0.010
+
+RESET_POLICIES: Final = {
+    "earliest": "earliest",
+    "smallest": "earliest",
+    "beginning": "earliest",
+    "latest": "latest",
+    "largest": "latest",
+    "end": "latest",
+    "error": "error",
+}
+ISOLATION_LEVELS: Final = ("read_committed", "read_uncommitted")
+# Common confluent/librdkafka consumer keys accepted so that configs carry over unchanged,
+# with no effect here: there is no network, no group (yet) and no background thread.
+IGNORED_KEYS: Final = frozenset(
+    {
+        "bootstrap.servers",
+        "client.id",
+        "session.timeout.ms",
+        "heartbeat.interval.ms",
+        "max.poll.interval.ms",
+        "auto.commit.interval.ms",
+        "enable.auto.offset.store",
+        "socket.timeout.ms",
+        "request.timeout.ms",
+        "fetch.wait.max.ms",
+        "fetch.min.bytes",
+    }
+)
+
+
+class ConsumerConfig:
+    """The parsed consumer properties. InvalidConfigError names the first bad key."""
+
+    __slots__ = (
+        "auto_offset_reset",
+        "check_crcs",
+        "enable_auto_commit",
+        "fetch_bytes_max",
+        "group_id",
+        "isolation_level",
+        "partition_fetch_bytes_max",
+    )
+
+    def __init__(self, config: Mapping[str, object]) -> None:
+        self.group_id: str | None = None
+        self.isolation_level = "read_committed"
+        # Kafka's default (ConsumerConfig auto.offset.reset = latest).
+        self.auto_offset_reset = "latest"
+        self.enable_auto_commit = True
+        self.check_crcs = True
+        self.fetch_bytes_max = FETCH_MAX_BYTES_DEFAULT
+        self.partition_fetch_bytes_max = PARTITION_FETCH_BYTES_DEFAULT
+        for key, value in config.items():
+            self._set(key, value)
+
+    def _set(self, key: str, value: object) -> None:
+        if key == "group.id":
+            if not isinstance(value, str) or not value:
+                raise InvalidConfigError(f"group.id must be a non-empty string, not {value!r}")
+            self.group_id = value
+        elif key == "isolation.level":
+            if value not in ISOLATION_LEVELS:
+                raise InvalidConfigError(f"isolation.level must be one of {ISOLATION_LEVELS}")
+            self.isolation_level = str(value)
+        elif key == "auto.offset.reset":
+            if not isinstance(value, str) or value not in RESET_POLICIES:
+                raise InvalidConfigError(
+                    f"auto.offset.reset must be one of {sorted(RESET_POLICIES)}, not {value!r}"
+                )
+            self.auto_offset_reset = RESET_POLICIES[value]
+        elif key == "enable.auto.commit":
+            self.enable_auto_commit = _boolean(key, value)
+        elif key == "check.crcs":
+            self.check_crcs = _boolean(key, value)
+        elif key == "fetch.max.bytes":
+            self.fetch_bytes_max = _positive(key, value)
+        elif key == "max.partition.fetch.bytes":
+            self.partition_fetch_bytes_max = _positive(key, value)
+        elif key not in IGNORED_KEYS:
+            raise InvalidConfigError(f"unknown consumer configuration {key!r}")
+
+
+def _boolean(key: str, value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    if value in ("true", "false"):
+        return value == "true"
+    raise InvalidConfigError(f"{key} must be a boolean, not {value!r}")
+
+
+def _positive(key: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise InvalidConfigError(f"{key} must be a positive integer, not {value!r}")
+    return value
+
+
+class _Assigned:
+    """One assigned partition: its log, the consumer's position in it, and the decoded
+    records fetched but not yet delivered."""
+
+    __slots__ = ("bytes_per_record", "fetched", "index", "log", "partition", "position", "topic")
+
+    def __init__(self, log: PartitionLog, position: int) -> None:
+        self.log = log
+        self.topic = log.topic
+        self.partition = log.partition
+        # The next offset to fetch when nothing is buffered; OFFSET_STORED/OFFSET_INVALID
+        # until the reset policy resolves it (it raises under auto.offset.reset=error).
+        self.position = position
+        self.fetched: list[FetchedRecords] = []
+        self.index = 0  # next record of fetched[0] to deliver
+        # Bytes of log per record delivered, seen so far: sizes consume_arrow's reads.
+        self.bytes_per_record = 0.0
+
+    def drop_fetched(self) -> None:
+        self.fetched = []
+        self.index = 0
+
+    def current_position(self) -> int:
+        """The offset of the next record to deliver (Kafka's position), or OFFSET_INVALID
+        while the reset policy has not resolved it."""
+        if self.fetched and self.index > 0:
+            return self.fetched[0].offset_at(self.index - 1) + 1
+        return self.position
+
+    def advance(self, count: int) -> None:
+        """Mark `count` records of fetched[0] delivered."""
+        fetched = self.fetched[0]
+        self.index += count
+        assert count > 0 and self.index <= fetched.count
+        if self.index == fetched.count:
+            self.position = fetched.next_offset
+            self.fetched.pop(0)
+            self.index = 0
+
+
+class Consumer:
+    """Reads records from assigned partitions (confluent_kafka.Consumer without groups).
+
+    Create with Broker.consumer(config). Config keys: `group.id` (stored; consumer groups
+    arrive in a later issue), `isolation.level` (read_committed, the default, or
+    read_uncommitted), `auto.offset.reset` (earliest | latest | error, and Kafka's aliases
+    smallest, beginning, largest, end; default latest as in Kafka), `enable.auto.commit`
+    (accepted; nothing to commit without groups), `check.crcs` (default true),
+    `fetch.max.bytes`, `max.partition.fetch.bytes`. A few common client keys with no meaning
+    here (bootstrap.servers, client.id, session.timeout.ms, ...) are accepted and ignored;
+    any other key raises InvalidConfigError.
+
+    Used from one thread. After close() every method raises RuntimeError."""
+
+    def __init__(self, broker: LogSource, config: Mapping[str, object] | None = None) -> None:
+        self._broker = broker
+        self._config = ConsumerConfig(config or {})
+        self._assigned: dict[tuple[str, int], _Assigned] = {}
+        self._order: list[_Assigned] = []
+        self._turn = 0  # where the next round over the partitions starts (fairness)
+        self._closed = False
+
+    @property
+    def config(self) -> ConsumerConfig:
+        return self._config
+
+    # --- assignment -------------------------------------------------------------------------
+
+    def assign(self, partitions: Sequence[TopicPartition]) -> None:
+        """Replace the assignment. Each partition starts at its offset: a real offset,
+        OFFSET_BEGINNING (the log start), OFFSET_END (the LSO under read_committed, the high
+        watermark under read_uncommitted), or OFFSET_STORED / OFFSET_INVALID (no stored
+        offsets yet: the auto.offset.reset policy). An offset outside the log is reset by the
+        policy at the first fetch. UnknownTopicOrPartitionError for a partition that does
+        not exist (nothing changes then); ValueError for a partition given twice."""
+        self._check_open()
+        assigned: dict[tuple[str, int], _Assigned] = {}
+        for tp in partitions:
+            key = (tp.topic, tp.partition)
+            if key in assigned:
+                raise ValueError(f"partition {tp.topic}-{tp.partition} is assigned twice")
+            log = self._broker.log(tp.topic, tp.partition)
+            assigned[key] = _Assigned(log, OFFSET_INVALID)
+        for key, tp in zip(assigned, partitions, strict=True):
+            self._seek_to(assigned[key], tp.offset)
+        self._assigned = assigned
+        self._order = list(assigned.values())
+        self._turn = 0
+
+    def unassign(self) -> None:
+        """Drop the whole assignment (buffered records are discarded)."""
+        self._check_open()
+        self._assigned = {}
+        self._order = []
+
+    def assignment(self) -> list[TopicPartition]:
+        """The assigned partitions (offsets are not reported here, as in confluent)."""
+        self._check_open()
+        return [TopicPartition(p.topic, p.partition) for p in self._order]
+
+    def seek(self, partition: TopicPartition) -> None:
+        """Move an assigned partition's position to partition.offset (special offsets as in
+        assign()); the next poll/consume starts there. Records already fetched past it are
+        discarded. KafkaException (_STATE) if the partition is not assigned."""
+        self._check_open()
+        assigned = self._assigned.get((partition.topic, partition.partition))
+        if assigned is None:
+            raise KafkaException(
+                KafkaError(
+                    ERR_STATE,
+                    "_STATE",
+                    f"seek: {partition.topic}-{partition.partition} is not assigned",
+                )
+            )
+        self._seek_to(assigned, partition.offset)
+
+    def position(self, partitions: Sequence[TopicPartition]) -> list[TopicPartition]:
+        """For each partition, a TopicPartition whose offset is the offset of the next record
+        to deliver (the last consumed record's offset + 1, or past skipped control batches);
+        OFFSET_INVALID for a partition not assigned or not yet resolved."""
+        self._check_open()
+        out = []
+        for tp in partitions:
+            assigned = self._assigned.get((tp.topic, tp.partition))
+            offset = OFFSET_INVALID if assigned is None else assigned.current_position()
+            out.append(TopicPartition(tp.topic, tp.partition, offset))
+        return out
+
+    def get_watermark_offsets(
+        self, partition: TopicPartition, timeout: float | None = None, cached: bool = False
+    ) -> tuple[int, int]:
+        """(low, high): the log start offset and, under read_committed, the last stable
+        offset (the high watermark under read_uncommitted). Any partition of the broker may be
+        asked, assigned or not; timeout and cached are accepted for confluent compatibility
+        (the answer is always current). UnknownTopicOrPartitionError if it does not exist."""
+        self._check_open()
+        log = self._broker.log(partition.topic, partition.partition)
+        return log.log_start_offset, self._bound(log)
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def poll(self, timeout: float | None = None) -> Message | None:
+        """The next record of the assigned partitions, or None if none arrives within
+        `timeout` seconds (None or a negative value: wait indefinitely; 0: do not wait).
+        Raises KafkaException for errors (OffsetOutOfRangeError under
+        auto.offset.reset=error, CorruptRecordError for damaged batches, ...)."""
+        found = self.consume(1, -1 if timeout is None else timeout)
+        return found[0] if found else None
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Message]:
+        """Up to num_messages records (1 .. 1,000,000). Like confluent's, it returns once
+        num_messages are collected or the timeout expires (negative: wait indefinitely; 0:
+        return what is readable now), so the list may be short or empty. Partitions are
+        served in turn, each delivering in offset order."""
+        self._check_open()
+        if not 1 <= num_messages <= CONSUME_MESSAGES_MAX:
+            raise ValueError(f"num_messages must be in 1..{CONSUME_MESSAGES_MAX}")
+        deadline = _deadline(timeout)
+        out: list[Message] = []
+        sleep_s = WAIT_SLEEP_S_MIN
+        while True:
+            for assigned in self._rotation():
+                if len(out) >= num_messages:
+                    break
+                self._take_messages(assigned, out, num_messages)
+            if len(out) >= num_messages or not self._wait(deadline, sleep_s):
+                return out
+            sleep_s = min(sleep_s * 2, WAIT_SLEEP_S_MAX)
+
+    def consume_arrow(
+        self, max_records: int = 100_000, timeout: float = -1, *, include_headers: bool = False
+    ) -> pa.RecordBatch:
+        """Up to max_records records as one pyarrow.RecordBatch in the Spark Kafka source's
+        schema (API.md "Spark"; with a `headers` column when include_headers), made without
+        a Python object per record. Waits like consume(): until max_records are collected or
+        the timeout expires. Moves the same positions poll() and consume() move."""
+        self._check_open()
+        if max_records < 1:
+            raise ValueError("max_records must be at least 1")
+        deadline = _deadline(timeout)
+        pieces: list[pa.RecordBatch] = []
+        total = 0
+        sleep_s = WAIT_SLEEP_S_MIN
+        while True:
+            for assigned in self._rotation():
+                while total < max_records and self._fill(
+                    assigned, max_records - total, include_headers
+                ):
+                    piece = self._take_arrow(assigned, max_records - total, include_headers)
+                    pieces.append(piece)
+                    total += piece.num_rows
+            if total >= max_records or not self._wait(deadline, sleep_s):
+                return _one_batch(pieces, include_headers)
+            sleep_s = min(sleep_s * 2, WAIT_SLEEP_S_MAX)
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Drop the assignment and release the buffered records. Idempotent; any other call
+        afterwards raises RuntimeError."""
+        self._assigned = {}
+        self._order = []
+        self._closed = True
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # --- groups (a later issue) ---------------------------------------------------------------
+
+    def subscribe(self, topics: Sequence[str], **callbacks: object) -> None:
+        """Consumer groups are not implemented yet: raises KafkaException (_NOT_IMPLEMENTED).
+        Use assign()."""
+        self._not_implemented("subscribe")
+
+    def unsubscribe(self) -> None:
+        self._not_implemented("unsubscribe")
+
+    def commit(
+        self, message: Message | None = None, offsets: object = None, asynchronous: bool = False
+    ) -> None:
+        self._not_implemented("commit")
+
+    def committed(
+        self, partitions: Sequence[TopicPartition], timeout: float | None = None
+    ) -> list[TopicPartition]:
+        self._not_implemented("committed")
+
+    def consumer_group_metadata(self) -> object:
+        self._not_implemented("consumer_group_metadata")
+
+    # --- internals --------------------------------------------------------------------------
+
+    def _not_implemented(self, name: str) -> NoReturn:
+        self._check_open()
+        raise KafkaException(
+            KafkaError(
+                ERR_NOT_IMPLEMENTED,
+                "_NOT_IMPLEMENTED",
+                f"Consumer.{name}: consumer groups are not implemented yet; use assign()",
+            )
+        )
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("Consumer closed")
+
+    def _bound(self, log: PartitionLog) -> int:
+        """How far this consumer may read: the LSO or the high watermark."""
+        if self._config.isolation_level == "read_committed":
+            return log.last_stable_offset
+        return log.high_watermark
+
+    def _rotation(self) -> list[_Assigned]:
+        order = self._order
+        if not order:
+            return []
+        turn = self._turn % len(order)
+        self._turn = turn + 1
+        return order[turn:] + order[:turn]
+
+    def _seek_to(self, assigned: _Assigned, offset: int) -> None:
+        assigned.drop_fetched()
+        if offset >= 0:
+            assigned.position = offset
+        elif offset == OFFSET_BEGINNING:
+            assigned.position = assigned.log.log_start_offset
+        elif offset == OFFSET_END:
+            assigned.position = self._bound(assigned.log)
+        elif offset in (OFFSET_STORED, OFFSET_INVALID):
+            # No stored offsets without groups: the reset policy decides (at the first fetch
+            # for "error", so the error surfaces from poll/consume, as in librdkafka).
+            assigned.position = OFFSET_INVALID
+            if self._config.auto_offset_reset != "error":
+                self._reset(assigned)
+        else:
+            raise ValueError(f"offset {offset} is neither an offset nor a special offset")
+
+    def _reset(self, assigned: _Assigned, cause: Exception | None = None) -> None:
+        policy = self._config.auto_offset_reset
+        log = assigned.log
+        if policy == "earliest":
+            assigned.position = log.log_start_offset
+        elif policy == "latest":
+            assigned.position = self._bound(log)
+        elif isinstance(cause, OffsetOutOfRangeError):
+            raise cause
+        else:
+            raise KafkaException(
+                KafkaError(
+                    ERR_AUTO_OFFSET_RESET,
+                    "_AUTO_OFFSET_RESET",
+                    f"{assigned.topic}-{assigned.partition}: no offset to start from and "
+                    "auto.offset.reset is error",
+                )
+            )
+
+    def _fill(
+        self, assigned: _Assigned, records_wanted: int | None = None, headers: bool = True
+    ) -> bool:
+        """Make sure decoded records are buffered for this partition, fetching as needed;
+        False when nothing is readable below the bound. records_wanted (consume_arrow) sizes
+        the read and stops planning once that many records are covered. headers: the records
+        must carry their headers (Messages always do; consume_arrow only when asked, since
+        decoding them costs time). Buffered records decoded without them are fetched again
+        from the current position."""
+        if headers and assigned.fetched and assigned.fetched[0].columns.headers is None:
+            assigned.position = assigned.current_position()
+            assigned.drop_fetched()
+        while not assigned.fetched:
+            if assigned.position < 0:
+                self._reset(assigned)
+            offset = assigned.position
+            # Nothing to read at or past the bound; past the log end is out of range (the log
+            # may have been truncated), which the read below raises and the policy resets.
+            if self._bound(assigned.log) <= offset <= assigned.log.log_end_offset:
+                return False
+            try:
+                result = assigned.log.read(
+                    offset, self._read_bytes(assigned, records_wanted), self._config.isolation_level
+                )
+            except OffsetOutOfRangeError as error:
+                self._reset(assigned, error)
+                continue
+            if not len(result.records):
+                return False
+            self._decode(
+                assigned,
+                result.records,
+                offset,
+                result.aborted_transactions,
+                records_wanted,
+                headers,
+            )
+        return True
+
+    def _read_bytes(self, assigned: _Assigned, records_wanted: int | None) -> int:
+        config = self._config
+        if records_wanted is None or not assigned.bytes_per_record:
+            return config.partition_fetch_bytes_max
+        # Enough for the records wanted at the size seen so far, plus slack for one batch
+        # more, within [max.partition.fetch.bytes, fetch.max.bytes].
+        wanted = int(records_wanted * assigned.bytes_per_record * 1.05)
+        return max(config.partition_fetch_bytes_max, min(wanted, config.fetch_bytes_max))
+
+    def _decode(
+        self,
+        assigned: _Assigned,
+        records: memoryview,
+        offset: int,
+        aborted: list[tuple[int, int]] | None,
+        records_wanted: int | None,
+        headers: bool,
+    ) -> None:
+        plan = plan_fetch(records, offset, aborted, records_wanted)
+        decoded = []
+        for start, end in plan.runs:
+            position = start
+            while position < end:
+                columns = codec.decode_columns(
+                    records[position:end],
+                    include_headers=headers,
+                    verify_crc=self._config.check_crcs,
+                    offset_min=offset,
+                )
+                assert columns.end_position > 0, "a column limit stopped the first batch"
+                position += columns.end_position
+                if columns.count:
+                    decoded.append(columns)
+        # Each piece moves the position past its last record; the last piece moves it past
+        # every batch planned (control and dropped batches after it included).
+        next_offsets = [int(columns.offset[-1]) + 1 for columns in decoded[:-1]]
+        next_offsets += [plan.next_offset] if decoded else []
+        assigned.fetched = [
+            FetchedRecords(assigned.topic, assigned.partition, columns, next_offset)
+            for columns, next_offset in zip(decoded, next_offsets, strict=True)
+        ]
+        assigned.index = 0
+        assigned.position = offset if decoded else plan.next_offset
+        if plan.records:
+            assigned.bytes_per_record = plan.planned_bytes / plan.records
+
+    def _take_messages(self, assigned: _Assigned, out: list[Message], limit: int) -> None:
+        while len(out) < limit and self._fill(assigned):
+            fetched = assigned.fetched[0]
+            start = assigned.index
+            count = min(limit - len(out), fetched.count - start)
+            # One Message per record, made in C: no Python code per record.
+            make_messages(out, fetched, start, start + count)
+            assigned.advance(count)
+
+    def _take_arrow(self, assigned: _Assigned, limit: int, include_headers: bool) -> pa.RecordBatch:
+        fetched = assigned.fetched[0]
+        start = assigned.index
+        count = min(limit, fetched.count - start)
+        piece = fetched.to_arrow(start, start + count, include_headers)
+        assigned.advance(count)
+        return piece
+
+    def _wait(self, deadline: float | None, sleep_s: float) -> bool:
+        """Sleep a little if there is time left; False once the deadline has passed."""
+        if deadline is None:
+            time.sleep(sleep_s)
+            return True
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        time.sleep(min(sleep_s, left))
+        return True
+
+
+def _deadline(timeout: float) -> float | None:
+    return None if timeout < 0 else time.monotonic() + timeout
+
+
+def _one_batch(pieces: list[pa.RecordBatch], include_headers: bool) -> pa.RecordBatch:
+    if len(pieces) == 1:
+        return pieces[0]
+    schema = SPARK_SCHEMA_WITH_HEADERS if include_headers else SPARK_SCHEMA
+    if not pieces:
+        return pa.RecordBatch.from_arrays(
+            [pa.array([], type=f.type) for f in schema], schema=schema
+        )
+    combined = pa.Table.from_batches(pieces, schema=schema).combine_chunks()
+    return combined.to_batches()[0]

@@ -1,0 +1,602 @@
+"""The Consumer without groups (API.md "Consumer"; FORMAT.md §6.4, §7; DESIGN.md "Fetch").
+
+Logs are built with PartitionLog.append_batch and codec.BatchBuilder. The partition log
+refuses control batches from clients (they come from the transaction coordinator, a later
+issue), so `append_marker` writes one the way the log writes a stamped batch, through its
+private `_append_stamped`. The log reports no aborted transactions yet either, so
+`report_aborted` makes its read() return them as FORMAT.md §6.3 collects them.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+
+import pyarrow as pa
+import pytest
+
+import eoslog
+from eoslog import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED, TopicPartition
+from eoslog.client.fetch import plan_fetch
+from eoslog.errors import InvalidConfigError, KafkaException, OffsetOutOfRangeError
+from eoslog.log.partition import FetchResult, PartitionLog
+from eoslog.record import codec, layout
+from eoslog.record.columns import SPARK_SCHEMA, SPARK_SCHEMA_WITH_HEADERS
+
+TS = 1_700_000_000_000
+TOPIC = "orders"
+# Small segments, so a few batches already span several of them.
+SMALL = {"segment.bytes": 4096}
+Record = tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]] | None]
+
+
+@pytest.fixture
+def broker(tmp_path: os.PathLike[str]) -> Iterator[eoslog.Broker]:
+    opened = eoslog.open(
+        os.path.join(tmp_path, "data"),
+        durability="none",
+        config={"log.index.size.max.bytes": 4096},
+        background=False,
+    )
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def log(broker: eoslog.Broker) -> PartitionLog:
+    broker.create_topic(TOPIC, 1, config=SMALL)
+    return broker.log(TOPIC, 0)
+
+
+def append(
+    log: PartitionLog,
+    records: Sequence[Record],
+    *,
+    compression: int = 0,
+    producer_id: int = -1,
+    transactional: bool = False,
+    base_sequence: int = -1,
+) -> int:
+    """Append one batch of (key, value, headers); returns its base offset."""
+    builder = codec.BatchBuilder(
+        compression=compression,
+        is_transactional=transactional,
+        producer_id=producer_id,
+        producer_epoch=0 if producer_id >= 0 else -1,
+        base_sequence=base_sequence if producer_id >= 0 else -1,
+    )
+    for i, (key, value, headers) in enumerate(records):
+        assert builder.append(TS + i, key, value, headers)
+    return log.append_batch(builder.build()).base_offset
+
+
+def values(first: int, count: int) -> list[Record]:
+    return [(None, b"v%d" % i, None) for i in range(first, first + count)]
+
+
+def append_marker(log: PartitionLog, control_type: int, producer_id: int) -> int:
+    """Write a COMMIT (1) or ABORT (0) marker batch at the log end, as the coordinator will;
+    returns its offset. Test-only: goes through the log's private stamped-append step."""
+    batch = bytearray(
+        codec.build_control_batch(
+            control_type,
+            producer_id=producer_id,
+            producer_epoch=0,
+            coordinator_epoch=0,
+            timestamp=TS,
+        )
+    )
+    with log._lock:
+        offset = log.log_end_offset
+        codec.stamp_batch(batch, base_offset=offset, partition_leader_epoch=0)
+        log._append_stamped((bytes(batch),), offset, TS)
+    return offset
+
+
+def report_aborted(
+    monkeypatch: pytest.MonkeyPatch, log: PartitionLog, aborted: list[tuple[int, int, int]]
+) -> None:
+    """Make log.read return these aborted transactions, (producer id, first offset, ABORT
+    marker offset), under read_committed: those whose marker is at or after the fetch offset
+    (FORMAT.md §6.3)."""
+    real_read = log.read
+
+    def read(offset: int, max_bytes: int = 1 << 20, isolation_level: str = "read_committed"):
+        result: FetchResult = real_read(offset, max_bytes, isolation_level)
+        if isolation_level != "read_committed":
+            return result
+        found = [(pid, first) for pid, first, last in aborted if last >= offset]
+        return result._replace(aborted_transactions=found)
+
+    monkeypatch.setattr(log, "read", read)
+
+
+def consumer(broker: eoslog.Broker, offset: int = 0, **config: object) -> eoslog.Consumer:
+    made = broker.consumer({key.replace("_", "."): value for key, value in config.items()})
+    made.assign([TopicPartition(TOPIC, 0, offset)])
+    return made
+
+
+def drain(made: eoslog.Consumer) -> list[eoslog.Message]:
+    out: list[eoslog.Message] = []
+    while found := made.consume(1000, timeout=0):
+        out.extend(found)
+    return out
+
+
+def offsets(messages: Sequence[eoslog.Message]) -> list[int]:
+    return [m.offset() for m in messages]
+
+
+# --- records and Message accessors ------------------------------------------------------------
+
+
+def test_consume_returns_every_record_in_offset_order_across_segments(
+    broker: eoslog.Broker, log: PartitionLog
+) -> None:
+    expected: list[Record] = []
+    for i in range(12):
+        batch = [
+            (b"k%d" % i, random.Random(i).randbytes(700), [("n", b"%d" % i), ("null", None)]),
+            (None, None, None),
+            (b"", b"", [("é", b"")]),
+        ]
+        append(log, batch, compression=layout.COMPRESSION_LZ4 if i % 2 else 0)
+        expected.extend(batch)
+    assert len(log.segments) > 2
+    found = drain(consumer(broker))
+    assert offsets(found) == list(range(36))
+    assert [(m.key(), m.value(), m.headers()) for m in found] == expected
+
+
+def test_message_accessors_follow_confluent(broker: eoslog.Broker, log: PartitionLog) -> None:
+    append(log, [(b"k", b"value", [("trace", b"t1"), ("empty", None)]), (None, None, None)])
+    first, second = drain(consumer(broker))
+    assert (first.topic(), first.partition(), first.offset()) == (TOPIC, 0, 0)
+    assert first.key() == b"k" and first.value() == b"value"
+    assert first.headers() == [("trace", b"t1"), ("empty", None)]
+    assert first.timestamp() == (eoslog.TIMESTAMP_CREATE_TIME, TS)
+    assert first.error() is None
+    assert first.len() == len(first) == 5
+    assert second.key() is None and second.value() is None and second.headers() is None
+    assert second.len() == 0 and second.timestamp() == (eoslog.TIMESTAMP_CREATE_TIME, TS + 1)
+    assert isinstance(first, eoslog.Message)
+    with pytest.raises(TypeError):
+        eoslog.Message()
+
+
+def test_log_append_time_topics_report_log_append_time(broker: eoslog.Broker) -> None:
+    broker.create_topic(TOPIC, 1, config={"message.timestamp.type": "LogAppendTime"})
+    append(broker.log(TOPIC, 0), values(0, 2))
+    kinds = {m.timestamp()[0] for m in drain(consumer(broker))}
+    assert kinds == {eoslog.TIMESTAMP_LOG_APPEND_TIME}
+
+
+def test_messages_stay_valid_after_later_fetches(broker: eoslog.Broker, log: PartitionLog) -> None:
+    for i in range(20):
+        append(log, values(i * 10, 10))
+    made = consumer(broker, max_partition_fetch_bytes=200)
+    early = made.consume(5, timeout=0)
+    rest = drain(made)
+    assert [m.value() for m in early] == [b"v%d" % i for i in range(5)]
+    assert offsets(rest) == list(range(5, 200))
+
+
+def test_poll_returns_one_record_at_a_time(broker: eoslog.Broker, log: PartitionLog) -> None:
+    append(log, values(0, 3))
+    made = consumer(broker)
+    polled = [made.poll(0) for _ in range(4)]
+    assert [m.offset() if m is not None else None for m in polled] == [0, 1, 2, None]
+
+
+# --- offsets, gaps and control batches ------------------------------------------------------
+
+
+def test_control_batches_never_surface(broker: eoslog.Broker, log: PartitionLog) -> None:
+    append(log, values(0, 2), producer_id=7, transactional=True, base_sequence=0)
+    commit = append_marker(log, layout.CONTROL_COMMIT, 7)
+    append(log, values(2, 2), producer_id=7, transactional=True, base_sequence=2)
+    abort = append_marker(log, layout.CONTROL_ABORT, 8)
+    for isolation in ("read_committed", "read_uncommitted"):
+        found = drain(consumer(broker, isolation_level=isolation))
+        assert offsets(found) == [0, 1, 3, 4], isolation
+        assert commit == 2 and abort == 5
+
+
+def test_position_moves_past_trailing_control_batches(
+    broker: eoslog.Broker, log: PartitionLog
+) -> None:
+    append(log, values(0, 3), producer_id=7, transactional=True, base_sequence=0)
+    append_marker(log, layout.CONTROL_COMMIT, 7)
+    made = consumer(broker)
+    tp = TopicPartition(TOPIC, 0)
+    assert made.position([tp])[0].offset == 0
+    made.consume(2, timeout=0)
+    assert made.position([tp])[0].offset == 2
+    made.consume(10, timeout=0)
+    # Not 3 (last record + 1): the marker at 3 is consumed too, so a restart does not
+    # fetch it again.
+    assert made.position([tp])[0].offset == 4
+
+
+def test_a_fetch_of_only_control_batches_moves_on_to_the_records_after_them(
+    broker: eoslog.Broker, log: PartitionLog
+) -> None:
+    append(log, values(0, 1), producer_id=7, transactional=True, base_sequence=0)
+    for _ in range(3):
+        append_marker(log, layout.CONTROL_COMMIT, 7)
+    append(log, values(4, 1))
+    made = consumer(broker, 1, max_partition_fetch_bytes=1)  # one batch per read
+    assert offsets(made.consume(5, timeout=0)) == [4]
+
+
+def test_seek_inside_a_batch_skips_its_earlier_records(
+    broker: eoslog.Broker, log: PartitionLog
+) -> None:
+    append(log, values(0, 10))
+    append(log, values(10, 10), compression=layout.COMPRESSION_LZ4)
+    made = consumer(broker)
+    made.seek(TopicPartition(TOPIC, 0, 7))
+    assert offsets(made.consume(5, timeout=0)) == [7, 8, 9, 10, 11]
+    made.seek(TopicPartition(TOPIC, 0, 15))
+    assert offsets(drain(made)) == [15, 16, 17, 18, 19]
+    # Assigning inside a batch does the same.
+    assert offsets(drain(consumer(broker, 13)))[:2] == [13, 14]
+
+
+def test_seek_discards_records_already_fetched(broker: eoslog.Broker, log: PartitionLog) -> None:
+    append(log, values(0, 10))
+    made = consumer(broker)
+    assert offsets(made.consume(3, timeout=0)) == [0, 1, 2]
+    made.seek(TopicPartition(TOPIC, 0, 1))
+    assert offsets(made.consume(2, timeout=0)) == [1, 2]
+    made.seek(TopicPartition(TOPIC, 0, OFFSET_END))
+    assert made.consume(1, timeout=0) == []
+
+
+def test_seek_on_an_unassigned_partition_is_a_state_error(
+    broker: eoslog.Broker, log: PartitionLog
+) -> None:
+    made = broker.consumer({})
+    with pytest.raises(KafkaException) as raised:
+        made.seek(TopicPartition(TOPIC, 0, 0))
+    assert raised.value.error.code() == -172
+
+
+# --- read_committed ---------------------------------------------------------------------------
+
+
+def test_read_committed_drops_aborted_batches_until_their_abort_marker(
+    broker: eoslog.Broker, log: PartitionLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    append(log, values(0, 2), producer_id=7, transactional=True, base_sequence=0)  # 0-1
+    append(log, values(2, 1))  # 2: not transactional
+    append(log, values(3, 2), producer_id=8, transactional=True, base_sequence=0)  # 3-4
+    append(log, values(5, 2), producer_id=7, transactional=True, base_sequence=2)  # 5-6
+    append_marker(log, layout.CONTROL_ABORT, 7)  # 7
+    append_marker(log, layout.CONTROL_COMMIT, 8)  # 8
+    append(log, values(9, 2), producer_id=7, transactional=True, base_sequence=4)  # 9-10
+    append_marker(log, layout.CONTROL_COMMIT, 7)  # 11
+    report_aborted(monkeypatch, log, [(7, 0, 7)])
+    assert offsets(drain(consumer(broker))) == [2, 3, 4, 9, 10]
+    # A fetch starting after the aborted data still honours the list, and one past the
+    # marker no longer gets the entry.
+    assert offsets(drain(consumer(broker, 5))) == [9, 10]
+    assert offsets(drain(consumer(broker, 8))) == [9, 10]
+    # read_uncommitted delivers everything but the markers.
+    found = drain(consumer(broker, isolation_level="read_uncommitted"))
+    assert offsets(found) == [0, 1, 2, 3, 4, 5, 6, 9, 10]
+
+
+def test_read_committed_filter_works_fetch_by_fetch(
+    broker: eoslog.Broker, log: PartitionLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    append(log, values(0, 2), producer_id=7, transactional=True, base_sequence=0)
+    append(log, values(2, 2), producer_id=7, transactional=True, base_sequence=2)
+    append_marker(log, layout.CONTROL_ABORT, 7)
+    append(log, values(5, 1))
+    report_aborted(monkeypatch, log, [(7, 0, 4)])
+    made = consumer(broker, max_partition_fetch_bytes=1)  # one batch per read
+    assert offsets(drain(made)) == [5]
+
+
+def test_plan_fetch_reports_runs_and_the_next_offset(
+    broker: eoslog.Broker, log: PartitionLog
+) -> None:
+    append(log, values(0, 2), producer_id=7, transactional=True, base_sequence=0)
+    append(log, values(2, 2))
+    append_marker(log, layout.CONTROL_ABORT, 7)
+    data = log.read(0, 1 << 20).records
+    sizes = [header.size_in_bytes for _, header in codec.iter_headers(data)]
+    plan = plan_fetch(data, 1, [(7, 0)])
+    assert plan.runs == [(sizes[0], len(data))]
+    assert (plan.next_offset, plan.records, plan.planned_bytes) == (5, 2, len(data))
+    uncommitted = plan_fetch(data, 1, None)
+    assert uncommitted.runs == [(0, len(data))] and uncommitted.records == 3
+    assert plan_fetch(data, 0, None, records_max=2).next_offset == 2
+
+
+# --- watermarks, special offsets and auto.offset.reset ---------------------------------------
+
+
+def test_watermarks_report_lso_under_read_committed(
+    broker: eoslog.Broker, log: PartitionLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    append(log, values(0, 10))
+    tp = TopicPartition(TOPIC, 0)
+    assert broker.consumer({}).get_watermark_offsets(tp) == (0, 10)
+    # An open transaction from offset 4 holds the LSO there (FORMAT.md §7).
+    monkeypatch.setattr(PartitionLog, "last_stable_offset", property(lambda self: 4))
+    committed = broker.consumer({"isolation.level": "read_committed"})
+    uncommitted = broker.consumer({"isolation.level": "read_uncommitted"})
+    assert committed.get_watermark_offsets(tp) == (0, 4)
+    assert uncommitted.get_watermark_offsets(tp) == (0, 10)
+    committed.assign([TopicPartition(TOPIC, 0, OFFSET_END)])
+    uncommitted.assign([TopicPartition(TOPIC, 0, OFFSET_END)])
+    assert committed.position([tp])[0].offset == 4
+    assert uncommitted.position([tp])[0].offset == 10
+
+
+def test_offset_beginning_and_end(broker: eoslog.Broker, log: PartitionLog) -> None:
+    append(log, values(0, 5))
+    assert offsets(drain(consumer(broker, OFFSET_BEGINNING))) == [0, 1, 2, 3, 4]
+    made = consumer(broker, OFFSET_END)
+    assert made.consume(1, timeout=0) == []
+    append(log, values(5, 2))
+    assert offsets(drain(made)) == [5, 6]
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        ("earliest", [0, 1, 2]),
+        ("smallest", [0, 1, 2]),
+        ("beginning", [0, 1, 2]),
+        ("latest", []),
+        ("largest", []),
+        ("end", []),
+    ],
+)
+def test_auto_offset_reset_applies_to_stored_and_invalid_offsets(
+    broker: eoslog.Broker, log: PartitionLog, policy: str, expected: list[int]
+) -> None:
+    append(log, values(0, 3))
+    for start in (OFFSET_STORED, OFFSET_INVALID):
+        assert offsets(drain(consumer(broker, start, auto_offset_reset=policy))) == expected
+
+
+def test_auto_offset_reset_defaults_to_latest_as_in_kafka(
+    broker: eoslog.Broker, log: PartitionLog
+) -> None:
+    append(log, values(0, 3))
+    made = broker.consumer({})
+    made.assign([TopicPartition(TOPIC, 0)])
+    assert made.consume(1, timeout=0) == []
+
+
+def test_out_of_range_offsets_are_reset_by_the_policy(
+    broker: eoslog.Broker, log: PartitionLog
+) -> None:
+    append(log, values(0, 3))
+    assert offsets(drain(consumer(broker, 50, auto_offset_reset="earliest"))) == [0, 1, 2]
+    made = consumer(broker, 50, auto_offset_reset="latest")
+    assert made.consume(1, timeout=0) == []
+    append(log, values(3, 1))
+    assert offsets(drain(made)) == [3]
+
+
+def test_auto_offset_reset_error_raises(broker: eoslog.Broker, log: PartitionLog) -> None:
+    append(log, values(0, 3))
+    with pytest.raises(OffsetOutOfRangeError):
+        consumer(broker, 50, auto_offset_reset="error").poll(0)
+    with pytest.raises(KafkaException) as raised:
+        consumer(broker, OFFSET_STORED, auto_offset_reset="error").poll(0)
+    assert raised.value.error.code() == -140
+    # An explicit start needs no policy.
+    assert offsets(drain(consumer(broker, OFFSET_BEGINNING, auto_offset_reset="error"))) == [
+        0,
+        1,
+        2,
+    ]
+
+
+# --- consume_arrow ----------------------------------------------------------------------------
+
+
+def test_consume_arrow_matches_spark_kafka_schema(broker: eoslog.Broker, log: PartitionLog) -> None:
+    append(log, [(b"k", b"v0", [("h", b"x")]), (None, None, None)])
+    append(log, values(2, 3), compression=layout.COMPRESSION_LZ4)
+    batch = consumer(broker).consume_arrow(100, timeout=0)
+    assert isinstance(batch, pa.RecordBatch) and batch.schema == SPARK_SCHEMA
+    assert batch.column("offset").to_pylist() == [0, 1, 2, 3, 4]
+    assert batch.column("value").to_pylist() == [b"v0", None, b"v2", b"v3", b"v4"]
+    assert batch.column("key").to_pylist()[:2] == [b"k", None]
+    assert set(batch.column("topic").to_pylist()) == {TOPIC}
+    assert set(batch.column("partition").to_pylist()) == {0}
+    assert batch.column("timestampType").to_pylist() == [0] * 5
+    assert batch.column("timestamp").to_pylist()[0].timestamp() * 1000 == TS
+    with_headers = consumer(broker).consume_arrow(100, timeout=0, include_headers=True)
+    assert with_headers.schema == SPARK_SCHEMA_WITH_HEADERS
+    assert with_headers.column("headers").to_pylist()[:2] == [[{"key": "h", "value": b"x"}], None]
+
+
+def test_consume_arrow_gathers_up_to_max_records_across_fetches(
+    broker: eoslog.Broker, log: PartitionLog
+) -> None:
+    for i in range(10):
+        append(log, values(i * 10, 10))
+    made = consumer(broker, max_partition_fetch_bytes=1)
+    first = made.consume_arrow(25, timeout=0)
+    assert first.num_rows == 25 and first.column("offset").to_pylist() == list(range(25))
+    rest = made.consume_arrow(1000, timeout=0)
+    assert rest.column("offset").to_pylist() == list(range(25, 100))
+    empty = made.consume_arrow(10, timeout=0)
+    assert empty.num_rows == 0 and empty.schema == SPARK_SCHEMA
+
+
+def test_consume_and_consume_arrow_share_one_position(
+    broker: eoslog.Broker, log: PartitionLog
+) -> None:
+    append(log, [(None, b"v0", [("h", b"0")]), *values(1, 9)])
+    made = consumer(broker)
+    assert made.consume_arrow(3, timeout=0).column("offset").to_pylist() == [0, 1, 2]
+    # Records buffered by consume_arrow without headers are fetched again with them.
+    messages = made.consume(2, timeout=0)
+    assert offsets(messages) == [3, 4]
+    made.seek(TopicPartition(TOPIC, 0, 0))
+    assert made.poll(0).headers() == [("h", b"0")]  # type: ignore[union-attr]
+    assert made.consume_arrow(100, timeout=0).column("offset").to_pylist() == list(range(1, 10))
+
+
+# --- timeouts and waiting ---------------------------------------------------------------------
+
+
+def test_poll_returns_none_when_its_timeout_passes(
+    broker: eoslog.Broker, log: PartitionLog
+) -> None:
+    made = consumer(broker)
+    started = time.monotonic()
+    assert made.poll(0.05) is None
+    assert time.monotonic() - started >= 0.05
+
+
+def test_poll_wakes_for_a_record_appended_while_it_waits(
+    broker: eoslog.Broker, log: PartitionLog
+) -> None:
+    made = consumer(broker)
+    writer = threading.Timer(0.05, lambda: append(log, values(0, 1)))
+    writer.start()
+    started = time.monotonic()
+    found = made.poll(5.0)
+    writer.join()
+    assert found is not None and found.value() == b"v0"
+    assert time.monotonic() - started < 2.0
+
+
+def test_consume_waits_for_num_messages_or_the_timeout(
+    broker: eoslog.Broker, log: PartitionLog
+) -> None:
+    append(log, values(0, 2))
+    made = consumer(broker)
+    started = time.monotonic()
+    assert offsets(made.consume(5, timeout=0.05)) == [0, 1]
+    assert time.monotonic() - started >= 0.05
+    # Once num_messages are there it returns at once, whatever the timeout.
+    append(log, values(2, 3))
+    started = time.monotonic()
+    assert offsets(made.consume(3, timeout=30)) == [2, 3, 4]
+    assert time.monotonic() - started < 5
+
+
+# --- assignment, partitions, lifecycle -------------------------------------------------------
+
+
+def test_partitions_are_served_in_turn(broker: eoslog.Broker) -> None:
+    broker.create_topic(TOPIC, 2)
+    for partition in (0, 1):
+        append(broker.log(TOPIC, partition), values(0, 3))
+    made = broker.consumer({})
+    made.assign([TopicPartition(TOPIC, 0, 0), TopicPartition(TOPIC, 1, 0)])
+    assert sorted(made.assignment()) == [TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)]
+    first = made.consume(3, timeout=0)
+    second = made.consume(3, timeout=0)
+    assert {m.partition() for m in first} != {m.partition() for m in second}
+    assert sorted((m.partition(), m.offset()) for m in first + second) == [
+        (p, o) for p in (0, 1) for o in range(3)
+    ]
+    made.unassign()
+    assert made.assignment() == [] and made.consume(1, timeout=0) == []
+
+
+def test_assign_checks_partitions_before_changing_anything(
+    broker: eoslog.Broker, log: PartitionLog
+) -> None:
+    made = consumer(broker)
+    with pytest.raises(eoslog.UnknownTopicOrPartitionError):
+        made.assign([TopicPartition(TOPIC, 0, 0), TopicPartition("missing", 0, 0)])
+    with pytest.raises(ValueError):
+        made.assign([TopicPartition(TOPIC, 0, 0), TopicPartition(TOPIC, 0, 1)])
+    assert made.assignment() == [TopicPartition(TOPIC, 0)]
+
+
+def test_groups_are_not_implemented_yet(broker: eoslog.Broker, log: PartitionLog) -> None:
+    made = broker.consumer({"group.id": "g1", "enable.auto.commit": False})
+    calls: list[Callable[[], object]] = [
+        lambda: made.subscribe([TOPIC]),
+        made.unsubscribe,
+        made.commit,
+        lambda: made.committed([TopicPartition(TOPIC, 0)]),
+        made.consumer_group_metadata,
+    ]
+    for call in calls:
+        with pytest.raises(KafkaException) as raised:
+            call()
+        assert raised.value.error.code() == -170
+    assert made.config.group_id == "g1"
+
+
+def test_a_closed_consumer_raises_runtime_error(broker: eoslog.Broker, log: PartitionLog) -> None:
+    with broker.consumer({}) as made:
+        made.assign([TopicPartition(TOPIC, 0, 0)])
+    made.close()  # idempotent
+    for call in (lambda: made.poll(0), lambda: made.assignment(), made.unassign):
+        with pytest.raises(RuntimeError, match="Consumer closed"):
+            call()
+
+
+# --- configuration and TopicPartition ----------------------------------------------------------
+
+
+def test_config_defaults_and_accepted_keys(broker: eoslog.Broker) -> None:
+    config = broker.consumer({}).config
+    assert config.isolation_level == "read_committed"
+    assert config.auto_offset_reset == "latest"
+    accepted = broker.consumer(
+        {
+            "bootstrap.servers": "ignored:9092",
+            "client.id": "c",
+            "enable.auto.commit": "false",
+            "check.crcs": True,
+            "fetch.max.bytes": 1 << 20,
+            "max.partition.fetch.bytes": 1 << 16,
+            "auto.offset.reset": "largest",
+        }
+    ).config
+    assert accepted.auto_offset_reset == "latest" and accepted.enable_auto_commit is False
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"no.such.key": 1},
+        {"isolation.level": "serializable"},
+        {"auto.offset.reset": "sometimes"},
+        {"enable.auto.commit": "yes"},
+        {"fetch.max.bytes": 0},
+        {"max.partition.fetch.bytes": True},
+        {"group.id": ""},
+    ],
+)
+def test_bad_or_unknown_config_raises_invalid_config(
+    broker: eoslog.Broker, config: dict[str, object]
+) -> None:
+    with pytest.raises(InvalidConfigError):
+        broker.consumer(config)
+
+
+def test_topic_partition_follows_confluent() -> None:
+    assert (OFFSET_BEGINNING, OFFSET_END, OFFSET_STORED, OFFSET_INVALID) == (-2, -1, -1000, -1001)
+    assert (
+        eoslog.TIMESTAMP_NOT_AVAILABLE,
+        eoslog.TIMESTAMP_CREATE_TIME,
+        eoslog.TIMESTAMP_LOG_APPEND_TIME,
+    ) == (0, 1, 2)
+    tp = TopicPartition("t", 1)
+    assert tp.offset == OFFSET_INVALID and tp.error is None and tp.metadata is None
+    # Equality and hashing by (topic, partition), as in confluent-kafka-python.
+    assert tp == TopicPartition("t", 1, 42) and len({tp, TopicPartition("t", 1, 7)}) == 1
+    assert TopicPartition("a", 5) < TopicPartition("b", 0) < TopicPartition("b", 1)
+    assert "topic=t,partition=1,offset=-1001" in repr(tp)
