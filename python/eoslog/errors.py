@@ -117,6 +117,23 @@ class InvalidRecordError(KafkaException, ValueError):
     error_name = "INVALID_RECORD"
 
 
+class InvalidTimestampError(KafkaException, ValueError):
+    """Record timestamps outside the topic's allowed range, or a client batch claiming
+    LogAppendTime (Kafka's RecordValidationException wrapping InvalidTimestampException).
+    record_errors: (record index, message) for each offending record."""
+
+    code = 32
+    error_name = "INVALID_TIMESTAMP"
+
+    def __init__(
+        self,
+        error: KafkaError | str | None = None,
+        record_errors: list[tuple[int, str]] | None = None,
+    ) -> None:
+        super().__init__(error)
+        self.record_errors = list(record_errors or [])
+
+
 class RecordTooLargeError(KafkaException, ValueError):
     code = 10
     error_name = "MESSAGE_TOO_LARGE"

@@ -26,6 +26,10 @@ class LogConfig:
     retention_bytes: int = -1  # -1: no size limit
     max_message_bytes: int = limits.message_bytes_default
     log_append_time: bool = False  # message.timestamp.type=LogAppendTime
+    # How far a CreateTime record may lie before / after the append time; Long.MAX_VALUE (the
+    # default, Kafka's) turns the check off.
+    timestamp_before_max_ms: int = (1 << 63) - 1
+    timestamp_after_max_ms: int = (1 << 63) - 1
 
     def to_properties(self) -> dict[str, int | str]:
         """Kafka's property names and values, as list_topics reports them."""
@@ -58,6 +62,8 @@ TOPIC_KEYS: Final = {
     "retention.bytes": "retention_bytes",
     "max.message.bytes": "max_message_bytes",
     "message.timestamp.type": "log_append_time",
+    "message.timestamp.before.max.ms": "timestamp_before_max_ms",
+    "message.timestamp.after.max.ms": "timestamp_after_max_ms",
 }
 # Broker-level names (eoslog.open config) that set the default of a topic-level field.
 BROKER_KEYS: Final = {
@@ -69,6 +75,8 @@ BROKER_KEYS: Final = {
     "log.retention.bytes": "retention.bytes",
     "message.max.bytes": "max.message.bytes",
     "log.message.timestamp.type": "message.timestamp.type",
+    "log.message.timestamp.before.max.ms": "message.timestamp.before.max.ms",
+    "log.message.timestamp.after.max.ms": "message.timestamp.after.max.ms",
 }
 
 # (smallest, largest) allowed, from Kafka's LogConfig definitions; the segment limits keep
@@ -80,6 +88,8 @@ _RANGES: Final = {
     "index_interval_bytes": (0, (1 << 31) - 1),
     "retention_ms": (-1, (1 << 63) - 1),
     "retention_bytes": (-1, (1 << 63) - 1),
+    "timestamp_before_max_ms": (0, (1 << 63) - 1),
+    "timestamp_after_max_ms": (0, (1 << 63) - 1),
     "max_message_bytes": (0, limits.batch_bytes_max),
 }
 

@@ -28,6 +28,7 @@ from eoslog.log.config import LogConfig
 from eoslog.log.producer_state import ProducerStateManager
 from eoslog.log.segment import LogSegment
 from eoslog.log.sync import GroupSync
+from eoslog.log.timestamps import check_client_timestamps
 from eoslog.record import codec, layout
 
 if TYPE_CHECKING:
@@ -158,6 +159,7 @@ class PartitionLog:
                     f"{self.config.segment_bytes}"
                 )
             header = validated.header
+            check_client_timestamps(raw, header, self.config, self._clock_ms())
             view = memoryview(raw).cast("B")
             with self._lock:
                 self._check_writable()

@@ -1,0 +1,148 @@
+"""The leader's validation of client batches (FORMAT.md §10; KAFKA_BEHAVIOURS.md LV-T 67-73),
+through PartitionLog.append_batch. Every refusal is a typed error and writes nothing."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+
+import pytest
+from kafka.record.util import calc_crc32c
+
+import eoslog
+import logtools
+from conftest import OpenBroker
+from eoslog.errors import InvalidRecordError, InvalidTimestampError
+from eoslog.log.partition import PartitionLog
+from eoslog.record import codec, layout
+
+TS = logtools.TS
+HOUR_MS = 3_600_000
+
+
+def new_topic(broker: eoslog.Broker, **config: object) -> PartitionLog:
+    broker.create_topic("t", 1, config=dict(config))
+    return broker.log("t", 0)
+
+
+def recrc(raw: bytearray) -> bytes:
+    """The batch with its CRC recomputed (kafka-python's CRC-32C: independent of eoslog)."""
+    struct.pack_into(
+        ">I", raw, layout.CRC_OFFSET, calc_crc32c(bytes(raw[layout.ATTRIBUTES_OFFSET :]))
+    )
+    return bytes(raw)
+
+
+def with_header(field_offset: int, fmt: str, value: int) -> Callable[[], bytes]:
+    def make() -> bytes:
+        raw = bytearray(logtools.batch(logtools.values(0, 3), timestamps=TS))
+        struct.pack_into(fmt, raw, field_offset, value)
+        return recrc(raw)
+
+    return make
+
+
+def assert_refused(
+    log: PartitionLog, raw: bytes, error: type[Exception]
+) -> pytest.ExceptionInfo[Exception]:
+    end, files = log.log_end_offset, logtools.contents(log.directory)
+    with pytest.raises(error) as caught:
+        log.append_batch(raw)
+    assert (log.log_end_offset, logtools.contents(log.directory)) == (end, files)
+    return caught
+
+
+def test_only_one_batch_per_append(open_broker: OpenBroker) -> None:
+    """checkOnlyOneBatch."""
+    log = new_topic(open_broker())
+    one = logtools.batch(logtools.values(0, 1))
+    assert_refused(log, one + one, InvalidRecordError)
+
+
+def test_a_batch_without_records_is_not_allowed_from_a_client(open_broker: OpenBroker) -> None:
+    """testBatchWithoutRecordsNotAllowed: count 0 and last offset delta -1."""
+    log = new_topic(open_broker())
+    raw = bytearray(logtools.batch(logtools.values(0, 1), timestamps=TS))
+    struct.pack_into(">i", raw, layout.LAST_OFFSET_DELTA_OFFSET, -1)
+    struct.pack_into(">i", raw, layout.RECORDS_COUNT_OFFSET, 0)
+    raw = raw[: layout.RECORDS_OFFSET]
+    struct.pack_into(">i", raw, layout.BATCH_LENGTH_OFFSET, len(raw) - 12)
+    assert_refused(log, recrc(raw), InvalidRecordError)
+
+
+@pytest.mark.parametrize(
+    ("case", "make"),
+    [
+        ("count above the records", with_header(layout.RECORDS_COUNT_OFFSET, ">i", 4)),
+        ("count below the records", with_header(layout.RECORDS_COUNT_OFFSET, ">i", 2)),
+        ("delta disagrees with count", with_header(layout.LAST_OFFSET_DELTA_OFFSET, ">i", 5)),
+        ("negative count", with_header(layout.RECORDS_COUNT_OFFSET, ">i", -1)),
+    ],
+)
+def test_inconsistent_count_and_offset_delta_are_refused(
+    open_broker: OpenBroker, case: str, make: Callable[[], bytes]
+) -> None:
+    """testInconsistentCountAndOffset / testUnmatchedNumberOfRecords."""
+    log = new_topic(open_broker())
+    assert_refused(log, make(), InvalidRecordError)
+    assert log.append_batch(logtools.batch(logtools.values(0, 3))).last_offset == 2
+
+
+def test_control_records_are_not_allowed_from_clients(open_broker: OpenBroker) -> None:
+    """testControlRecordsNotAllowedFromClients."""
+    log = new_topic(open_broker())
+    marker = codec.build_control_batch(
+        1, producer_id=7, producer_epoch=0, coordinator_epoch=0, timestamp=TS
+    )
+    assert_refused(log, marker, InvalidRecordError)
+
+
+def test_a_producer_id_with_a_negative_sequence_is_refused(open_broker: OpenBroker) -> None:
+    """checkInvalidSequence: base sequence -2 at byte 53."""
+    log = new_topic(open_broker())
+    builder = codec.BatchBuilder(producer_id=5, producer_epoch=0, base_sequence=0)
+    builder.append(TS, None, b"v")
+    raw = bytearray(builder.build())
+    struct.pack_into(">i", raw, layout.BASE_SEQUENCE_OFFSET, -2)
+    assert_refused(log, recrc(raw), InvalidRecordError)
+
+
+@pytest.mark.parametrize("direction", ["past", "future"])
+def test_create_time_records_outside_the_allowed_range_are_each_reported(
+    open_broker: OpenBroker, clock: object, direction: str
+) -> None:
+    """testRecordWithPastTimestampIsRejected / testRecordWithFutureTimestampIsRejected."""
+    log = new_topic(
+        open_broker(),
+        **{"message.timestamp.before.max.ms": HOUR_MS, "message.timestamp.after.max.ms": HOUR_MS},
+    )
+    shift = -2 * HOUR_MS if direction == "past" else 2 * HOUR_MS
+    timestamps = [TS, TS + shift, TS + 10, TS + shift - 1, -1]
+    raw = logtools.batch(logtools.values(0, 5), timestamps=timestamps)
+    caught = assert_refused(log, raw, InvalidTimestampError)
+    assert [index for index, _ in caught.value.record_errors] == [1, 3]  # type: ignore[attr-defined]
+    assert caught.value.error.code() == 32  # type: ignore[attr-defined]
+    inside = logtools.batch(logtools.values(0, 3), timestamps=[TS - HOUR_MS, TS, TS + HOUR_MS])
+    assert log.append_batch(inside).last_offset == 2
+
+
+def test_a_client_batch_claiming_log_append_time_is_refused(open_broker: OpenBroker) -> None:
+    log = new_topic(open_broker())
+    raw = bytearray(logtools.batch(logtools.values(0, 2), timestamps=TS))
+    attributes = struct.unpack_from(">h", raw, layout.ATTRIBUTES_OFFSET)[0]
+    struct.pack_into(">h", raw, layout.ATTRIBUTES_OFFSET, attributes | layout.TIMESTAMP_TYPE_MASK)
+    assert_refused(log, recrc(raw), InvalidTimestampError)
+
+
+def test_offsets_are_assigned_consecutively_from_the_log_end_with_log_append_time(
+    open_broker: OpenBroker, clock: object
+) -> None:
+    """checkLogAppendTimeNonCompressed / testRelativeOffsetAssignmentNonCompressedV2."""
+    log = new_topic(open_broker(), **{"message.timestamp.type": "LogAppendTime"})
+    log.append_batch(logtools.batch(logtools.values(0, 4), timestamps=TS - 5))
+    info = log.append_batch(logtools.batch(logtools.values(4, 3), timestamps=TS - 5))
+    assert (info.base_offset, info.last_offset, info.log_append_time_ms) == (4, 6, TS)
+    stored = codec.read_header(bytes(log.read(4).records))
+    assert stored.timestamp_type == 1 and stored.max_timestamp == TS
+    records = logtools.records(bytes(log.read(4).records))
+    assert [(r.offset, r.timestamp) for r in records] == [(4, TS), (5, TS), (6, TS)]
