@@ -213,30 +213,225 @@ static int check_header_keys_utf8(const eos_record *r) {
     return EOS_OK;
 }
 
-int eos_walk_records(const uint8_t *records, size_t len, int32_t count, int64_t base_timestamp,
-                     int flags, eos_walk_result *out) {
-    const uint8_t *cursor = records, *end = records + len;
+/* ---- the validation walk -------------------------------------------------------------------
+ *
+ * Why it is shaped this way. Measured on a 2-core AMD EPYC, 64 batches of 1 MiB (9,520 records
+ * of 100-byte values each), cold in DRAM as an append sees them: the CRC alone is memory bound
+ * (~95 us per batch cold, ~45 us cached), and the walk through eos_parse_record added ~95 us
+ * (~10 ns a record) on the bytes the CRC had just brought in: ~195 us in all. Now ~118 us:
+ *
+ * - The common record (no headers, offset delta i, varints of at most 3 bytes) is checked by
+ *   walk_plain_record with two bounds tests per record instead of one per byte: the walk on
+ *   cached bytes went from ~95 to ~58 us. Every other record, valid or not, goes to the exact
+ *   path, which finds its status as before: the fast path never decides a status.
+ * - The CRC and the walk take turns over chunks of WALK_CHUNK_BYTES, the walk prefetching the
+ *   chunk after next, so the batch is read from memory once and the walk works on bytes in L1
+ *   while later ones are on their way (CRC then fast walk: ~155 us; taking turns: ~118 us).
+ *   Chunks of 1.5, 3, 6 and 12 KiB were within noise of each other; 2 and 4 KiB, which end on
+ *   the CRC's single-stream tail, were ~15% slower. */
+
+#if defined(__GNUC__)
+#define EOS_UNLIKELY(cond) __builtin_expect(!!(cond), 0)
+#define EOS_PREFETCH(address) __builtin_prefetch(address)
+#define EOS_NOINLINE __attribute__((noinline))
+#else
+#define EOS_UNLIKELY(cond) (cond)
+#define EOS_PREFETCH(address) ((void)(address))
+#define EOS_NOINLINE
+#endif
+
+/* A multiple of the CRC's three-stream step of 3 x 256 bytes, so no chunk ends on the CRC's
+ * slower single-stream tail; a chunk and the one prefetched after it stay in a 32 KiB L1. */
+#define WALK_CHUNK_BYTES 3072
+#define WALK_PREFETCH_BYTES (2 * WALK_CHUNK_BYTES)
+
+/* An unsigned varint of at most 3 bytes at p, with no bounds test: the caller guarantees 3
+ * readable bytes. Returns the bytes used, or 0 when it is longer. 3 bytes hold every offset
+ * delta below 2^20, and every record length or value length below 1 MiB. */
+static inline size_t uvarint3_unchecked(const uint8_t *p, uint32_t *u) {
+    uint32_t b0 = p[0];
+    if (b0 < 0x80) {
+        *u = b0;
+        return 1;
+    }
+    uint32_t b1 = p[1];
+    if (b1 < 0x80) {
+        *u = (b0 & 0x7F) | b1 << 7;
+        return 2;
+    }
+    uint32_t b2 = p[2];
+    if (b2 < 0x80) {
+        *u = (b0 & 0x7F) | (b1 & 0x7F) << 7 | b2 << 14;
+        return 3;
+    }
+    return 0;
+}
+
+/* Bytes walk_plain_record needs readable: from the record's start, its length, attributes,
+ * timestamp delta, offset delta and key length at 3 bytes each at most (13), rounded up; after
+ * the record's end, a value length read when the record is shorter than its fields. */
+#define PLAIN_RECORD_HEAD_BYTES 16
+#define PLAIN_RECORD_TAIL_BYTES 3
+
+/* The common record of a producer's batch: no headers, offset delta i (given zigzagged),
+ * every varint at most 3 bytes, and ending at least 3 bytes before end. Returns 1 and moves
+ * *cursor past the record when it is one, and then parse_record would accept it with the same
+ * fields; returns 0 otherwise and changes nothing (the exact path decides). Fields are read
+ * bounded by end, not by the record's end: positions only grow, so a record whose last field
+ * ends exactly at its end read nothing beyond it. Reads only inside [*cursor, end). */
+static inline int walk_plain_record(const uint8_t **cursor, const uint8_t *end,
+                                    uint32_t offset_delta_zigzag, int64_t *timestamp_delta,
+                                    int32_t *key_length) {
+    const uint8_t *p = *cursor;
+    uint32_t u;
+    size_t used;
+    if (end - p < PLAIN_RECORD_HEAD_BYTES) return 0;
+    if ((used = uvarint3_unchecked(p, &u)) == 0) return 0;
+    int32_t length = eos_unzigzag32(u);
+    p += used;
+    if (length < 0 || length > end - p - PLAIN_RECORD_TAIL_BYTES) return 0;
+    const uint8_t *record_end = p + length;
+    p++; /* attributes: unused in v2 */
+    if ((used = uvarint3_unchecked(p, &u)) == 0) return 0;
+    *timestamp_delta = eos_unzigzag64(u);
+    p += used;
+    if ((used = uvarint3_unchecked(p, &u)) == 0 || u != offset_delta_zigzag) return 0;
+    p += used;
+    if ((used = uvarint3_unchecked(p, &u)) == 0) return 0;
+    *key_length = eos_unzigzag32(u);
+    p += used;
+    if (*key_length > 0) {
+        if (*key_length > record_end - p) return 0;
+        p += *key_length;
+    }
+    /* Here p <= max(record_end, *cursor + 13), so 3 more bytes are readable. */
+    if ((used = uvarint3_unchecked(p, &u)) == 0) return 0;
+    int32_t value_length = eos_unzigzag32(u);
+    p += used;
+    if (value_length > 0) {
+        if (value_length > record_end - p) return 0;
+        p += value_length;
+    }
+    if (*p != 0 || p + 1 != record_end) return 0; /* header count 0 is the single byte 0 */
+    *cursor = record_end;
+    return 1;
+}
+
+/* One record by the exact rules, with every status: the walk's path for every record that
+ * walk_plain_record leaves. Out of line, so that the fast loop stays small. */
+static EOS_NOINLINE int walk_record_exact(const uint8_t **cursor, const uint8_t *end, int32_t i,
+                                          int flags, int64_t *timestamp_delta,
+                                          int32_t *offset_delta, int32_t *key_length) {
+    eos_record r;
+    int status = eos_parse_record(cursor, end, &r);
+    if (status != EOS_OK) return status;
+    if (flags & EOS_WALK_CLIENT_RULES) {
+        if (r.offset_delta != i) return EOS_BAD_OFFSET_DELTA;
+        status = check_header_keys_utf8(&r);
+        if (status != EOS_OK) return status;
+    }
+    *timestamp_delta = r.timestamp_delta;
+    *offset_delta = r.offset_delta;
+    *key_length = r.key_length;
+    return EOS_OK;
+}
+
+/* A walk in progress, so that it can stop at a chunk's end and resume. */
+typedef struct {
+    const uint8_t *cursor; /* the next record */
+    const uint8_t *end;
+    int32_t next;          /* the next record's index */
+    int32_t count;
+    int64_t base_timestamp;
+    int flags;
+    eos_walk_result *out;
+} walk_state;
+
+static void walk_start(walk_state *w, const uint8_t *records, size_t len, int32_t count,
+                       int64_t base_timestamp, int flags, eos_walk_result *out) {
+    w->cursor = records;
+    w->end = records + len;
+    w->next = 0;
+    w->count = count;
+    w->base_timestamp = base_timestamp;
+    w->flags = flags;
+    w->out = out;
     out->max_timestamp = -1;
     out->offset_delta_of_max_timestamp = 0;
     out->first_key_length = -1;
-    for (int32_t i = 0; i < count; i++) {
-        eos_record r;
-        int status = eos_parse_record(&cursor, end, &r);
-        if (status != EOS_OK) return status;
-        if (flags & EOS_WALK_CLIENT_RULES) {
-            if (r.offset_delta != i) return EOS_BAD_OFFSET_DELTA;
-            status = check_header_keys_utf8(&r);
-            if (status != EOS_OK) return status;
+}
+
+/* Walk on through the records that start before limit (<= end). */
+static int walk_before(walk_state *w, const uint8_t *limit) {
+    const uint8_t *cursor = w->cursor, *end = w->end;
+    eos_walk_result *out = w->out;
+    int32_t i = w->next;
+    int status = EOS_OK;
+    for (; i < w->count && cursor < limit; i++) {
+        int64_t timestamp_delta;
+        int32_t offset_delta = i, key_length;
+        if (end - cursor > WALK_PREFETCH_BYTES) EOS_PREFETCH(cursor + WALK_PREFETCH_BYTES);
+        if (EOS_UNLIKELY(!walk_plain_record(&cursor, end, eos_zigzag32(i), &timestamp_delta,
+                                            &key_length))) {
+            status = walk_record_exact(&cursor, end, i, w->flags, &timestamp_delta,
+                                       &offset_delta, &key_length);
+            if (status != EOS_OK) break;
         }
-        if (i == 0) out->first_key_length = r.key_length;
-        int64_t timestamp = wrapping_add(base_timestamp, r.timestamp_delta);
+        if (i == 0) out->first_key_length = key_length;
+        int64_t timestamp = wrapping_add(w->base_timestamp, timestamp_delta);
         if (i == 0 || timestamp > out->max_timestamp) {
             out->max_timestamp = timestamp;
-            out->offset_delta_of_max_timestamp = r.offset_delta;
+            out->offset_delta_of_max_timestamp = offset_delta;
         }
     }
-    if (cursor != end) return EOS_RECORDS_REMAINING;
+    EOS_VERIFY(cursor <= end);
+    w->cursor = cursor;
+    w->next = i;
+    return status;
+}
+
+/* After walking up to end: the count must be reached exactly where the bytes end. */
+static int walk_finish(const walk_state *w) {
+    EOS_VERIFY(w->next >= w->count || w->cursor == w->end);
+    /* Fewer records than the count: the next one would start at end. */
+    if (w->next < w->count) return EOS_RECORD_OVERRUN;
+    if (w->cursor != w->end) return EOS_RECORDS_REMAINING;
     return EOS_OK;
+}
+
+int eos_walk_records(const uint8_t *records, size_t len, int32_t count, int64_t base_timestamp,
+                     int flags, eos_walk_result *out) {
+    walk_state w;
+    walk_start(&w, records, len, count, base_timestamp, flags, out);
+    int status = walk_before(&w, w.end);
+    if (status != EOS_OK) return status;
+    return walk_finish(&w);
+}
+
+int eos_crc_and_walk_records(const uint8_t *batch, size_t size, int32_t count,
+                             int64_t base_timestamp, int flags, uint32_t *crc,
+                             eos_walk_result *out) {
+    EOS_VERIFY(size >= EOS_HEADER_SIZE);
+    walk_state w;
+    walk_start(&w, batch + EOS_RECORDS_OFFSET, size - EOS_RECORDS_OFFSET, count, base_timestamp,
+               flags, out);
+    const uint8_t *p = batch + EOS_ATTRIBUTES_OFFSET, *end = batch + size;
+    uint32_t crc_so_far = 0;
+    int status = EOS_OK;
+    while (p < end) {
+        /* Chunks end on 64-byte boundaries; the last one takes the remainder. */
+        size_t chunk = (size_t)(end - p);
+        size_t to_boundary = WALK_CHUNK_BYTES - ((uintptr_t)p & 63u);
+        if (chunk >= to_boundary + WALK_CHUNK_BYTES) chunk = to_boundary;
+        crc_so_far = eos_crc32c(crc_so_far, p, chunk);
+        p += chunk;
+        /* The first failing record decides the status; the CRC still covers every byte. */
+        if (status == EOS_OK) status = walk_before(&w, p);
+    }
+    EOS_VERIFY(p == end);
+    *crc = crc_so_far;
+    if (status != EOS_OK) return status;
+    return walk_finish(&w);
 }
 
 static inline void set_bit(uint8_t *bitmap, int64_t i, int on) {

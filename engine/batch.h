@@ -74,6 +74,14 @@ enum { EOS_WALK_CLIENT_RULES = 1 }; /* offset deltas 0..n-1 and UTF-8 header key
 int eos_walk_records(const uint8_t *records, size_t len, int32_t count, int64_t base_timestamp,
                      int flags, eos_walk_result *out);
 
+/* The CRC of the batch batch[0, size) (as eos_batch_crc) and the walk of its records section
+ * (as eos_walk_records, the records uncompressed from byte 61 on), in one pass over the bytes
+ * that takes turns between the two, so a batch that is not in cache is read from memory once.
+ * *crc is always set; the status is the walk's. */
+int eos_crc_and_walk_records(const uint8_t *batch, size_t size, int32_t count,
+                             int64_t base_timestamp, int flags, uint32_t *crc,
+                             eos_walk_result *out);
+
 /* Output columns in Arrow layout. The caller allocates every array with the given capacities
  * (offsets arrays hold capacity + 1 entries, offsets[0] == 0) and zeroes nothing: validity
  * bits are written explicitly. `headers_wanted` == 0 leaves the header arrays untouched. */

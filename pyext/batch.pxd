@@ -69,6 +69,9 @@ cdef extern from "batch.h" nogil:
     int eos_utf8_valid(const uint8_t *p, size_t len)
     int eos_walk_records(const uint8_t *records, size_t len, int32_t count,
                          int64_t base_timestamp, int flags, eos_walk_result *out)
+    int eos_crc_and_walk_records(const uint8_t *batch, size_t size, int32_t count,
+                                 int64_t base_timestamp, int flags, uint32_t *crc,
+                                 eos_walk_result *out)
     int eos_decode_records(eos_columns *columns, const uint8_t *records, size_t len,
                            const eos_batch_header *header, int64_t offset_min,
                            int64_t offset_end)

@@ -30,6 +30,7 @@ from libc.string cimport memcpy
 from batch cimport (
     EOS_WALK_CLIENT_RULES,
     eos_batch_crc,
+    eos_crc_and_walk_records,
     eos_batch_header,
     eos_columns,
     eos_decode_records,
@@ -277,7 +278,8 @@ def validate_batch(data, *, Py_ssize_t batch_bytes_max=limits.message_bytes_defa
     cdef const uint8_t *batch = start_of(view)
     cdef eos_batch_header h
     cdef eos_walk_result walk
-    cdef int status
+    cdef int status = EOS_OK
+    cdef uint32_t crc
     check(eos_read_header(batch, size, &h), 0)
     cdef size_t batch_size = EOS_LOG_OVERHEAD + <size_t>h.batch_length
     if batch_size > size:
@@ -288,19 +290,28 @@ def validate_batch(data, *, Py_ssize_t batch_bytes_max=limits.message_bytes_defa
         raise_for_status(EOS_BATCH_TOO_LARGE, 0)
     if from_client and h.base_offset != 0:
         raise_for_status(EOS_NONZERO_BASE_OFFSET, 0)
-    if eos_batch_crc(batch, batch_size) != h.crc:
+    # Uncompressed records are walked in the same pass as the CRC (the batch is read from
+    # memory once); the walk's status is only reported after the checks that come before it.
+    cdef bint walked = (h.attributes & EOS_COMPRESSION_MASK) == EOS_COMPRESSION_NONE
+    if walked:
+        if batch_size >= NOGIL_BYTES:
+            with nogil:
+                status = eos_crc_and_walk_records(batch, batch_size, h.records_count,
+                                                  h.base_timestamp, EOS_WALK_CLIENT_RULES,
+                                                  &crc, &walk)
+        else:
+            status = eos_crc_and_walk_records(batch, batch_size, h.records_count,
+                                              h.base_timestamp, EOS_WALK_CLIENT_RULES, &crc,
+                                              &walk)
+    else:
+        crc = eos_batch_crc(batch, batch_size)
+    if crc != h.crc:
         raise_for_status(EOS_CRC_MISMATCH, 0)
     if from_client:
         check(check_client_rules(&h), 0)
     check_codec_and_count(&h, 0)
-    cdef _RecordsSection section = records_section(data, batch, batch_size, &h, 0)
-    if section.size >= NOGIL_BYTES:
-        with nogil:
-            status = eos_walk_records(section.start, section.size, h.records_count,
-                                      h.base_timestamp, EOS_WALK_CLIENT_RULES, &walk)
-    else:
-        status = eos_walk_records(section.start, section.size, h.records_count,
-                                  h.base_timestamp, EOS_WALK_CLIENT_RULES, &walk)
+    if not walked:
+        status = walk_section(records_section(data, batch, batch_size, &h, 0), &h, &walk)
     check(status, 0)
     if h.attributes & EOS_CONTROL_MASK:
         if h.records_count != 1 or walk.first_key_length < EOS_CONTROL_KEY_SIZE:
@@ -311,6 +322,20 @@ def validate_batch(data, *, Py_ssize_t batch_bytes_max=limits.message_bytes_defa
     if h.records_count == 0:
         return ValidatedBatch(header, h.max_timestamp, 0)
     return ValidatedBatch(header, walk.max_timestamp, walk.offset_delta_of_max_timestamp)
+
+
+cdef int walk_section(_RecordsSection section, const eos_batch_header *h,
+                      eos_walk_result *walk) noexcept:
+    """The walk of a decompressed records section, without the GIL when it is large."""
+    cdef int status
+    if section.size >= NOGIL_BYTES:
+        with nogil:
+            status = eos_walk_records(section.start, section.size, h.records_count,
+                                      h.base_timestamp, EOS_WALK_CLIENT_RULES, walk)
+    else:
+        status = eos_walk_records(section.start, section.size, h.records_count,
+                                  h.base_timestamp, EOS_WALK_CLIENT_RULES, walk)
+    return status
 
 
 cdef tuple headers_tuple(const eos_record *r):

@@ -8,8 +8,10 @@ the parametrized `codec` fixture; a missing extension makes every test here erro
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import importlib
+import itertools
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -19,7 +21,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from batches import INT32_MAX, SEED_BATCHES, TS, bad_input, outcome
+from batches import (
+    INT32_MAX,
+    SEED_BATCHES,
+    TS,
+    assemble,
+    bad_input,
+    encode_varint,
+    outcome,
+    raw_record,
+    with_fixed_crc,
+)
 from eoslog.record import layout
 from eoslog.record.columns import ColumnarRecords, RecordHeaders
 
@@ -320,3 +332,136 @@ def test_varint_decoding_and_crc_agree_on_random_bytes(
         ), name
     assert native.crc32c(data) == pure.crc32c(data)
     assert native.crc32c(data, seed) == pure.crc32c(data, seed)
+
+
+# --- the native validation walk's fast path and chunks ---------------------------------------
+#
+# The native validate_batch walks uncompressed records in chunks, interleaved with the CRC, and
+# checks the common record (no headers, offset delta i, varints of at most 3 bytes) on a fast
+# path that hands every other record to the exact path. These batches are long enough to span
+# many chunks and reach 3-byte offset deltas (i >= 8192); each lie below forces one record off
+# the fast path at a chosen place, where the twins must still agree on the status.
+
+
+def _padded_varint(value: int, size: int) -> bytes:
+    """`value` zigzagged in exactly `size` bytes (a longer than needed encoding is legal)."""
+    unsigned = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    for _ in range(size - 1):
+        out.append((unsigned & 0x7F) | 0x80)
+        unsigned >>= 7
+    assert unsigned < 0x80
+    out.append(unsigned)
+    return bytes(out)
+
+
+def _plain_section(count: int, value_bytes: Callable[[int], int]) -> list[bytes]:
+    return [
+        raw_record(offset_delta=i, timestamp_delta=i % 50 - 20, value=b"v" * value_bytes(i))
+        for i in range(count)
+    ]
+
+
+def _lied(index: int, lie: str) -> bytes:
+    """Record `index` of a long section, told in one of the ways that leave the fast path."""
+    value = b"v" * (index % 40 + 1)
+    lies: dict[str, Callable[[], bytes]] = {
+        "wrong offset delta": lambda: raw_record(offset_delta=index + 1, value=value),
+        "header count without headers": lambda: raw_record(
+            offset_delta=index, value=value, header_count=1
+        ),
+        "key longer than the record": lambda: raw_record(
+            offset_delta=index, key=b"k", key_length=200, value=value
+        ),
+        "header key not UTF-8": lambda: raw_record(
+            offset_delta=index, value=value, headers=[(b"\xff", b"x")]
+        ),
+        "valid header": lambda: raw_record(offset_delta=index, value=value, headers=[(b"h", None)]),
+        "valid long timestamp delta": lambda: raw_record(
+            offset_delta=index, timestamp_delta=2**40, value=value
+        ),
+        "valid null key and value": lambda: raw_record(offset_delta=index),
+    }
+    if lie in lies:
+        return lies[lie]()
+    body = bytearray(raw_record(offset_delta=index, value=value))
+    length_bytes = 1 if body[0] < 0x80 else 2
+    length = len(body) - length_bytes
+    body = body[length_bytes:]
+    if lie == "valid 4-byte value length":
+        at = body.index(encode_varint(len(value)) + value)
+        body[at : at + len(encode_varint(len(value)))] = _padded_varint(len(value), 4)
+        length = len(body)
+    told = {"length one short": length - 1, "length one long": length + 1, "length 0": 0}
+    return encode_varint(told.get(lie, -1 if lie == "length -1" else length)) + bytes(body)
+
+
+LIES = [
+    "length one short",
+    "length one long",
+    "length 0",
+    "length -1",
+    "wrong offset delta",
+    "header count without headers",
+    "key longer than the record",
+    "header key not UTF-8",
+    "valid header",
+    "valid long timestamp delta",
+    "valid null key and value",
+    "valid 4-byte value length",
+]
+
+
+@pytest.mark.parametrize("lie", LIES)
+def test_twins_agree_on_a_long_batch_with_one_record_off_the_fast_path(
+    codecs: Twins, lie: str
+) -> None:
+    count = 1_500  # ~40 KiB: many chunks of the native walk (3 KiB each)
+    records = _plain_section(count, lambda i: i % 40 + 1)
+    ends = list(itertools.accumulate(len(record) for record in records))
+    # The records around the first chunks' ends, wherever the batch sits in memory.
+    straddling = {
+        bisect.bisect(ends, at) for at in [*range(2_950, 3_100, 28), *range(6_000, 6_200, 28)]
+    }
+    for index in sorted({0, 1, count // 2, count - 2, count - 1} | straddling):
+        section = [*records[:index], _lied(index, lie), *records[index + 1 :]]
+        data = assemble(b"".join(section), records_count=count)
+        native, pure = (outcome(codec.validate_batch, data) for codec in codecs)
+        assert native == pure, (lie, index)
+        assert (native[0] == "ok") == lie.startswith("valid"), (lie, index, native)
+
+
+def test_twins_agree_on_a_batch_with_3_byte_offset_deltas_and_record_lengths(
+    codecs: Twins,
+) -> None:
+    count = 9_000  # offset deltas from 8192 on take 3 bytes; the 9 KiB value's length too
+    records = _plain_section(count, lambda i: 9_000 if i == 5_000 else i % 3)
+    for cut in (0, 1, 2, 3, 17):  # the last records end 0-17 bytes before the section does
+        data = assemble(b"".join(records)[: -cut or None], records_count=count)
+        native, pure = (outcome(codec.validate_batch, data) for codec in codecs)
+        assert native == pure, cut
+        assert (native[0] == "ok") == (cut == 0)
+
+
+LONG_SEED = assemble(
+    b"".join(_plain_section(2_500, lambda i: 9_000 if i == 1_000 else i % 120)),
+    records_count=2_500,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_twins_agree_on_mutations_of_a_long_batch(codecs: Twins, data: st.DataObject) -> None:
+    mutated = bytearray(LONG_SEED)
+    for _ in range(data.draw(st.integers(1, 3))):
+        at = data.draw(st.integers(layout.HEADER_SIZE, len(mutated) - 1))
+        kind = data.draw(st.sampled_from(["overwrite", "insert", "delete"]))
+        if kind == "overwrite":
+            mutated[at] = data.draw(st.integers(0, 255))
+        elif kind == "insert":
+            mutated[at:at] = data.draw(st.binary(min_size=1, max_size=4))
+        else:
+            del mutated[at : at + data.draw(st.integers(1, 4))]
+    batch = with_fixed_crc(mutated) if data.draw(st.booleans()) else bytes(mutated)
+    native, pure = (outcome(codec.validate_batch, batch) for codec in codecs)
+    assert native == pure
