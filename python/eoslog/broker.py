@@ -21,7 +21,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Final, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from eoslog.coordinator.producer_ids import ProducerIdManager
 from eoslog.errors import (
@@ -37,6 +37,9 @@ from eoslog.log import checkpoints, recovery
 from eoslog.log.config import BROKER_KEYS, DAY_MS, LogConfig
 from eoslog.log.partition import PartitionLog
 from eoslog.record import primitives
+
+if TYPE_CHECKING:
+    from eoslog.client.producer import Producer
 
 DURABILITY_MODES: Final = ("commit", "always", "none")
 LOCK_FILE: Final = ".lock"
@@ -364,6 +367,15 @@ class Broker:
         if log is None:
             raise UnknownTopicOrPartitionError(f"unknown topic or partition {topic}-{partition}")
         return log
+
+    def producer(self, config: Mapping[str, object] | None = None) -> Producer:
+        """A confluent-kafka-style Producer writing to this broker's logs (API.md "Producer";
+        keys in eoslog.client.producer_config). InvalidConfigError for a bad config, before
+        anything is created."""
+        from eoslog.client.producer import Producer
+
+        self._check_open()
+        return Producer(self, config)
 
     # --- maintenance and shutdown -----------------------------------------------------------
 
