@@ -37,6 +37,31 @@ cdef inline int check_timestamp(int64_t timestamp) except -1:
     return 0
 
 
+cdef const unsigned char[::1] _byte_view(object data):
+    """A zero-copy byte view of any C-contiguous buffer (other item formats read as bytes)."""
+    try:
+        return data
+    except ValueError:
+        return memoryview(data).cast("B")
+
+
+cdef int _check_span_arrays(str what, Py_ssize_t size, const int64_t[::1] starts,
+                            const int32_t[::1] lengths, Py_ssize_t count) except -1:
+    """ValueError unless there are `count` spans, each inside [0, size) (length -1: null)."""
+    cdef Py_ssize_t i
+    if starts.shape[0] != count or lengths.shape[0] != count:
+        raise ValueError(
+            f"{what} starts and lengths must both have {count} entries, got "
+            f"{starts.shape[0]} and {lengths.shape[0]}")
+    for i in range(count):
+        if lengths[i] < -1 or (lengths[i] >= 0 and (
+                starts[i] < 0 or starts[i] > size - lengths[i])):
+            raise ValueError(
+                f"{what} span {i} (start {starts[i]}, length {lengths[i]}) lies outside the "
+                f"{size} bytes of data")
+    return 0
+
+
 @cython.final
 cdef class BatchBuilder:
     cdef uint8_t *buffer  # [0, 61) header, then the records section
@@ -98,6 +123,14 @@ cdef class BatchBuilder:
         self.max_timestamp = -1
         self.reserve(4096)
 
+    def set_producer_state(self, int64_t producer_id, int16_t producer_epoch,
+                           int32_t base_sequence):
+        if self.transactional and producer_id < 0:
+            raise ValueError("a transactional batch needs a producer id")
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+
     def record_count(self):
         return self.count
 
@@ -153,9 +186,6 @@ cdef class BatchBuilder:
     cdef int add(self, int64_t timestamp, object key, object value, object headers) except -1:
         """Append one record: 1 when added, 0 when the batch is full (nothing changed)."""
         check_timestamp(timestamp)
-        cdef int64_t base = timestamp if self.count == 0 else self.base_timestamp
-        # Wraps like Java's long subtraction; the reader's wrapping add restores the timestamp.
-        cdef int64_t delta = <int64_t>(<uint64_t>timestamp - <uint64_t>base)
         cdef int32_t headers_count = 0
         cdef size_t headers_size = 0
         if headers:
@@ -167,29 +197,41 @@ cdef class BatchBuilder:
         cdef int32_t key_length, value_length
         cdef bint key_taken = borrow_bytes(key, &key_view, &key_data, &key_length)
         cdef bint value_taken = False
-        cdef size_t body, total
+        cdef int added
         try:
             value_taken = borrow_bytes(value, &value_view, &value_data, &value_length)
-            body = eos_record_body_size(delta, self.count, key_length, value_length,
-                                        headers_count, headers_size)
-            if body > <size_t>INT32_MAX:
-                raise RecordTooLargeError(f"a record of {body} bytes exceeds Kafka's limit")
-            total = eos_size_of_varint(<int32_t>body) + body
-            if self.size + total > self.batch_bytes_max:
-                if self.count > 0:
-                    return 0
-                raise RecordTooLargeError(
-                    f"record of {total} bytes does not fit in a batch of at most "
-                    f"{self.batch_bytes_max} bytes")
-            self.reserve(total)
-            self.size += eos_write_record(
-                self.buffer + self.size, body, delta, self.count, key_data, key_length,
-                value_data, value_length, headers_count, self.scratch, headers_size)
+            added = self.add_raw(timestamp, key_data, key_length, value_data, value_length,
+                                 headers_count, headers_size)
         finally:
             if key_taken:
                 PyBuffer_Release(&key_view)
             if value_taken:
                 PyBuffer_Release(&value_view)
+        return added
+
+    cdef int add_raw(self, int64_t timestamp, const uint8_t *key_data, int32_t key_length,
+                     const uint8_t *value_data, int32_t value_length, int32_t headers_count,
+                     size_t headers_size) except -1:
+        """Append one record from raw spans (length -1: null; headers already encoded into
+        scratch): 1 when added, 0 when the batch is full (nothing changed)."""
+        cdef int64_t base = timestamp if self.count == 0 else self.base_timestamp
+        # Wraps like Java's long subtraction; the reader's wrapping add restores the timestamp.
+        cdef int64_t delta = <int64_t>(<uint64_t>timestamp - <uint64_t>base)
+        cdef size_t body = eos_record_body_size(delta, self.count, key_length, value_length,
+                                                headers_count, headers_size)
+        if body > <size_t>INT32_MAX:
+            raise RecordTooLargeError(f"a record of {body} bytes exceeds Kafka's limit")
+        cdef size_t total = eos_size_of_varint(<int32_t>body) + body
+        if self.size + total > self.batch_bytes_max:
+            if self.count > 0:
+                return 0
+            raise RecordTooLargeError(
+                f"record of {total} bytes does not fit in a batch of at most "
+                f"{self.batch_bytes_max} bytes")
+        self.reserve(total)
+        self.size += eos_write_record(
+            self.buffer + self.size, body, delta, self.count, key_data, key_length,
+            value_data, value_length, headers_count, self.scratch, headers_size)
         if self.count == 0:
             self.base_timestamp = timestamp
             self.max_timestamp = timestamp
@@ -211,6 +253,40 @@ cdef class BatchBuilder:
             if not self.add(timestamp, None if keys is None else keys[i], values[i], None):
                 return i
         return n
+
+    def append_spans(self, values_data, value_starts, value_lengths, keys_data=None,
+                     key_starts=None, key_lengths=None, int64_t timestamp=-1,
+                     Py_ssize_t first=0):
+        cdef const unsigned char[::1] values = _byte_view(values_data)
+        cdef const int64_t[::1] v_starts = np.ascontiguousarray(value_starts, dtype=np.int64)
+        cdef const int32_t[::1] v_lengths = np.ascontiguousarray(value_lengths, dtype=np.int32)
+        cdef Py_ssize_t n = v_starts.shape[0], i
+        check_timestamp(timestamp)
+        _check_span_arrays("value", values.shape[0], v_starts, v_lengths, n)
+        cdef const unsigned char[::1] keys = values  # unused unless keys are given
+        cdef const int64_t[::1] k_starts = v_starts
+        cdef const int32_t[::1] k_lengths = v_lengths
+        cdef bint keyed = keys_data is not None
+        if keyed:
+            keys = _byte_view(keys_data)
+            k_starts = np.ascontiguousarray(key_starts, dtype=np.int64)
+            k_lengths = np.ascontiguousarray(key_lengths, dtype=np.int32)
+            _check_span_arrays("key", keys.shape[0], k_starts, k_lengths, n)
+        if first < 0 or first > n:
+            raise ValueError(f"first must be in [0, {n}], got {first}")
+        cdef const uint8_t *value_base = &values[0] if values.shape[0] > 0 else NULL
+        cdef const uint8_t *key_base = &keys[0] if keyed and keys.shape[0] > 0 else NULL
+        cdef const uint8_t *key_data
+        cdef int32_t key_length
+        for i in range(first, n):
+            key_data, key_length = NULL, -1
+            if keyed and k_lengths[i] >= 0:
+                key_data, key_length = key_base + k_starts[i], k_lengths[i]
+            if not self.add_raw(timestamp, key_data, key_length,
+                                value_base + v_starts[i] if v_lengths[i] >= 0 else NULL,
+                                v_lengths[i], 0, 0):
+                return i - first
+        return n - first
 
     def build(self):
         if self.count == 0:

@@ -12,6 +12,7 @@ that buffer. Errors name the byte position of the offending batch.
 
 from collections.abc import Iterator, Sequence
 
+import numpy.typing as npt
 from typing_extensions import Buffer
 
 from eoslog.record.columns import ColumnarRecords
@@ -131,6 +132,32 @@ class BatchBuilder:
     ) -> int:
         """Append records with these values (and keys), all at `timestamp`, as many as fit;
         returns how many were appended (the rest belong in the next batch)."""
+
+    def append_spans(
+        self,
+        values_data: Buffer,
+        value_starts: npt.ArrayLike,
+        value_lengths: npt.ArrayLike,
+        keys_data: Buffer | None = None,
+        key_starts: npt.ArrayLike | None = None,
+        key_lengths: npt.ArrayLike | None = None,
+        timestamp: int = -1,
+        first: int = 0,
+    ) -> int:
+        """Append records first, first + 1, ... whose value i is values_data[value_starts[i] :
+        value_starts[i] + value_lengths[i]] (length -1: null), and key likewise when keys_data
+        is given, all at `timestamp`, as many as fit; returns how many were appended. Starts
+        are int64, lengths int32 (any buffer or sequence numpy converts). This is the columnar
+        path (Arrow binary arrays, numpy fixed-width bytes): no Python object per record.
+        ValueError, before anything is appended, for a bad timestamp, spans outside their
+        data, arrays of unequal length or `first` outside [0, n]; RecordTooLargeError as
+        append."""
+
+    def set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int) -> None:
+        """Set the producer id, epoch and base sequence the next build() writes (Kafka's
+        MemoryRecordsBuilder.setProducerState: a producer assigns the sequence when the batch
+        is drained, not when it is opened). ValueError (native: OverflowError) for a value
+        outside its field; ValueError for a transactional batch without a producer id."""
 
     def record_count(self) -> int: ...
     def estimated_size(self) -> int:

@@ -1,7 +1,7 @@
 # cython: language_level=3
 # Declarations of the C engine (engine/*.h) for the Cython modules in pyext/. Every function and
-# macro of crc32c.h, varint.h, bytes_be.h, batch_layout.h and status.h is declared here, once, so
-# that primitives.pyx and codec.pyx agree on them. Nothing in engine/ touches Python objects, so
+# macro of crc32c.h, varint.h, murmur2.h, bytes_be.h, batch_layout.h and status.h is declared
+# here, once, so that primitives.pyx and codec.pyx agree on them. Nothing in engine/ touches Python objects, so
 # every declaration is nogil; extern functions are noexcept in Cython 3 (they return statuses).
 
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
@@ -36,6 +36,10 @@ cdef extern from "varint.h" nogil:
     size_t eos_encode_uvarint64(uint8_t *p, uint64_t u)
     size_t eos_encode_varint(uint8_t *p, int32_t v)
     size_t eos_encode_varlong(uint8_t *p, int64_t v)
+
+
+cdef extern from "murmur2.h" nogil:
+    int32_t eos_murmur2(const uint8_t *p, size_t length)
 
 
 cdef extern from "bytes_be.h" nogil:

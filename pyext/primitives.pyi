@@ -4,6 +4,8 @@ Implemented by eoslog._ext.primitives (C, engine/) and eoslog.record.pyprimitive
 twin); both behave identically, and tests run against both.
 """
 
+import numpy as np
+import numpy.typing as npt
 from typing_extensions import Buffer
 
 def crc32c(data: Buffer, crc: int = 0) -> int:
@@ -31,3 +33,13 @@ def decode_varlong(data: Buffer, position: int = 0) -> tuple[int, int]:
 
 def size_of_varint(value: int) -> int: ...
 def size_of_varlong(value: int) -> int: ...
+def murmur2(data: Buffer) -> int:
+    """Kafka's murmur2 of the bytes (Utils.murmur2), as a signed int32: the hash the default
+    partitioner takes of a key; partition = (murmur2(key) & 0x7fffffff) % partitions."""
+
+def murmur2_spans(
+    data: Buffer, starts: npt.ArrayLike, lengths: npt.ArrayLike
+) -> npt.NDArray[np.int32]:
+    """murmur2 of each span data[starts[i] : starts[i] + lengths[i]] as an int32 array; a span
+    of length -1 (a null key) hashes to 0, which callers mask out. ValueError for a span
+    outside data, a length below -1, or starts and lengths of different lengths."""

@@ -19,9 +19,12 @@ from engine cimport (
     eos_decode_varlong,
     eos_encode_varint,
     eos_encode_varlong,
+    eos_murmur2,
     eos_size_of_varint,
     eos_size_of_varlong,
 )
+
+import numpy as np
 
 from eoslog.errors import raise_for_status
 from eoslog.record import status
@@ -187,3 +190,50 @@ def size_of_varint(value):
 def size_of_varlong(value):
     """Bytes encode_varlong(value) takes (1-10). ValueError outside int64."""
     return eos_size_of_varlong(_as_int64(value))
+
+
+def murmur2(data):
+    """Kafka's murmur2 of the bytes (Utils.murmur2), as a signed int32: the default
+    partitioner's hash of a key. Keeps the GIL: keys are short."""
+    cdef const unsigned char[::1] view = _byte_view(data)
+    cdef size_t length = <size_t>view.shape[0]
+    return eos_murmur2(&view[0] if length > 0 else NULL, length)
+
+
+def murmur2_spans(data, starts, lengths):
+    """murmur2 of each span data[starts[i] : starts[i] + lengths[i]] as an int32 ndarray; a
+    span of length -1 (a null key) hashes to 0, which callers mask out. `starts` and
+    `lengths` are 1-D int64 and int32 arrays of equal length. ValueError for a span outside
+    data or a length below -1; no Python object is made per span."""
+    cdef const unsigned char[::1] view = _byte_view(data)
+    cdef const int64_t[::1] start_view = np.ascontiguousarray(starts, dtype=np.int64)
+    cdef const int32_t[::1] length_view = np.ascontiguousarray(lengths, dtype=np.int32)
+    cdef Py_ssize_t count = start_view.shape[0], i
+    if length_view.shape[0] != count:
+        raise ValueError(
+            f"starts and lengths must have the same length, got {count} and "
+            f"{length_view.shape[0]}")
+    _check_spans(view.shape[0], start_view, length_view)
+    out = np.empty(count, dtype=np.int32)
+    cdef int32_t[::1] out_view = out
+    cdef const uint8_t *base = &view[0] if view.shape[0] > 0 else NULL
+    with nogil:
+        for i in range(count):
+            if length_view[i] < 0:
+                out_view[i] = 0
+            else:
+                out_view[i] = eos_murmur2(base + start_view[i], <size_t>length_view[i])
+    return out
+
+
+cdef int _check_spans(Py_ssize_t size, const int64_t[::1] starts,
+                      const int32_t[::1] lengths) except -1:
+    """ValueError unless every span lies inside [0, size) (length -1 is a null)."""
+    cdef Py_ssize_t i
+    for i in range(starts.shape[0]):
+        if lengths[i] < -1 or (lengths[i] >= 0 and (
+                starts[i] < 0 or starts[i] > size - lengths[i])):
+            raise ValueError(
+                f"span {i} (start {starts[i]}, length {lengths[i]}) lies outside the "
+                f"{size} bytes of data")
+    return 0

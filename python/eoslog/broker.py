@@ -40,6 +40,7 @@ from eoslog.record import primitives
 
 if TYPE_CHECKING:
     from eoslog.client.consumer import Consumer
+    from eoslog.client.producer import Producer
 
 DURABILITY_MODES: Final = ("commit", "always", "none")
 LOCK_FILE: Final = ".lock"
@@ -377,6 +378,15 @@ class Broker:
 
         self._check_open()
         return Consumer(self, config)
+
+    def producer(self, config: Mapping[str, object] | None = None) -> Producer:
+        """A confluent-kafka-style Producer writing to this broker's logs (API.md "Producer";
+        keys in eoslog.client.producer_config). InvalidConfigError for a bad config, before
+        anything is created."""
+        from eoslog.client.producer import Producer
+
+        self._check_open()
+        return Producer(self, config)
 
     # --- maintenance and shutdown -----------------------------------------------------------
 

@@ -13,6 +13,9 @@ import struct
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
+import numpy as np
+import numpy.typing as npt
+
 # Imported as modules, not by name: eoslog.errors imports eoslog.record, which loads this twin
 # while eoslog.errors is still initialising, so its names are looked up at call time.
 from eoslog import errors, limits
@@ -300,6 +303,66 @@ class BatchBuilder:
                 return index
         return len(values)
 
+    def append_spans(
+        self,
+        values_data: Buffer,
+        value_starts: npt.ArrayLike,
+        value_lengths: npt.ArrayLike,
+        keys_data: Buffer | None = None,
+        key_starts: npt.ArrayLike | None = None,
+        key_lengths: npt.ArrayLike | None = None,
+        timestamp: int = -1,
+        first: int = 0,
+    ) -> int:
+        """Append records first, first + 1, ... whose value i is values_data[value_starts[i] :
+        value_starts[i] + value_lengths[i]] (length -1: null), and key likewise when keys_data
+        is given, all at `timestamp`, as many as fit; returns how many were appended. No
+        Python object per record in the native twin. ValueError, before anything is appended,
+        for a bad timestamp, spans outside their data, arrays of unequal length or `first`
+        outside [0, n]; RecordTooLargeError as append."""
+        _check_timestamp(timestamp)
+        values = byte_view(values_data)
+        v_starts = np.asarray(value_starts, dtype=np.int64)
+        v_lengths = np.asarray(value_lengths, dtype=np.int32)
+        count = len(v_starts)
+        _check_span_arrays("value", len(values), v_starts, v_lengths, count)
+        keys = None
+        k_starts: list[int] = []
+        k_lengths: list[int] = []
+        if keys_data is not None:
+            keys = byte_view(keys_data)
+            k_start_array = np.asarray(key_starts, dtype=np.int64)
+            k_length_array = np.asarray(key_lengths, dtype=np.int32)
+            _check_span_arrays("key", len(keys), k_start_array, k_length_array, count)
+            k_starts, k_lengths = k_start_array.tolist(), k_length_array.tolist()
+        if not 0 <= first <= count:
+            raise ValueError(f"first must be in [0, {count}], got {first}")
+        starts, lengths = v_starts.tolist(), v_lengths.tolist()
+        for i in range(first, count):
+            key = None
+            if keys is not None and k_lengths[i] >= 0:
+                key = keys[k_starts[i] : k_starts[i] + k_lengths[i]].tobytes()
+            value = None
+            if lengths[i] >= 0:
+                value = values[starts[i] : starts[i] + lengths[i]].tobytes()
+            if not self.append(timestamp, key, value):
+                return i - first
+        return count - first
+
+    def set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int) -> None:
+        """Set the producer id, epoch and base sequence the next build() writes (Kafka's
+        MemoryRecordsBuilder.setProducerState: a producer assigns the sequence when the batch
+        is drained, not when it is opened). ValueError for a value outside its field, or a
+        transactional batch without a producer id; nothing changes then."""
+        _check_range("producer_id", producer_id, INT64_MIN, INT64_MAX, 64)
+        _check_range("producer_epoch", producer_epoch, INT16_MIN, INT16_MAX, 16)
+        _check_range("base_sequence", base_sequence, INT32_MIN, INT32_MAX, 32)
+        if self._attributes & layout.TRANSACTIONAL_MASK and producer_id < 0:
+            raise ValueError("a transactional batch needs a producer id")
+        self._producer_id = producer_id
+        self._producer_epoch = producer_epoch
+        self._base_sequence = base_sequence
+
     def record_count(self) -> int:
         return len(self._records)
 
@@ -332,6 +395,27 @@ class BatchBuilder:
         self._records_bytes = 0
         self._base_timestamp = layout.NO_TIMESTAMP
         self._max_timestamp = layout.NO_TIMESTAMP
+
+
+def _check_span_arrays(
+    what: str,
+    size: int,
+    starts: npt.NDArray[np.int64],
+    lengths: npt.NDArray[np.int32],
+    count: int,
+) -> None:
+    """ValueError unless there are `count` spans, each inside [0, size) (length -1: null)."""
+    if len(starts) != count or len(lengths) != count:
+        raise ValueError(
+            f"{what} starts and lengths must both have {count} entries, got "
+            f"{len(starts)} and {len(lengths)}"
+        )
+    for i, (start, length) in enumerate(zip(starts.tolist(), lengths.tolist(), strict=True)):
+        if length < -1 or (length >= 0 and (start < 0 or start > size - length)):
+            raise ValueError(
+                f"{what} span {i} (start {start}, length {length}) lies outside the "
+                f"{size} bytes of data"
+            )
 
 
 def _check_timestamp(timestamp: int) -> None:

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Final
 
+import numpy as np
+import numpy.typing as npt
+
 # Imported as a module, not by name: eoslog.errors imports eoslog.record, which loads this
 # twin while eoslog.errors is still initialising, so its names are looked up at call time.
 from eoslog import errors
@@ -176,3 +179,68 @@ def decode_varlong(data: Buffer, position: int = 0) -> tuple[int, int]:
     unsigned, cursor = _decode_unsigned(data, position, VARLONG_BYTES_MAX)
     unsigned &= UINT64_MASK
     return (unsigned >> 1) ^ -(unsigned & 1), cursor
+
+
+# Kafka's murmur2 constants (Utils.murmur2): seed and multiplier.
+MURMUR2_SEED: Final = 0x9747B28C
+MURMUR2_M: Final = 0x5BD1E995
+
+
+def murmur2(data: Buffer) -> int:
+    """Kafka's murmur2 of the bytes (Utils.murmur2), as a signed int32: the hash the default
+    partitioner takes of a key; partition = (murmur2(key) & 0x7fffffff) % partitions.
+    Java's wrapping int arithmetic is done in Python ints masked to 32 bits."""
+    raw = byte_view(data).tobytes()
+    length = len(raw)
+    m = MURMUR2_M
+    h = (MURMUR2_SEED ^ length) & UINT32_MASK
+    blocks = length // 4
+    for i in range(blocks):
+        k = int.from_bytes(raw[4 * i : 4 * i + 4], "little")
+        k = (k * m) & UINT32_MASK
+        k ^= k >> 24
+        k = (k * m) & UINT32_MASK
+        h = ((h * m) & UINT32_MASK) ^ k
+    tail = raw[4 * blocks :]
+    if tail:
+        # Java's switch falls through from the highest remaining byte down to the first.
+        for shift, byte in reversed(list(enumerate(tail))):
+            h ^= byte << (8 * shift)
+        h = (h * m) & UINT32_MASK
+    h ^= h >> 13
+    h = (h * m) & UINT32_MASK
+    h ^= h >> 15
+    return h - (1 << 32) if h > INT32_MAX else h
+
+
+def murmur2_spans(
+    data: Buffer, starts: npt.ArrayLike, lengths: npt.ArrayLike
+) -> npt.NDArray[np.int32]:
+    """murmur2 of each span data[starts[i] : starts[i] + lengths[i]] as an int32 array; a span
+    of length -1 (a null key) hashes to 0, which callers mask out. ValueError for a span
+    outside data, a length below -1, or starts and lengths of different lengths."""
+    view = byte_view(data)
+    start_array = np.asarray(starts, dtype=np.int64)
+    length_array = np.asarray(lengths, dtype=np.int32)
+    if len(start_array) != len(length_array):
+        raise ValueError(
+            f"starts and lengths must have the same length, got {len(start_array)} and "
+            f"{len(length_array)}"
+        )
+    check_spans(len(view), start_array, length_array)
+    out = np.zeros(len(start_array), dtype=np.int32)
+    for i, (start, length) in enumerate(
+        zip(start_array.tolist(), length_array.tolist(), strict=True)
+    ):
+        if length >= 0:
+            out[i] = murmur2(view[start : start + length])
+    return out
+
+
+def check_spans(size: int, starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int32]) -> None:
+    """ValueError unless every span lies inside [0, size) (length -1 is a null)."""
+    for i, (start, length) in enumerate(zip(starts.tolist(), lengths.tolist(), strict=True)):
+        if length < -1 or (length >= 0 and (start < 0 or start > size - length)):
+            raise ValueError(
+                f"span {i} (start {start}, length {length}) lies outside the {size} bytes of data"
+            )

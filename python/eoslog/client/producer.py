@@ -1,0 +1,754 @@
+"""The idempotent Producer (API.md "Producer"; DESIGN.md "The data path"). Create it with
+`broker.producer(config)`; config keys are in eoslog.client.producer_config.
+
+Data path. produce() appends the record to its partition's open batch (a native
+BatchBuilder). A batch closes when the next record does not fit in batch.size, when it holds
+batch.num.messages records, when linger.ms has passed since it opened, or on flush()/close().
+A closed batch gets the producer id, epoch and the partition's next base sequence (as Kafka's
+RecordAccumulator stamps them when it drains a batch) and is appended to the partition log,
+which validates it as a Kafka leader does. The thread that closed it appends it at once: a
+full batch by the producing thread, a lingering one by the producer's linger thread.
+Delivery reports wait in a queue; on_delivery callbacks run only in poll() and flush(), on the
+caller's thread, as in confluent-kafka-python.
+
+Idempotence. Each batch's bytes are built once. A retriable error from append_batch is retried
+with the same bytes: if the first attempt did land (the error came after the write), the log
+answers the retry with duplicate=True and the original offsets. A base sequence advances only
+when its batch is appended; a batch that fails for good leaves its sequence to the next batch
+(it is re-stamped), so one bad batch does not open a gap. OutOfOrderSequenceError,
+InvalidProducerEpochError, ProducerFencedError, InvalidTxnStateError and KafkaStorageError
+are fatal, as librdkafka treats them for an idempotent producer (its "fatal idempotent producer
+error"): every queued message is reported failed, and produce() and flush() raise the error.
+librdkafka may instead bump the epoch for some of these; eoslog's log loses producer state
+only through expiry, after which any sequence is accepted, so a gap here means a bug or a
+second writer with our id, and stopping is the safe answer.
+
+Threads. Every method may be called from any thread. One producer lock guards the batches,
+sequences and the report queue; a send lock per partition keeps appends in sequence order
+while the producer lock is free (so an fsync under durability="always" does not block other
+partitions). The linger thread starts with the first record, closes batches whose linger.ms
+has passed, appends them, and stops in close(); it never runs callbacks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import struct
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+
+from eoslog import limits
+from eoslog.client import partitioner
+from eoslog.client.columns_input import ColumnInput, RowsInput, SpansInput, column_input
+from eoslog.client.delivery import (
+    OFFSET_INVALID,
+    TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
+    DeliveryReport,
+    Headers,
+)
+from eoslog.client.producer_config import ProducerSettings, parse
+from eoslog.errors import (
+    InvalidProducerEpochError,
+    InvalidTxnStateError,
+    KafkaError,
+    KafkaException,
+    KafkaStorageError,
+    OutOfOrderSequenceError,
+    ProducerFencedError,
+    ProducerStateError,
+    RecordTooLargeError,
+    TransactionsNotAvailableError,
+    UnknownTopicOrPartitionError,
+)
+from eoslog.record import codec, layout
+
+if TYPE_CHECKING:
+    from eoslog.broker import Broker
+    from eoslog.log.partition import AppendInfo
+
+DeliveryCallback = Callable[[KafkaError | None, DeliveryReport], object]
+SEQUENCE_MASK: Final = limits.sequence_max  # sequences wrap at 2**31 - 1 (incrementSequence)
+_FATAL_ERRORS: Final = (
+    OutOfOrderSequenceError,
+    InvalidProducerEpochError,
+    ProducerFencedError,
+    InvalidTxnStateError,
+    KafkaStorageError,
+)
+_INT32 = struct.Struct(">i")
+_UINT32 = struct.Struct(">I")
+_TRANSACTIONS_LATER: Final = (
+    "transactions arrive with eoslog's transaction coordinator (the next issue); this "
+    "producer is idempotent only"
+)
+
+
+def next_sequence(sequence: int, records: int) -> int:
+    """The sequence after `records` records from `sequence`, wrapping past 2**31 - 1 to 0
+    (Kafka's DefaultRecordBatch.incrementSequence)."""
+    return (sequence + records) & SEQUENCE_MASK
+
+
+class _Batch:
+    """A batch of one partition: open (builder filling), then closed (raw bytes), then done."""
+
+    __slots__ = ("base_sequence", "builder", "count", "opened_s", "raw", "reports", "results")
+
+    def __init__(self, builder: Any, opened_s: float) -> None:
+        self.builder: Any = builder
+        self.opened_s = opened_s
+        self.count = 0
+        self.raw: bytes | bytearray = b""
+        self.base_sequence = -1
+        # Per record (callback, key, value, headers, timestamp) or None; None if no record
+        # of the batch has a callback (the common case: no per-record tuple at all).
+        self.reports: list[tuple[DeliveryCallback, Any, Any, Any, int] | None] | None = None
+        # produce_batch() batches collect their outcome here instead of the report queue.
+        self.results: list[AppendInfo | KafkaException] | None = None
+
+
+class _PartitionState:
+    __slots__ = ("next_sequence", "open", "partition", "pending", "planned_sequence", "send_lock")
+
+    def __init__(self, partition: int) -> None:
+        self.partition = partition
+        self.open: _Batch | None = None
+        self.pending: deque[_Batch] = deque()  # closed, in sequence order, not yet done
+        self.send_lock = threading.Lock()
+        self.next_sequence = 0  # of the next batch to append (sender, under send_lock)
+        self.planned_sequence = 0  # of the next batch to close (under the producer lock)
+
+
+class Producer:
+    """confluent_kafka.Producer's surface over this process's Broker (API.md "Producer").
+
+    Thread-safe (see the module docstring). Differences from confluent-kafka-python, where
+    API.md is silent: produce() raises UnknownTopicOrPartitionError at once for an unknown
+    topic or partition (librdkafka reports an unknown topic later, in the delivery report);
+    keys `bootstrap.servers`, `socket.timeout.ms`, `request.timeout.ms` and
+    `metadata.max.age.ms` are accepted and ignored; `acks` other than all/-1 is accepted only
+    without idempotence and changes nothing (one node: an append is acknowledged when it is in
+    the log); transactional calls raise TransactionsNotAvailableError until the transaction
+    coordinator exists."""
+
+    def __init__(
+        self, broker: Broker, config: Mapping[str, object] | None = None, *, seed: int | None = None
+    ) -> None:
+        settings = parse(config or {})
+        self._settings: ProducerSettings = settings
+        self._broker = broker
+        self._clock_ms = broker.clock_ms
+        self._sync_on_flush = broker.durability == "commit"
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # a batch opened or a report arrived
+        self._partitions: dict[tuple[str, int], _PartitionState] = {}
+        self._lingering: dict[tuple[str, int], _PartitionState] = {}  # open batches, oldest first
+        self._partition_counts: dict[str, int] = {}
+        self._sticky = partitioner.StickyPartitioner(seed)
+        self._reports: deque[tuple[str, _PartitionState, _Batch, Any]] = deque()
+        self._outstanding = 0  # produced and not yet reported to poll()/flush()
+        self._unsynced: set[tuple[str, int]] = set()
+        self._fatal: KafkaException | None = None
+        self._closed = False
+        self._linger_s = settings.linger_ms / 1000
+        self._transactional = settings.transactional_id is not None
+        self._default_report = settings.on_delivery
+        self._queue_messages_max = settings.queue_messages_max
+        self._batch_records_max = settings.batch_records_max
+        self._unusable = False  # closed, or a fatal error: produce() then asks _check_usable
+        self._linger_thread: threading.Thread | None = None
+        self._producer_id, self._producer_epoch = -1, -1
+        if settings.idempotent and settings.transactional_id is None:
+            # A transactional producer gets its id from init_transactions (next issue).
+            self._producer_id, self._producer_epoch = broker.init_producer_id()
+
+    # --- producing -------------------------------------------------------------------------
+
+    def produce(
+        self,
+        topic: str,
+        value: bytes | str | None = None,
+        key: bytes | str | None = None,
+        partition: int = -1,
+        on_delivery: DeliveryCallback | None = None,
+        timestamp: int = 0,
+        headers: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None,
+        *,
+        callback: DeliveryCallback | None = None,
+    ) -> None:
+        """Queue one record (confluent's produce; `callback` is its alias of on_delivery).
+        timestamp 0 means now (CreateTime). str keys and values are sent as UTF-8. Raises
+        BufferError when queue.buffering.max.messages are outstanding (call poll()),
+        UnknownTopicOrPartitionError, RecordTooLargeError (nothing queued then), and the
+        producer's fatal error once it has one."""
+        # The hot path: settings are read from attributes set in __init__, and the common
+        # cases (a null key sticking to its partition, an open batch with room) take no call.
+        if self._transactional:
+            raise TransactionsNotAvailableError(
+                f"produce with a transactional.id: {_TRANSACTIONS_LATER}"
+            )
+        if type(value) is str:
+            value = value.encode()
+        if type(key) is str:
+            key = key.encode()
+        if headers is not None:
+            headers = _headers_list(headers)
+        report = on_delivery or callback or self._default_report
+        if timestamp == 0:
+            timestamp = self._clock_ms()
+        with self._lock:
+            if self._unusable:
+                self._check_usable()
+            if self._outstanding >= self._queue_messages_max:
+                raise BufferError("Local: Queue full")
+            if partition < 0:
+                sticky = self._sticky.current.get(topic) if key is None else None
+                partition = self._choose_partition(topic, key) if sticky is None else sticky
+            state = self._partitions.get((topic, partition)) or self._add_partition(
+                topic, partition
+            )
+            batch = state.open
+            if batch is None or not batch.builder.append(timestamp, key, value, headers):
+                if batch is not None:
+                    self._close(topic, state)
+                batch = self._open_batch(topic, state)
+                self._append_first(topic, state, batch, timestamp, key, value, headers)
+            if report is not None:
+                if batch.reports is None:
+                    batch.reports = [None] * batch.count
+                batch.reports.append((report, key, value, headers, timestamp))
+            elif batch.reports is not None:
+                batch.reports.append(None)
+            batch.count += 1
+            self._outstanding += 1
+            if batch.count >= self._batch_records_max or self._linger_s == 0:
+                self._close(topic, state)
+            send = bool(state.pending)
+        if send:
+            self._send(topic, state)
+
+    def produce_batch(
+        self,
+        topic: str,
+        values: Any,
+        keys: Any = None,
+        partition: int = 0,
+        *,
+        timestamp: int = 0,
+    ) -> None:
+        """Append many records at once, vectorized (an eoslog addition; API.md): values and
+        keys as lists of bytes/None, numpy arrays (dtype S, U or object) or pyarrow
+        binary/string arrays; no Python object is made per record for numpy and Arrow input.
+        All records get one CreateTime (timestamp 0: now). partition -1 uses the default
+        partitioner (murmur2 of each key in one native call; null keys sticky per batch).
+
+        Synchronous: batches are cut at batch.size / batch.num.messages, appended in order
+        after any batch produce() left open on the same partition, and this returns once all
+        are in the log (durable per the broker's durability at the next flush()). Its records
+        never enter len() or the delivery-report queue, so no callback runs for them; the
+        first error raises here (batches before it stay appended)."""
+        if self._settings.transactional_id is not None:
+            raise TransactionsNotAvailableError(
+                f"produce_batch with a transactional.id: {_TRANSACTIONS_LATER}"
+            )
+        value_input = column_input(values, "values")
+        key_input = None if keys is None else column_input(keys, "keys")
+        if key_input is not None and len(key_input) != len(value_input):
+            raise ValueError(
+                f"keys and values must have the same length, got {len(key_input)} and "
+                f"{len(value_input)}"
+            )
+        if timestamp == 0:
+            timestamp = self._clock_ms()
+        with self._lock:
+            self._check_usable()
+            count = self._partition_count(topic)
+            if partition >= count:
+                raise UnknownTopicOrPartitionError(f"unknown partition {topic}-{partition}")
+        if len(value_input) == 0:
+            return
+        if partition >= 0:
+            groups: list[tuple[int, Any]] = [(partition, None)]
+        else:
+            groups = self._group_by_partition(topic, count, key_input, len(value_input))
+        for chosen, indices in groups:
+            part_values = value_input if indices is None else value_input.take(indices)
+            part_keys = key_input
+            if key_input is not None and indices is not None:
+                part_keys = key_input.take(indices)
+            self._produce_columns(topic, chosen, part_values, part_keys, timestamp)
+
+    def _group_by_partition(
+        self, topic: str, count: int, keys: ColumnInput | None, records: int
+    ) -> list[tuple[int, Any]]:
+        """(partition, record indices) per partition; -1 means null keys (sticky)."""
+        if keys is None:
+            return [(-1, None)]
+        spans = keys.as_spans() if isinstance(keys, RowsInput) else keys
+        chosen = partitioner.partitions_for_spans(spans.data, spans.starts, spans.lengths, count)
+        order = np.argsort(chosen, kind="stable")
+        bounds = np.flatnonzero(np.diff(chosen[order])) + 1
+        return [(int(chosen[group[0]]), group) for group in np.split(order, bounds) if len(group)]
+
+    def _produce_columns(
+        self,
+        topic: str,
+        partition: int,
+        values: ColumnInput,
+        keys: ColumnInput | None,
+        timestamp: int,
+    ) -> None:
+        """Cut the records into batches and append them; partition -1: sticky per batch."""
+        total = len(values)
+        done = 0
+        while done < total:
+            builder = self._new_builder(self._settings.batch_bytes_max)
+            try:
+                appended = _fill(builder, values, keys, done, self._batch_records_max, timestamp)
+            except RecordTooLargeError:
+                # The first record alone exceeds batch.size: a batch of its own, as produce().
+                builder = self._new_builder(limits.message_bytes_default)
+                appended = _fill(builder, values, keys, done, 1, timestamp)
+            batch = _Batch(builder, 0.0)
+            batch.count = appended
+            batch.results = []
+            with self._lock:
+                self._check_usable()
+                chosen = partition
+                if chosen < 0:
+                    chosen = self._sticky.partition(topic, self._partition_count(topic))
+                state = self._partitions.get((topic, chosen)) or self._add_partition(topic, chosen)
+                if state.open is not None:  # produce()'s records first, in their order
+                    self._close(topic, state)
+                state.open = batch
+                self._close(topic, state)
+            self._send(topic, state)
+            outcome = batch.results[0]
+            if isinstance(outcome, KafkaException):
+                raise outcome
+            done += appended
+
+    # --- batches (producer lock held) ----------------------------------------------------
+
+    def _new_builder(self, batch_bytes_max: int) -> Any:
+        return codec.BatchBuilder(
+            compression=self._settings.compression,
+            producer_id=self._producer_id,
+            producer_epoch=self._producer_epoch,
+            batch_bytes_max=batch_bytes_max,
+        )
+
+    def _open_batch(self, topic: str, state: _PartitionState) -> _Batch:
+        batch = _Batch(self._new_builder(self._settings.batch_bytes_max), time.monotonic())
+        state.open = batch
+        if not self._lingering:
+            self._changed.notify_all()  # the linger thread sleeps while nothing lingers
+        self._lingering[(topic, state.partition)] = state
+        if self._linger_thread is None and self._linger_s > 0:
+            self._linger_thread = threading.Thread(
+                target=self._linger_loop, name="eoslog-producer-linger", daemon=True
+            )
+            self._linger_thread.start()
+        return batch
+
+    def _append_first(
+        self,
+        topic: str,
+        state: _PartitionState,
+        batch: _Batch,
+        timestamp: int,
+        key: Any,
+        value: Any,
+        headers: Any,
+    ) -> None:
+        """The first record of a new batch. One larger than batch.size gets a batch of its
+        own up to Kafka's message.max.bytes default, as Kafka's accumulator does; larger still
+        raises RecordTooLargeError and leaves no batch open."""
+        try:
+            try:
+                batch.builder.append(timestamp, key, value, headers)
+            except RecordTooLargeError:
+                batch.builder = self._new_builder(limits.message_bytes_default)
+                batch.builder.append(timestamp, key, value, headers)
+        except BaseException:
+            state.open = None
+            self._lingering.pop((topic, state.partition), None)
+            raise
+
+    def _close(self, topic: str, state: _PartitionState) -> None:
+        """Close the open batch: assign its base sequence and build its bytes."""
+        batch = state.open
+        assert batch is not None, "closing a partition without an open batch"
+        state.open = None
+        self._lingering.pop((topic, state.partition), None)
+        self._sticky.batch_closed(topic, state.partition, self._partition_count(topic))
+        if batch.count == 0:
+            return
+        if self._producer_id >= 0:
+            batch.base_sequence = state.planned_sequence
+            state.planned_sequence = next_sequence(batch.base_sequence, batch.count)
+            batch.builder.set_producer_state(
+                self._producer_id, self._producer_epoch, batch.base_sequence
+            )
+        batch.raw = batch.builder.build()
+        batch.builder = None
+        state.pending.append(batch)
+
+    def _choose_partition(self, topic: str, key: Any) -> int:
+        count = self._partition_count(topic)
+        if key is None:
+            return self._sticky.partition(topic, count)
+        return partitioner.partition_for_key(key, count)
+
+    def _partition_count(self, topic: str) -> int:
+        count = self._partition_counts.get(topic)
+        if count is None:
+            metadata = self._broker.list_topics().get(topic)
+            if metadata is None:
+                raise UnknownTopicOrPartitionError(f"unknown topic {topic!r}")
+            count = self._partition_counts[topic] = metadata.num_partitions
+        return count
+
+    def _add_partition(self, topic: str, partition: int) -> _PartitionState:
+        if partition >= self._partition_count(topic):
+            raise UnknownTopicOrPartitionError(f"unknown partition {topic}-{partition}")
+        state = self._partitions[(topic, partition)] = _PartitionState(partition)
+        return state
+
+    def _check_usable(self) -> None:
+        if self._closed:
+            raise ProducerStateError("the producer is closed")
+        if self._fatal is not None:
+            raise type(self._fatal)(self._fatal.error)
+
+    # --- sending ---------------------------------------------------------------------------
+
+    def _send(self, topic: str, state: _PartitionState) -> None:
+        """Append the partition's closed batches in order. Any thread; takes the partition's
+        send lock, and the producer lock only between appends."""
+        with state.send_lock:
+            while True:
+                with self._lock:
+                    if not state.pending:
+                        return
+                    batch = state.pending[0]
+                    fatal = self._fatal
+                outcome: AppendInfo | KafkaException = (
+                    fatal if fatal is not None else self._append(topic, state, batch)
+                )
+                with self._lock:
+                    state.pending.popleft()
+                    if isinstance(outcome, KafkaException):
+                        if self._producer_id >= 0:
+                            # Its sequences were never used: the batches after it take them.
+                            state.planned_sequence = next_sequence(
+                                state.planned_sequence, -batch.count
+                            )
+                    else:
+                        self._unsynced.add((topic, state.partition))
+                    if batch.results is not None:
+                        batch.results.append(outcome)
+                    else:
+                        self._reports.append((topic, state, batch, outcome))
+                        self._changed.notify_all()
+
+    def _append(
+        self, topic: str, state: _PartitionState, batch: _Batch
+    ) -> AppendInfo | KafkaException:
+        """Append one batch, retrying retriable errors with the same bytes; the outcome.
+        Only the thread holding the partition's send lock calls it."""
+        if self._producer_id >= 0 and batch.base_sequence != state.next_sequence:
+            # A batch before this one failed for good: take over its sequence.
+            batch.raw = _restamp_sequence(batch.raw, state.next_sequence)
+            batch.base_sequence = state.next_sequence
+        settings = self._settings
+        deadline = time.monotonic() + settings.delivery_timeout_ms / 1000
+        attempts = 0
+        while True:
+            try:
+                info = self._broker.log(topic, state.partition).append_batch(batch.raw)
+            except KafkaException as error:
+                if isinstance(error, _FATAL_ERRORS):
+                    return self._set_fatal(error)
+                attempts += 1
+                if (
+                    not error.error.retriable()
+                    or attempts > settings.retries
+                    or time.monotonic() >= deadline
+                    or self._closed
+                ):
+                    return error
+                time.sleep(settings.retry_backoff_ms / 1000)
+                continue
+            if self._producer_id >= 0:
+                state.next_sequence = next_sequence(batch.base_sequence, batch.count)
+            return info
+
+    def _set_fatal(self, error: KafkaException) -> KafkaException:
+        fatal = type(error)(
+            KafkaError(
+                error.error.code(),
+                error.error.name(),
+                f"fatal idempotent producer error: {error.error.str()}",
+                fatal=True,
+            )
+        )
+        with self._lock:
+            if self._fatal is None:
+                self._fatal = fatal
+                self._unusable = True
+            return self._fatal
+
+    # --- delivery reports --------------------------------------------------------------------
+
+    def poll(self, timeout: float | None = 0) -> int:
+        """Serve queued delivery reports (on_delivery callbacks run here, on this thread);
+        the number of messages reported. Waits up to `timeout` seconds (None: no limit) for a
+        first report while messages are outstanding; returns 0 at once when none are."""
+        self._close_lingering(time.monotonic())
+        served = self._serve()
+        if served or timeout == 0:
+            return served
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        with self._lock:
+            while not self._reports and self._outstanding:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    break
+                self._changed.wait(remaining)
+        return self._serve()
+
+    def _serve(self) -> int:
+        with self._lock:
+            if not self._reports:
+                return 0
+            reports = list(self._reports)
+            self._reports.clear()
+        served = 0
+        for index, (topic, state, batch, outcome) in enumerate(reports):
+            with self._lock:
+                self._outstanding -= batch.count
+            served += batch.count
+            if batch.reports is not None:
+                try:
+                    _deliver(topic, state.partition, batch, outcome)
+                except BaseException:
+                    # A callback raised: it propagates (as confluent's poll does); reports not
+                    # yet served go back to the front of the queue.
+                    with self._lock:
+                        self._reports.extendleft(reversed(reports[index + 1 :]))
+                    raise
+        return served
+
+    def flush(self, timeout: float | None = None) -> int:
+        """Close every open batch, append it, serve every delivery report, and (broker
+        durability "commit") fsync what was appended; the number of messages still
+        outstanding (0 when done; another thread may have produced meanwhile). Raises the
+        fatal error if the producer has one, after reporting every message."""
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        with self._lock:
+            to_send = []
+            for (topic, _partition), state in list(self._lingering.items()):
+                self._close(topic, state)
+            for (topic, _partition), state in self._partitions.items():
+                if state.pending:
+                    to_send.append((topic, state))
+        for topic, state in to_send:
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            self._send(topic, state)
+        self._serve()
+        self._sync()
+        with self._lock:
+            fatal = self._fatal
+            remaining = self._outstanding
+        if fatal is not None:
+            raise type(fatal)(fatal.error)
+        return remaining
+
+    def _sync(self) -> None:
+        if not self._sync_on_flush:
+            return
+        with self._lock:
+            unsynced, self._unsynced = self._unsynced, set()
+        for topic, partition in sorted(unsynced):
+            with contextlib.suppress(UnknownTopicOrPartitionError):  # deleted since
+                self._broker.log(topic, partition).flush()
+
+    def __len__(self) -> int:
+        """Messages produced whose delivery report poll()/flush() has not served yet
+        (confluent's len(producer))."""
+        return self._outstanding
+
+    def close(self, timeout: float | None = None) -> int:
+        """flush(), then stop the linger thread; later calls raise ProducerStateError.
+        Returns what flush() returned. Idempotent."""
+        if self._closed:
+            return self._outstanding
+        try:
+            return self.flush(timeout)
+        finally:
+            with self._lock:
+                self._closed = True
+                self._unusable = True
+                self._changed.notify_all()
+            thread = self._linger_thread
+            if thread is not None and thread is not threading.current_thread():
+                thread.join()
+
+    # --- linger ------------------------------------------------------------------------------
+
+    def _close_lingering(self, now_s: float) -> list[tuple[str, _PartitionState]]:
+        """Close batches open for linger.ms or longer and append them."""
+        due: list[tuple[str, _PartitionState]] = []
+        with self._lock:
+            for (topic, _partition), state in list(self._lingering.items()):
+                assert state.open is not None
+                if now_s - state.open.opened_s < self._linger_s:
+                    break  # oldest first: the rest are younger
+                self._close(topic, state)
+                due.append((topic, state))
+        for topic, state in due:
+            self._send(topic, state)
+        return due
+
+    def _linger_loop(self) -> None:
+        while True:
+            with self._lock:
+                while not self._closed and not self._lingering:
+                    self._changed.wait()
+                if self._closed:
+                    return
+                oldest = next(iter(self._lingering.values())).open
+                assert oldest is not None
+                wait_s = oldest.opened_s + self._linger_s - time.monotonic()
+                if wait_s > 0:
+                    self._changed.wait(wait_s)
+                    continue
+            try:
+                self._close_lingering(time.monotonic())
+            except Exception as error:  # a bug: stop the producer rather than lose data
+                self._set_fatal(KafkaException(f"linger thread failed: {error!r}"))
+                return
+
+    # --- transactions (next issue) ----------------------------------------------------------
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        raise TransactionsNotAvailableError(f"init_transactions: {_TRANSACTIONS_LATER}")
+
+    def begin_transaction(self) -> None:
+        raise TransactionsNotAvailableError(f"begin_transaction: {_TRANSACTIONS_LATER}")
+
+    def send_offsets_to_transaction(
+        self, offsets: Any, group_metadata: Any, timeout: float | None = None
+    ) -> None:
+        raise TransactionsNotAvailableError(f"send_offsets_to_transaction: {_TRANSACTIONS_LATER}")
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        raise TransactionsNotAvailableError(f"commit_transaction: {_TRANSACTIONS_LATER}")
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        raise TransactionsNotAvailableError(f"abort_transaction: {_TRANSACTIONS_LATER}")
+
+    # --- introspection ---------------------------------------------------------------------
+
+    @property
+    def producer_id(self) -> int:
+        """The producer id its batches carry (-1 without idempotence)."""
+        return self._producer_id
+
+    @property
+    def producer_epoch(self) -> int:
+        return self._producer_epoch
+
+    @property
+    def settings(self) -> ProducerSettings:
+        return self._settings
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _fill(
+    builder: Any,
+    values: ColumnInput,
+    keys: ColumnInput | None,
+    first: int,
+    records_max: int,
+    timestamp: int,
+) -> int:
+    """Append records first.. (at most records_max) to an empty builder; how many fit."""
+    end = min(len(values), first + records_max)
+    if isinstance(values, SpansInput) and (keys is None or isinstance(keys, SpansInput)):
+        return int(
+            builder.append_spans(
+                values.data,
+                values.starts[first:end],
+                values.lengths[first:end],
+                None if keys is None else keys.data,
+                None if keys is None else keys.starts[first:end],
+                None if keys is None else keys.lengths[first:end],
+                timestamp,
+            )
+        )
+    value_rows = values.rows[first:end] if isinstance(values, RowsInput) else None
+    if value_rows is None:  # mixed forms: spans as rows
+        assert isinstance(values, SpansInput)
+        value_rows = _rows_of(values, first, end)
+    key_rows = None
+    if keys is not None:
+        key_rows = (
+            keys.rows[first:end] if isinstance(keys, RowsInput) else _rows_of(keys, first, end)
+        )
+    return int(builder.append_values(value_rows, key_rows, timestamp))
+
+
+def _rows_of(spans: SpansInput, first: int, end: int) -> list[bytes | None]:
+    view = memoryview(spans.data).cast("B")
+    return [
+        None if length < 0 else view[start : start + length].tobytes()
+        for start, length in zip(
+            spans.starts[first:end].tolist(), spans.lengths[first:end].tolist(), strict=True
+        )
+    ]
+
+
+def _restamp_sequence(raw: bytes | bytearray, base_sequence: int) -> bytearray:
+    """The batch with another base sequence and its CRC recomputed (Kafka's
+    MemoryRecordsBuilder.reopenAndRewriteProducerState)."""
+    batch = bytearray(raw)
+    _INT32.pack_into(batch, layout.BASE_SEQUENCE_OFFSET, base_sequence)
+    _UINT32.pack_into(batch, layout.CRC_OFFSET, codec.batch_crc(batch))
+    return batch
+
+
+def _headers_list(headers: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> Headers:
+    """confluent takes a dict or a list of (str, bytes|str|None); str values go as UTF-8."""
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    return [(name, value.encode() if isinstance(value, str) else value) for name, value in pairs]
+
+
+def _deliver(topic: str, partition: int, batch: _Batch, outcome: Any) -> None:
+    """Run the batch's per-record callbacks with their DeliveryReports."""
+    assert batch.reports is not None
+    failed = isinstance(outcome, KafkaException)
+    error = outcome.error if failed else None
+    base_offset = OFFSET_INVALID if failed else outcome.base_offset
+    append_time = -1 if failed else outcome.log_append_time_ms
+    for index, entry in enumerate(batch.reports):
+        if entry is None:
+            continue
+        callback, key, value, headers, timestamp = entry
+        stamp = (
+            (TIMESTAMP_LOG_APPEND_TIME, append_time)
+            if append_time >= 0
+            else (TIMESTAMP_CREATE_TIME, timestamp)
+        )
+        offset = OFFSET_INVALID if failed else base_offset + index
+        callback(error, DeliveryReport(topic, partition, offset, key, value, headers, stamp, error))
