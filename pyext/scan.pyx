@@ -95,13 +95,19 @@ def find_valid_batch(data, Py_ssize_t start=0):
     return <Py_ssize_t>found
 
 
-def find_batch(data, int64_t target, Py_ssize_t start=0):
+def find_batch(data, int64_t target, Py_ssize_t start=0, Py_ssize_t end=-1):
     """(status, position, size) of the first batch from `start` whose last offset is >=
-    target, found by its header alone (the batch may run past the data). status 0: found;
+    target, found by its header alone (the batch may run past the data). Only bytes below
+    `end` (default: all of data) are looked at, so a caller can search a prefix of a larger
+    buffer, such as a mapped file, without slicing it. status 0: found;
     eoslog.record.status.TRUNCATED_BATCH: headers ran out, continue reading at `position`;
     another status: a bad header at `position`. Plain ints: this is a read's hot path."""
     cdef const uint8_t[::1] view = data
     cdef size_t size = <size_t>view.shape[0]
+    if end >= 0:
+        if <size_t>end > size:
+            raise ValueError(f"end {end} is outside the {size} bytes given")
+        size = <size_t>end
     if start < 0 or <size_t>start > size:
         raise ValueError(f"start {start} is outside the {size} bytes given")
     cdef size_t position = 0, batch_size = 0

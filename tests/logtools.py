@@ -145,6 +145,9 @@ class _CountingHandle:
     def map(self, size: int) -> object:
         return self._inner.map(size)
 
+    def map_read(self, size: int) -> object:
+        return self._inner.map_read(size)
+
     def close(self) -> None:
         self._inner.close()
 

@@ -334,6 +334,45 @@ def test_map_writes_are_visible_to_pread(place: Place) -> None:
     handle.close()
 
 
+def test_map_read_is_a_read_only_view_that_sees_later_writes_and_lets_the_file_grow(
+    place: Place,
+) -> None:
+    handle = place.fs.open(place.path("f"), create=True)
+    handle.pwrite(b"x" * 100, 0)
+    mapping = handle.map_read(100)
+    view = memoryview(mapping)
+    assert view.readonly and len(view) == 100
+    with pytest.raises(TypeError):
+        view[0] = 0
+    handle.pwrite(b"HELLO", 10)  # a shared mapping sees writes to the bytes it covers
+    assert bytes(view[10:15]) == b"HELLO"
+    handle.pwrite(b"grown", 100)  # growing a mapped file is fine; the mapping keeps its length
+    assert handle.size() == 105 and len(mapping) == 100
+    with pytest.raises(BufferError):
+        mapping.close()  # a view is alive
+    view.release()
+    mapping.close()
+    whole = handle.map_read(0)  # size 0 maps the whole file
+    assert len(whole) == 105 and whole[100:105] == b"grown"
+    whole.close()
+    with pytest.raises(ValueError, match="mmap length is greater than file size"):
+        handle.map_read(200)
+    handle.close()
+    reader = place.fs.open(place.path("f"), read_only=True)
+    readable = reader.map_read(5)  # a read-only handle may map read-only
+    assert readable[:5] == b"xxxxx"
+    readable.close()
+    reader.close()
+    raises_errno(errno.EBADF, lambda: reader.map_read(5))
+
+
+def test_map_read_of_an_empty_file_is_refused(place: Place) -> None:
+    handle = place.fs.open(place.path("f"), create=True)
+    with pytest.raises(ValueError, match="cannot mmap an empty file"):
+        handle.map_read(0)
+    handle.close()
+
+
 def test_map_of_an_empty_file_is_refused(place: Place) -> None:
     handle = place.fs.open(place.path("f"), create=True)
     with pytest.raises(ValueError, match="empty file"):
@@ -614,6 +653,31 @@ def test_a_mapped_file_cannot_change_size_until_the_map_is_released(
     assert handle.size() == 200
 
 
+def test_the_twin_forbids_shrinking_a_file_under_a_live_read_mapping(
+    twin: RecordingFileSystem,
+) -> None:
+    """On Linux the cut would succeed and a later touch of the cut pages would kill the
+    process (SIGBUS); the twin refuses the cut itself, before anything changes."""
+    handle = durable_file(twin, "/d/f", b"x" * 100)
+    mapping = handle.map_read(100)
+    view = memoryview(mapping)[:10]
+    with pytest.raises(BufferError, match="live read-only mapping"):
+        handle.truncate(99)
+    assert twin.snapshot_bytes("/d/f") == b"x" * 100
+    handle.pwrite(b"more", 100)  # growth is allowed
+    handle.truncate(100)  # and so is shrinking back down to the mapped length
+    with pytest.raises(BufferError):
+        mapping.close()  # the view keeps the mapping, and so the rule, alive
+    view.release()
+    mapping.close()
+    handle.truncate(10)
+    assert twin.snapshot_bytes("/d/f") == b"x" * 10
+    # A mapping that became garbage without close() does not hold the file either.
+    handle.map_read(10)
+    handle.truncate(0)
+    assert handle.size() == 0
+
+
 def test_crash_images_are_reproducible_for_the_same_seed(twin: RecordingFileSystem) -> None:
     handle = durable_file(twin, "/d/f", random.Random(1).randbytes(20_000))
     handle.pwrite(random.Random(2).randbytes(9000), 5000)
@@ -692,7 +756,7 @@ def test_the_twin_can_be_shared_by_threads() -> None:
 # -- 3. the twin's injected faults ------------------------------------------------------------
 
 COUNTED_OPERATIONS = [
-    "mkdir", "open", "pwrite", "pread", "truncate", "sync", "map", "listdir",
+    "mkdir", "open", "pwrite", "pread", "truncate", "sync", "map", "map_read", "listdir",
     "sync_dir", "rename", "lock", "open", "unlink", "mkdir", "rmdir",
 ]  # fmt: skip
 
@@ -715,6 +779,7 @@ class Workload:
             lambda: self.opened().truncate(4),
             lambda: self.opened().sync(),
             lambda: unmap(self.opened().map(4)),
+            lambda: self.opened().map_read(4).close(),
             lambda: fs.listdir("/data"),
             lambda: fs.sync_dir("/data"),
             lambda: fs.rename("/data/a", "/data/b"),

@@ -11,7 +11,9 @@ Durability model (what both implementations promise, and what the twin simulates
   unlinked in it since its last sync_dir may otherwise be undone by a crash.
 - Mapped regions (`FileHandle.map`) are written like any other write: durable after sync().
 - A region stays mapped only while its file is at least as long: callers never truncate a file
-  below the end of a live mapping (a SIGBUS would kill the process).
+  below the end of a live mapping, writable (`map`) or read-only (`map_read`), since touching
+  a mapped page wholly past the end of its file kills the process (SIGBUS). A mapped file may
+  grow (pwrite past its end); the mapping keeps its length and sees the bytes it covers.
 
 Paths are plain strings. Errors are OSError with the errno set, as the OS raises them.
 """
@@ -59,6 +61,13 @@ class FileHandle(Protocol):
     def map(self, size: int) -> mmap.mmap | memoryview:
         """A writable shared mapping of bytes [0, size); the file must be at least `size`
         long for as long as the mapping is used."""
+
+    def map_read(self, size: int) -> mmap.mmap:
+        """A read-only shared mapping of bytes [0, size) (size 0: the whole file; an empty
+        file or a size past the end raises ValueError, as mmap.mmap does). Views of it are
+        read-only and see later writes to the bytes it covers; close() raises BufferError
+        while a view is alive. The file must stay at least `size` long until the mapping is
+        closed or garbage (the file may grow meanwhile)."""
 
     def close(self) -> None: ...
 
@@ -146,7 +155,18 @@ class _PosixFile:
         os.fdatasync(self._fd)
 
     def map(self, size: int) -> mmap.mmap:
+        self._check_open()
         return mmap.mmap(self._fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+
+    def map_read(self, size: int) -> mmap.mmap:
+        self._check_open()
+        return mmap.mmap(self._fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
+
+    def _check_open(self) -> None:
+        # mmap.mmap takes fd -1 (a closed handle) as a request for anonymous memory: a read
+        # would then see zeros instead of failing.
+        if self._fd < 0:
+            raise OSError(errno.EBADF, os.strerror(errno.EBADF), self._path)
 
     def close(self) -> None:
         if self._fd >= 0:

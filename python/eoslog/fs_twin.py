@@ -11,7 +11,7 @@ and adds what a crash test needs (RELIABILITY.md families 3 and 5):
 
 Counted calls (a call counts when it is made, whether it then succeeds or fails):
     FileSystem: open, listdir, mkdir, rmdir, unlink, rename, sync_dir, lock
-    FileHandle: pread, pwrite, truncate, sync, map
+    FileHandle: pread, pwrite, truncate, sync, map, map_read
 Not counted, and never failed: exists, file_size, FileHandle.path, FileHandle.size,
 FileHandle.close, FileLock.release, and the twin's own test helpers (makedirs, crash_image,
 unsynced_paths, snapshot_bytes, durable_bytes, recorded_calls). Queries and releases are left
@@ -27,6 +27,13 @@ Where the twin knowingly differs from Linux:
   size raises BufferError while a mapping is alive. Linux lets a mapped file grow; callers that
   grow a mapped file must release the view and map again (which is also how a real mapping sees
   the new length). Shrinking below a live mapping is forbidden on both (SIGBUS on Linux).
+- `FileHandle.map_read` returns a real read-only mmap.mmap, of a private memory file
+  (memfd) that holds a copy of the mapped bytes, so it behaves as a read-only mapping on
+  Linux does: its views are read-only, close() raises BufferError while a view is alive, the
+  file may grow while it is mapped, and later writes to the bytes it covers show through (the
+  twin copies them into the memory file). While such a mapping is alive (not closed and not
+  garbage), truncating its file below the mapped length raises BufferError before anything
+  changes, where Linux would let it happen and kill a later reader with SIGBUS.
 - Locks exclude other holders within this twin only; there is no second process to exclude.
 - map on a closed handle raises EBADF (Python's mmap would map anonymous memory for fd -1).
 
@@ -37,9 +44,11 @@ Writes through a mapped view bypass it, as writes to a real mapping bypass the k
 from __future__ import annotations
 
 import errno
+import mmap
 import os
 import random
 import threading
+import weakref
 from collections import deque
 from typing import TYPE_CHECKING, Final, TypeAlias
 
@@ -61,13 +70,26 @@ CRASH_CHUNK_BYTES: Final = (512, 4096)
 
 
 class _File:
-    """A regular file's inode: its current content and its image as of the last sync()."""
+    """A regular file's inode: its current content, its image as of the last sync(), and
+    its read-only mappings (map_read), as (mapping, memory file, mapped length)."""
 
-    __slots__ = ("content", "durable")
+    __slots__ = ("content", "durable", "read_maps")
 
     def __init__(self, content: bytes = b"") -> None:
         self.content = bytearray(content)
         self.durable = bytes(content)
+        self.read_maps: list[tuple[weakref.ref[mmap.mmap], int, int]] = []
+
+    def live_read_maps(self) -> list[tuple[mmap.mmap, int, int]]:
+        """The read-only mappings not closed and not garbage (strong references, so none
+        goes away, closing its memory file, while the caller uses it); forgets the rest."""
+        live = []
+        for ref, memory_fd, length in self.read_maps:
+            mapping = ref()
+            if mapping is not None and not mapping.closed:
+                live.append((mapping, memory_fd, length))
+        self.read_maps = [(weakref.ref(m), fd, length) for m, fd, length in live]
+        return live
 
 
 class _Directory:
@@ -157,6 +179,12 @@ class _TwinFile:
                 raise _error(errno.EINVAL, self._path)
             content = self._inode.content
             # Resizing raises BufferError while a map is alive (module docstring).
+            mapped = max((length for _, _, length in self._inode.live_read_maps()), default=0)
+            if size < mapped:
+                raise BufferError(
+                    f"cannot shrink {self._path} to {size} bytes under a live read-only "
+                    f"mapping of {mapped} bytes (SIGBUS on Linux)"
+                )
             if size < len(content):
                 del content[size:]
             elif size > len(content):
@@ -177,19 +205,36 @@ class _TwinFile:
         with self._fs._lock:
             self._fs._count("map", self._path)
             self._check_open()
-            length = len(self._inode.content)
-            # The same checks, in the same order and words, as Python's mmap.mmap.
-            if size < 0:
-                raise OverflowError("memory mapped length must be positive")
-            if size == 0:
-                if length == 0:
-                    raise ValueError("cannot mmap an empty file")
-                size = length
-            if size > length:
-                raise ValueError("mmap length is greater than file size")
+            size = self._map_size(size)
             if self._read_only:
                 raise _error(errno.EACCES, self._path)
             return memoryview(self._inode.content)[:size]
+
+    def map_read(self, size: int) -> mmap.mmap:
+        """A read-only mapping of bytes [0, size) (size 0: the whole file): a real mmap of a
+        memory file holding a copy of them, kept current by later writes; the file may grow
+        but not shrink below it while it lives (module docstring)."""
+        with self._fs._lock:
+            self._fs._count("map_read", self._path)
+            self._check_open()
+            size = self._map_size(size)
+            memory_fd = os.memfd_create("eoslog-twin-map", os.MFD_CLOEXEC)
+            try:
+                os.ftruncate(memory_fd, size)
+                view = memoryview(self._inode.content)[:size]
+                try:
+                    _pwrite_all(memory_fd, view, 0)
+                finally:
+                    view.release()  # the content must stay resizable
+                mapping = mmap.mmap(memory_fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
+            except BaseException:
+                os.close(memory_fd)
+                raise
+            # The memory file is closed with the mapping: when it is garbage, or when the
+            # twin forgets it after close() (it is then never written again).
+            weakref.finalize(mapping, os.close, memory_fd)
+            self._inode.read_maps.append((weakref.ref(mapping), memory_fd, size))
+            return mapping
 
     def close(self) -> None:
         with self._fs._lock:
@@ -198,6 +243,20 @@ class _TwinFile:
     def _check_open(self) -> None:
         if self._closed:
             raise _error(errno.EBADF, self._path)
+
+    def _map_size(self, size: int) -> int:
+        """The length a map of `size` covers, checked as Python's mmap.mmap checks it (the
+        same checks, in the same order and words)."""
+        length = len(self._inode.content)
+        if size < 0:
+            raise OverflowError("memory mapped length must be positive")
+        if size == 0:
+            if length == 0:
+                raise ValueError("cannot mmap an empty file")
+            size = length
+        if size > length:
+            raise ValueError("mmap length is greater than file size")
+        return size
 
     def _write(self, payload: bytes, offset: int) -> None:
         self._check_open()
@@ -214,6 +273,10 @@ class _TwinFile:
             # is alive, before anything changes.
             content.extend(bytes(end - len(content)))
         content[offset:end] = payload
+        # A shared mapping sees writes to the bytes it covers.
+        for _, memory_fd, length in self._inode.live_read_maps():
+            if offset < length:
+                _pwrite_all(memory_fd, payload[: length - offset], offset)
 
 
 class _TwinLock:
@@ -577,6 +640,14 @@ class RecordingFileSystem:
                     entries[name] = node
             chosen[directory] = entries
         return chosen
+
+
+def _pwrite_all(fd: int, data: Buffer, offset: int) -> None:
+    view = memoryview(data).cast("B")
+    while view:
+        written = os.pwrite(fd, view, offset)
+        view = view[written:]
+        offset += written
 
 
 def _is_within(directory: _Directory, ancestor: _Directory) -> bool:

@@ -4,6 +4,10 @@ of whole batches, roll, retention, truncation and durability, over a list of seg
 Thread safety: appends, roll, retention, truncation, flush and close serialize on the
 partition lock. Reads take no lock: they work from the segment list and sizes published
 before the read began, so a read never sees a batch that is not whole.
+
+Memory safety: a read returns a read-only memoryview into the segment's mapped .log (no copy);
+it stays readable, with the same bytes, for as long as the caller keeps it, through appends,
+roll, retention, truncation and close (eoslog.log.mapped_log says how).
 """
 
 from __future__ import annotations
@@ -51,7 +55,8 @@ class AppendInfo(NamedTuple):
 
 
 class FetchResult(NamedTuple):
-    records: memoryview  # whole v2 batches
+    # Whole v2 batches: a read-only view into the segment's mapped .log (valid as long as kept).
+    records: memoryview
     aborted_transactions: list[tuple[int, int]] | None  # (producer id, first offset)
     high_watermark: int
     last_stable_offset: int
@@ -341,10 +346,14 @@ class PartitionLog:
         """Whole batches from the one holding `offset`, up to the high watermark
         (read_uncommitted) or the last stable offset (read_committed), at most max_bytes but
         at least one batch. OffsetOutOfRangeError outside [log start, log end];
-        CorruptRecordError where the segment bytes cannot be the batches they must be."""
-        with self._storage(writing=False):
-            if isolation_level not in ISOLATION_LEVELS:
-                raise ValueError(f"isolation_level must be one of {ISOLATION_LEVELS}")
+        CorruptRecordError where the segment bytes cannot be the batches they must be.
+        The records are a read-only view into the mapped segment, not a copy, and stay
+        readable for as long as the caller keeps them (module docstring). Thread-safe."""
+        if isolation_level not in ISOLATION_LEVELS:
+            raise ValueError(f"isolation_level must be one of {ISOLATION_LEVELS}")
+        # What _storage(writing=False) does, spelled out: a read's hot path saves the
+        # generator-based context manager (about a microsecond).
+        try:
             while True:
                 truncations = self._truncations
                 try:
@@ -353,6 +362,10 @@ class PartitionLog:
                     if self._truncations == truncations:
                         raise
                     # A truncation cut the bytes this read was looking at: read again.
+        except KafkaStorageError:
+            raise
+        except OSError as error:
+            raise KafkaStorageError(f"{self.topic}-{self.partition}: {error}") from error
 
     def _read(self, offset: int, max_bytes: int, isolation_level: str) -> FetchResult:
         # The log end first: segments and sizes are published before the log end moves past
@@ -370,7 +383,7 @@ class PartitionLog:
             for segment in segments[index:]:
                 found = segment.read(offset, max_bytes, segment.size, contiguous=True)
                 if found is not None:
-                    return FetchResult(memoryview(found[0]), aborted, end, end, start)
+                    return FetchResult(found[0], aborted, end, end, start)
                 if segment.size > 0:
                     # The log is contiguous: the segment whose range holds `offset` must hold
                     # a batch with it. None means its batches skip the offset.
@@ -474,7 +487,11 @@ class PartitionLog:
         and the checkpoint holding it is made durable. A power loss midway then leaves a
         segment that ends early, or later segments still present, all past the recovery
         point, where recovery cuts them as a torn tail. With the old recovery point still on
-        disk, the same image would read as durable records missing and refuse to open."""
+        disk, the same image would read as durable records missing and refuse to open.
+        (While a view a read returned is alive, the active segment's .log is replaced by a
+        synced, renamed copy of its kept prefix instead of cut in place: a crash then leaves
+        the old or the new file whole, both past the lowered recovery point, and at most a
+        stray temp file, which open deletes.)"""
         with self._storage(writing=True), self._lock:
             self._check_writable()
             if offset >= self._log_end_offset:

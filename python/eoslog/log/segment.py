@@ -5,11 +5,19 @@ Thread safety: append, truncate_to, recover, roll-time calls and close are made 
 partition's writer (under the partition lock). read, translate_offset, find_offset_by_timestamp
 and next_offset may run in any thread concurrently with appends: they read only bytes below a
 size they captured, and index lookups only see published entries.
+
+Memory safety: read returns a memoryview into a read-only shared mapping of the .log (no copy),
+which stays readable for as long as its caller keeps it: through appends and roll (the file
+only grows), retention (the file is unlinked, its inode lives on), truncate_to (which never
+shrinks a file under a live view: it replaces the file instead) and close. The rules that make
+this safe are in eoslog.log.mapped_log. Every other read here (lookups for the writer,
+recovery, index rebuilds) preads, and maps nothing.
 """
 
 from __future__ import annotations
 
 import os
+import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -19,6 +27,7 @@ from eoslog._ext import scan
 from eoslog.errors import CorruptRecordError, IndexOffsetOverflowError
 from eoslog.fs import FileHandle, FileSystem
 from eoslog.log.config import LogConfig
+from eoslog.log.mapped_log import MappedLog
 from eoslog.log.offset_index import OffsetIndex
 from eoslog.log.time_index import NO_TIMESTAMP, TimeIndex
 from eoslog.log.txn_index import TransactionIndex
@@ -78,14 +87,23 @@ def first_offset_violation(infos: np.ndarray, next_offset: int) -> int | None:
     return int(bad[0]) if len(bad) else None
 
 
-def _base_offset(buffer: bytes, at: int) -> int:
-    start = at + layout.BASE_OFFSET_OFFSET
-    return int.from_bytes(buffer[start : start + 8], "big", signed=True)
+# A batch header's base offset (int64, first) and last offset delta (int32), read in one call
+# at layout's offsets: a read's hot path reads them, and int.from_bytes costs several times more.
+_OFFSET_FIELDS: Final = struct.Struct(
+    f">q{layout.LAST_OFFSET_DELTA_OFFSET - layout.BASE_OFFSET_OFFSET - 8}xi"
+)
 
 
-def _last_offset(buffer: bytes, at: int) -> int:
-    start = at + layout.LAST_OFFSET_DELTA_OFFSET
-    return _base_offset(buffer, at) + int.from_bytes(buffer[start : start + 4], "big", signed=True)
+def _base_offset(buffer: bytes | memoryview, at: int) -> int:
+    base_offset: int = _OFFSET_FIELDS.unpack_from(buffer, at + layout.BASE_OFFSET_OFFSET)[0]
+    return base_offset
+
+
+def _last_offset(buffer: bytes | memoryview, at: int) -> int:
+    base_offset, last_offset_delta = _OFFSET_FIELDS.unpack_from(
+        buffer, at + layout.BASE_OFFSET_OFFSET
+    )
+    return int(base_offset + last_offset_delta)
 
 
 @dataclass(frozen=True)
@@ -117,7 +135,7 @@ class LogSegment:
         self.base_offset = base_offset
         self.config = config
         self.created_ms = created_ms
-        self.log: FileHandle = fs.open(self.path(LOG_SUFFIX), create=True)
+        self._log_file = MappedLog(fs, self.path(LOG_SUFFIX))
         self.size = self.log.size()
         self.offset_index = OffsetIndex(
             fs,
@@ -148,6 +166,11 @@ class LogSegment:
         # False once rolled (or loaded behind another segment): its indexes are trimmed and
         # final, and close() adds nothing to them.
         self.active = True
+
+    @property
+    def log(self) -> FileHandle:
+        """The .log's open handle (truncate_to may replace it: see mapped_log)."""
+        return self._log_file.handle
 
     @property
     def max_timestamp(self) -> int:
@@ -377,6 +400,24 @@ class LogSegment:
             max_timestamp=header.max_timestamp,
         )
 
+    def _locate_mapped(self, view: memoryview, offset: int, end: int) -> tuple[int, int] | None:
+        """_locate on the mapped .log (`view`, at least `end` bytes): (position, size) of the
+        first batch whose last offset is >= offset, or None. The index entry is checked
+        against its batch's header as _indexed_position checks it, and one header walk from
+        there finds the batch, touching only headers. CorruptRecordError as _locate."""
+        entry_offset, position = self.offset_index.lookup(offset)
+        if position != 0 and not (
+            position + layout.HEADER_SIZE <= end and _last_offset(view, position) == entry_offset
+        ):
+            self.index_suspect = True
+            position = 0  # a wrong entry: scan the segment from its start instead
+        status, at, size = scan.find_batch(view, offset, position, end)
+        if status == TRUNCATED_BATCH and at >= end:
+            return None  # every batch below `end` ends below the offset
+        if status != 0 or at + size > end:
+            raise self.corruption(at, "no whole batch starts there")
+        return at, size
+
     def read(
         self,
         start_offset: int,
@@ -384,10 +425,14 @@ class LogSegment:
         max_position: int | None = None,
         *,
         contiguous: bool = False,
-    ) -> tuple[bytes, int] | None:
+    ) -> tuple[memoryview, int] | None:
         """Whole batches from the first whose last offset is >= start_offset (Kafka's rule: in
         a log with gaps that is the next batch after the gap), at most max_bytes (but at least
-        that first batch) and never past max_position. (bytes, position) or None.
+        that first batch) and never past max_position. (records, position) or None.
+
+        records is a read-only memoryview into a mapping of the .log, not a copy: it stays
+        readable, with the same bytes, for as long as the caller keeps it, whatever happens to
+        the segment meanwhile (module docstring). Any thread.
 
         contiguous: the log has no gaps (eoslog's partitions; no compaction), so every batch
         returned must begin where the one before it ended, and the first must hold
@@ -395,16 +440,20 @@ class LogSegment:
         reader's CRC check cannot catch damage there; this can: batches after a break are
         left out, and a first batch that breaks the rule raises CorruptRecordError."""
         end = self.size if max_position is None else min(max_position, self.size)
-        found = self._locate(start_offset, end)
+        if end <= 0:
+            return None
+        view = self._log_file.view(end)
+        if view is None:
+            raise self.corruption(self.log.size(), f"the file ends before byte {end}")
+        found = self._locate_mapped(view, start_offset, end)
         if found is None:
             return None
-        position, buffer, at, size = found
-        if contiguous and _base_offset(buffer, at) > start_offset:
+        position, size = found
+        if contiguous and _base_offset(view, position) > start_offset:
             raise self.corruption(position, f"its batch starts past offset {start_offset}")
         if max_bytes <= size or position + size >= end:
-            # Just the first batch; a full-range slice of bytes is the same object, no copy.
-            return buffer[at : at + size], position
-        data = self.log.pread(min(max_bytes, end - position), position)
+            return view[position : position + size], position  # just the first batch
+        data = view[position : min(position + max_bytes, end)]
         infos, stop, _ = scan.scan_batches(data, verify_crc=False)
         if contiguous and len(infos) > 1:
             bad = first_offset_violation(infos, int(infos["base_offset"][0]))
@@ -439,7 +488,9 @@ class LogSegment:
     def truncate_to(self, offset: int, now_ms: int | None = None) -> int:
         """Remove every batch whose last offset is >= offset (a batch straddling it goes
         entirely), and re-expand the indexes so the segment is not full. An emptied segment
-        restarts its segment.ms clock at now_ms. Returns the bytes removed (FORMAT.md §5.11)."""
+        restarts its segment.ms clock at now_ms. Returns the bytes removed (FORMAT.md §5.11).
+        The .log is cut in place, or, while a view returned by read is alive, replaced by a
+        synced copy of the bytes kept (eoslog.log.mapped_log), so the view stays readable."""
         found = self.translate_offset(offset)
         position = self.size if found is None else found.position
         removed = self.size - position
@@ -447,7 +498,8 @@ class LogSegment:
         self.time_index.truncate_to(offset)
         self.txn_index.truncate_to(offset)
         if removed:
-            self.log.truncate(position)
+            # Never cuts under a view a read returned: the file may be replaced instead.
+            self._log_file.shrink(position)
             self.size = position
         self.offset_index.resize(self.config.segment_index_bytes)
         self.time_index.resize(self.config.segment_index_bytes)
@@ -552,7 +604,7 @@ class LogSegment:
         self.offset_index.close()
         self.time_index.close()
         self.txn_index.close()
-        self.log.close()
+        self._log_file.close()
 
     def unlink_files(self) -> None:
         """Remove the segment's files from the directory but keep them open: reads that
@@ -566,7 +618,7 @@ class LogSegment:
         self.offset_index.close()
         self.time_index.close()
         self.txn_index.close()
-        self.log.close()
+        self._log_file.close()
 
     def delete(self) -> None:
         """Unlink and close the segment's files."""
