@@ -375,7 +375,10 @@ class LogSegment:
                 raise self.corruption(position + at, "no whole batch starts there")
             if at + size <= len(chunk):
                 return position + at, chunk, at, size
-            return position + at, self.log.pread(size, position + at), 0, size
+            batch = self.log.pread(size, position + at)
+            if len(batch) < size:  # the file is shorter than the log's end: cut under us
+                raise self.corruption(position + at + len(batch), "the file ends in a batch")
+            return position + at, batch, 0, size
         return None
 
     def corruption(self, position: int, what: str) -> CorruptRecordError:
@@ -442,9 +445,9 @@ class LogSegment:
         end = self.size if max_position is None else min(max_position, self.size)
         if end <= 0:
             return None
-        view = self._log_file.view(end)
+        view = self._log_file.view_unless_tail(end)
         if view is None:
-            raise self.corruption(self.log.size(), f"the file ends before byte {end}")
+            return self._read_copied(start_offset, max_bytes, end, contiguous)
         found = self._locate_mapped(view, start_offset, end)
         if found is None:
             return None
@@ -453,7 +456,31 @@ class LogSegment:
             raise self.corruption(position, f"its batch starts past offset {start_offset}")
         if max_bytes <= size or position + size >= end:
             return view[position : position + size], position  # just the first batch
-        data = view[position : min(position + max_bytes, end)]
+        return self._whole_batches(
+            view[position : min(position + max_bytes, end)], size, contiguous
+        ), position
+
+    def _read_copied(
+        self, start_offset: int, max_bytes: int, end: int, contiguous: bool
+    ) -> tuple[memoryview, int] | None:
+        """read() by pread, for the few MiB at the growing end of the active segment that
+        are not mapped yet (a copy costs less there than a new mapping: mapped_log)."""
+        found = self._locate(start_offset, end)
+        if found is None:
+            return None
+        position, buffer, at, size = found
+        if contiguous and _base_offset(buffer, at) > start_offset:
+            raise self.corruption(position, f"its batch starts past offset {start_offset}")
+        if max_bytes <= size or position + size >= end:
+            return memoryview(buffer)[at : at + size], position
+        data = memoryview(self.log.pread(min(max_bytes, end - position), position))
+        if len(data) < size:  # the file is shorter than the log's end: cut under us
+            raise self.corruption(position + len(data), "the file ends in a batch")
+        return self._whole_batches(data, size, contiguous), position
+
+    @staticmethod
+    def _whole_batches(data: memoryview, size: int, contiguous: bool) -> memoryview:
+        """The whole batches at the start of `data`, whose first batch is `size` bytes."""
         infos, stop, _ = scan.scan_batches(data, verify_crc=False)
         if contiguous and len(infos) > 1:
             bad = first_offset_violation(infos, int(infos["base_offset"][0]))
@@ -461,7 +488,7 @@ class LogSegment:
                 stop = int(infos["position"][bad])
         # A bad header or a partial batch at `stop` is left out here; the next read starts
         # there and raises.
-        return data[: max(stop, size)], position
+        return data[: max(stop, size)]
 
     def find_offset_by_timestamp(
         self, timestamp: int, starting_offset: int
