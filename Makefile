@@ -35,10 +35,13 @@ dev: $(BIN)/python
 bench: install-test
 	$(BIN)/python -m pytest bench -q --benchmark-only
 
-# Regenerate bench/RESULTS.md (medians and ratios against the peers, measured in one run).
+# Regenerate bench/RESULTS*.md (medians and ratios against the peers, measured in one run):
+# codec, partition log, producer, consumer.
 bench-results: install-test
 	$(BIN)/python bench/write_results.py
 	$(BIN)/python bench/log_bench.py
+	$(BIN)/python bench/producer_bench.py
+	$(BIN)/python bench/consumer_bench.py
 
 clean:
 	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache
