@@ -139,9 +139,7 @@ def test_next_producer_id_is_tag_1_between_the_others() -> None:
     )
     data = encode_value(value)
     assert data is not None
-    assert data.endswith(
-        hexbytes("03  00 08 0000000000000007  01 08 0000000000000008  02 02 0002")
-    )
+    assert data.endswith(hexbytes("03  00 08 0000000000000007  01 08 0000000000000008  02 02 0002"))
     assert decode_value(data) == value
 
 
