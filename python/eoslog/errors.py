@@ -172,6 +172,34 @@ class InvalidTxnStateError(KafkaException):
     fatal = True
 
 
+class InvalidProducerIdMappingError(KafkaException):
+    """The transactional id is unknown to the coordinator, or maps to another producer id
+    (Kafka's InvalidPidMappingException). Abortable, not fatal: eoslog's coordinator can bump
+    epochs, so the client aborts and re-initialises (COORDINATOR.md §3.3, §7.3)."""
+
+    code = 49
+    error_name = "INVALID_PRODUCER_ID_MAPPING"
+    txn_requires_abort = True
+
+
+class InvalidTransactionTimeoutError(KafkaException, ValueError):
+    """InitProducerId with transaction.timeout.ms <= 0 or above the broker's maximum (Kafka's
+    InvalidTxnTimeoutException). The Java client treats it as fatal (COORDINATOR.md §3.2)."""
+
+    code = 50
+    error_name = "INVALID_TRANSACTION_TIMEOUT"
+    fatal = True
+
+
+class ConcurrentTransactionsError(KafkaException):
+    """The transactional id has a state change in flight, or its transaction is still
+    completing (Prepare*): the client backs off and retries (COORDINATOR.md §3.2, §3.6)."""
+
+    code = 51
+    error_name = "CONCURRENT_TRANSACTIONS"
+    retriable = True
+
+
 class TransactionCoordinatorFencedError(KafkaException):
     """A transaction marker from an older coordinator epoch (a zombie coordinator)."""
 
@@ -262,6 +290,21 @@ class CorruptSnapshotError(KafkaException, ValueError):
 
     code = -1
     error_name = "UNKNOWN_SERVER_ERROR"
+
+
+class CorruptTransactionLogError(KafkaException, ValueError):
+    """A `__transaction_state` key or value that cannot be read: truncated, trailing bytes, an
+    unknown value version, a bad length or an unknown state id (COORDINATOR.md §2.1). Kafka has
+    no wire code for it; its loader logs and stops, so this is UNKNOWN_SERVER_ERROR."""
+
+    code = -1
+    error_name = "UNKNOWN_SERVER_ERROR"
+
+
+class UnknownTransactionLogKeyVersionError(CorruptTransactionLogError):
+    """A `__transaction_state` key whose version this build does not know. Kafka's loader skips
+    such records ("a left over from an aborted upgrade"), so a loader may catch this one alone
+    and go on; every other CorruptTransactionLogError stops the load."""
 
 
 class RecordBatchTooLargeError(KafkaException, ValueError):

@@ -30,3 +30,10 @@ column_bytes_max: Final = (1 << 31) - 1
 batch_records_max: Final = (1 << 31) - 1
 # Sequence numbers live in [0, 2**31 - 1] and wrap (DefaultRecordBatch.incrementSequence).
 sequence_max: Final = (1 << 31) - 1
+# Producer epochs are int16 (Short.MAX_VALUE). Kafka hands out at most producer_epoch_max - 1
+# and keeps the top value free, so that the coordinator can always fence a producer with one
+# more bump (TransactionMetadata.isEpochExhausted, COORDINATOR.md §3.2).
+producer_epoch_max: Final = (1 << 15) - 1
+# The largest transaction.timeout.ms a producer may ask for: Kafka's broker default for
+# transaction.max.timeout.ms, 15 minutes (COORDINATOR.md §4).
+txn_timeout_ms_max: Final = 900_000

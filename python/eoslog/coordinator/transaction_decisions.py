@@ -1,0 +1,291 @@
+"""What the coordinator does with InitProducerId, AddPartitionsToTxn and a TV2 EndTxn, decided
+on one transactional id's metadata (COORDINATOR.md §3.2, §3.3, §3.6, §9.3).
+
+Each `decide_*` function either raises the Kafka error the client gets, changing nothing, or
+prepares one transition on the metadata and returns a Decision: the target to append to
+`__transaction_state` (then complete_transition, or abandon_transition if the append fails),
+and the answer to send once it is durable. A Decision with nothing to persist is answered at
+once.
+
+Thread safety: call under the transactional id's lock, like every TransactionMetadata method.
+`new_producer_id` is called at most once, before anything is prepared, so its failure (for
+example ProducerIdsExhaustedError) also changes nothing.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final
+
+from eoslog import limits
+from eoslog.coordinator.transaction_log import NO_PRODUCER_ID
+from eoslog.coordinator.transaction_metadata import TransactionMetadata
+from eoslog.coordinator.transaction_state import (
+    TRANSACTION_VERSION_EPOCH_BUMP,
+    IllegalTransitionError,
+    TopicPartition,
+    TransactionState,
+    TransitionTarget,
+    is_epoch_exhausted,
+)
+from eoslog.errors import (
+    ConcurrentTransactionsError,
+    InvalidProducerIdMappingError,
+    InvalidTransactionTimeoutError,
+    InvalidTxnStateError,
+    KafkaException,
+    ProducerFencedError,
+)
+
+S = TransactionState
+NewProducerId = Callable[[], int]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What to persist (None: nothing) and what to answer once it is durable: a producer id
+    and epoch, or `answer_error` (the fence of an Ongoing transaction answers
+    CONCURRENT_TRANSACTIONS even when its abort is written, §3.2 step 7)."""
+
+    persist: TransitionTarget | None
+    producer_id: int
+    producer_epoch: int
+    answer_error: type[KafkaException] | None = None
+
+
+def check_transaction_timeout(
+    txn_timeout_ms: int, txn_timeout_ms_max: int = limits.txn_timeout_ms_max
+) -> None:
+    """InvalidTransactionTimeoutError unless 0 < timeout <= the maximum (§3.2 step 5)."""
+    if not 0 < txn_timeout_ms <= txn_timeout_ms_max:
+        raise InvalidTransactionTimeoutError(
+            f"transaction timeout {txn_timeout_ms} ms is not in (0, {txn_timeout_ms_max}]"
+        )
+
+
+def _check_not_pending(meta: TransactionMetadata) -> None:
+    if meta.pending is not None:
+        raise ConcurrentTransactionsError(
+            f"{meta.transactional_id}: {meta.pending.state.kafka_name} is being written"
+        )
+
+
+def _check_live_state(meta: TransactionMetadata) -> None:
+    # Dead and PrepareEpochFence exist only as pending states (§1.1).
+    if meta.state in (S.DEAD, S.PREPARE_EPOCH_FENCE):
+        raise IllegalTransitionError(f"{meta.transactional_id} is {meta.state.kafka_name}")
+
+
+# --- InitProducerId (§3.2) ---------------------------------------------------------------------
+
+
+def decide_init_producer_id(
+    meta: TransactionMetadata,
+    *,
+    txn_timeout_ms: int,
+    expected: tuple[int, int] | None,
+    now_ms: int,
+    new_producer_id: NewProducerId,
+) -> Decision:
+    """InitProducerId for an existing (or just created, epoch -1) transactional id, step 7.
+
+    `expected` is the request's (producer id, epoch), or None when both are -1. Raises
+    ConcurrentTransactionsError while a transition is pending or a transaction completes,
+    ProducerFencedError for a stale producer. The timeout is checked by the caller first."""
+    _check_not_pending(meta)
+    _check_live_state(meta)
+    if expected is not None and not _known_producer(meta, *expected):
+        raise ProducerFencedError(
+            f"{meta.transactional_id}: producer {expected[0]} is not {meta.producer_id}"
+        )
+    if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+        raise ConcurrentTransactionsError(f"{meta.transactional_id}: transaction completing")
+    if meta.state is S.ONGOING:
+        return fence_ongoing_transaction(meta, now_ms=now_ms, new_producer_id=new_producer_id)
+    expected_epoch = None if expected is None else expected[1]
+    if is_epoch_exhausted(meta.producer_epoch) and expected_epoch in (None, meta.producer_epoch):
+        target = meta.prepare_producer_id_rotation(
+            new_producer_id(), txn_timeout_ms, now_ms, record_last_epoch=expected is not None
+        )
+    else:
+        target = meta.prepare_epoch_bump(txn_timeout_ms, expected_epoch, now_ms)
+    return Decision(target, target.producer_id, target.producer_epoch)
+
+
+def _known_producer(meta: TransactionMetadata, producer_id: int, epoch: int) -> bool:
+    """KIP-360: a request naming a producer is accepted if the metadata was just created,
+    names the current producer, or names the previous one at an exhausted epoch (a retry
+    after rotation). The epoch itself is checked by prepare_epoch_bump."""
+    return (
+        meta.producer_epoch == -1
+        or producer_id == meta.producer_id
+        or (producer_id == meta.previous_producer_id and is_epoch_exhausted(epoch))
+    )
+
+
+def fence_ongoing_transaction(
+    meta: TransactionMetadata, *, now_ms: int, new_producer_id: NewProducerId
+) -> Decision:
+    """Fence the producer of an Ongoing transaction and abort it: PrepareEpochFence, replaced
+    at once by PrepareAbort at epoch + 1 (one bump; a new producer id waits in
+    next_producer_id if that bump exhausts the epoch). Used by InitProducerId and by the
+    timeout reaper (§4.1). The fenced epoch is never handed out: InitProducerId answers
+    CONCURRENT_TRANSACTIONS, and the client's retry bumps again once the abort completes."""
+    if meta.state is not S.ONGOING:
+        raise IllegalTransitionError(f"{meta.transactional_id}: fencing {meta.state.kafka_name}")
+    _check_not_pending(meta)
+    next_producer_id = (
+        new_producer_id() if is_epoch_exhausted(meta.producer_epoch) else NO_PRODUCER_ID
+    )
+    meta.prepare_epoch_fence()
+    try:
+        target = meta.prepare_fence_abort(next_producer_id, now_ms)
+    except BaseException:
+        meta.abandon_transition()
+        raise
+    return Decision(target, target.producer_id, target.producer_epoch, ConcurrentTransactionsError)
+
+
+# --- AddPartitionsToTxn (§3.3) -----------------------------------------------------------------
+
+
+def decide_add_partitions(
+    meta: TransactionMetadata,
+    *,
+    producer_id: int,
+    producer_epoch: int,
+    partitions: Iterable[TopicPartition],
+    now_ms: int,
+    client_transaction_version: int,
+) -> Decision:
+    """AddPartitionsToTxn (or a TV2 implicit add): Ongoing with the partitions added, or no
+    write when every partition is already in an Ongoing transaction."""
+    _check_live_state(meta)
+    if producer_id != meta.producer_id:
+        raise InvalidProducerIdMappingError(f"{meta.transactional_id}: producer {producer_id}")
+    if producer_epoch != meta.producer_epoch:
+        raise ProducerFencedError(f"{meta.transactional_id}: epoch {producer_epoch}")
+    _check_not_pending(meta)
+    if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+        raise ConcurrentTransactionsError(f"{meta.transactional_id}: transaction completing")
+    added = frozenset(partitions)
+    if meta.state is S.ONGOING and added <= meta.partitions:
+        return Decision(None, meta.producer_id, meta.producer_epoch)
+    target = meta.prepare_add_partitions(added, now_ms, client_transaction_version)
+    return Decision(target, target.producer_id, target.producer_epoch)
+
+
+# --- EndTxn under transactions V2 (§3.6) -------------------------------------------------------
+
+
+class EpochKind(enum.Enum):
+    """How an EndTxn's epoch relates to the stored one under TV2."""
+
+    CURRENT = "current"  # the stored epoch: this transaction (or, at rest, the next)
+    RETRY = "retry"  # stored = request + 1, or the overflow twin: a retry of an end that won
+    OTHER = "other"  # anything else: a stale or unknown producer
+
+
+class EndOutcome(enum.Enum):
+    BUMP = "EB"  # write Prepare* at epoch + 1
+    NONE = "NONE"  # a retry of an end that completed: answer the stored id and epoch
+    FENCED = "PF"
+    INVALID_STATE = "ITS"
+    CONCURRENT = "CONCURRENT_TRANSACTIONS"  # the end being retried is still completing
+
+
+_E, _N, _PF, _ITS, _CT = (
+    EndOutcome.BUMP,
+    EndOutcome.NONE,
+    EndOutcome.FENCED,
+    EndOutcome.INVALID_STATE,
+    EndOutcome.CONCURRENT,
+)
+_CUR, _RETRY, _OTHER = EpochKind.CURRENT, EpochKind.RETRY, EpochKind.OTHER
+
+# (state, commit?, epoch kind) -> outcome: Kafka's TV2 EndTxn (TransactionCoordinator
+# endTransaction, as tabulated in COORDINATOR.md §3.6), with its epoch validity folded in:
+# Ongoing and Empty need the current epoch, Prepare* a retry, Complete* either.
+END_TXN_TV2: Final[Mapping[tuple[TransactionState, bool, EpochKind], EndOutcome]] = (
+    MappingProxyType(
+        {
+            (S.ONGOING, False, _CUR): _E,
+            (S.ONGOING, True, _CUR): _E,
+            (S.EMPTY, False, _CUR): _E,  # the empty abort
+            (S.EMPTY, True, _CUR): _ITS,
+            (S.PREPARE_COMMIT, True, _RETRY): _CT,
+            (S.PREPARE_COMMIT, False, _RETRY): _ITS,
+            (S.PREPARE_ABORT, False, _RETRY): _CT,
+            (S.PREPARE_ABORT, True, _RETRY): _ITS,
+            (S.COMPLETE_ABORT, False, _RETRY): _N,
+            (S.COMPLETE_ABORT, False, _CUR): _E,
+            (S.COMPLETE_ABORT, True, _RETRY): _ITS,
+            (S.COMPLETE_ABORT, True, _CUR): _ITS,
+            (S.COMPLETE_COMMIT, True, _RETRY): _N,
+            (S.COMPLETE_COMMIT, True, _CUR): _ITS,
+            (S.COMPLETE_COMMIT, False, _RETRY): _ITS,
+            (S.COMPLETE_COMMIT, False, _CUR): _E,
+        }
+    )
+)
+# Every (state, result, kind) the table leaves out is a fenced producer.
+
+
+def end_txn_outcome(state: TransactionState, commit: bool, kind: EpochKind) -> EndOutcome:
+    return END_TXN_TV2.get((state, commit, kind), EndOutcome.FENCED)
+
+
+def epoch_kind(meta: TransactionMetadata, producer_id: int, producer_epoch: int) -> EpochKind:
+    """Classify a TV2 EndTxn's (producer id, epoch) against the metadata (§3.6)."""
+    retry_on_overflow = (
+        producer_id == meta.previous_producer_id
+        and producer_epoch == limits.producer_epoch_max - 1
+        and meta.producer_epoch == 0
+    )
+    if producer_id == meta.producer_id and producer_epoch == meta.producer_epoch:
+        return EpochKind.CURRENT
+    if retry_on_overflow or (
+        producer_id == meta.producer_id and meta.producer_epoch == producer_epoch + 1
+    ):
+        return EpochKind.RETRY
+    return EpochKind.OTHER
+
+
+def decide_end_txn(
+    meta: TransactionMetadata,
+    *,
+    producer_id: int,
+    producer_epoch: int,
+    commit: bool,
+    now_ms: int,
+    new_producer_id: NewProducerId,
+) -> Decision:
+    """A TV2 EndTxn (v5+). Checks, in Kafka's order: the producer id
+    (InvalidProducerIdMappingError, unless this is a retry across an overflow), a pending
+    transition (ConcurrentTransactionsError; before the epoch, KAFKA-18464), then the
+    END_TXN_TV2 row. A bump prepares Prepare* at epoch + 1 (and a next producer id if the
+    epoch is exhausted); the answer is what the client uses next."""
+    _check_live_state(meta)
+    kind = epoch_kind(meta, producer_id, producer_epoch)
+    if producer_id != meta.producer_id and kind is not EpochKind.RETRY:
+        raise InvalidProducerIdMappingError(f"{meta.transactional_id}: producer {producer_id}")
+    _check_not_pending(meta)
+    outcome = end_txn_outcome(meta.state, commit, kind)
+    where = f"{meta.transactional_id}: {'commit' if commit else 'abort'} in {meta.state.name}"
+    if outcome is EndOutcome.FENCED:
+        raise ProducerFencedError(f"{where} at epoch {producer_epoch}")
+    if outcome is EndOutcome.INVALID_STATE:
+        raise InvalidTxnStateError(where)
+    if outcome is EndOutcome.CONCURRENT:
+        raise ConcurrentTransactionsError(f"{where}: still completing")
+    if outcome is EndOutcome.NONE:
+        return Decision(None, meta.producer_id, meta.producer_epoch)
+    next_producer_id = (
+        new_producer_id() if is_epoch_exhausted(meta.producer_epoch) else NO_PRODUCER_ID
+    )
+    state = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
+    target = meta.prepare_end(state, TRANSACTION_VERSION_EPOCH_BUMP, next_producer_id, now_ms)
+    return Decision(target, *target.answer())

@@ -1,0 +1,338 @@
+"""The `__transaction_state` records: key and value bytes (COORDINATOR.md §2.1).
+
+Kafka writes both with its generated-message encoding, prefixed by an int16 version
+(MessageUtil.toVersionPrefixedBytes), from TransactionLogKey.json and TransactionLogValue.json
+in transaction-coordinator/src/main/resources/common/message/:
+
+* key, version 0 (not flexible): TransactionalId as an int16 length and UTF-8 bytes;
+* value, version 0 (not flexible): strings with int16 lengths, arrays with int32 counts
+  (-1 = null), no tagged fields;
+* value, version 1 (the first flexible version): strings and arrays as an unsigned varint of
+  length + 1 (0 = null), and a tagged-field section closing every struct: the top level and
+  each TransactionPartitions element. A tagged field is written only when it differs from its
+  default, in ascending tag order, as varint tag, varint size, then the value.
+
+The layout is written down once, as the field tables below, and both the encoder and the
+decoder walk them (STYLE.md rule 1). Encoding writes value version 1 (eoslog always runs with
+transaction.version 2, which implies the flexible record); decoding reads versions 0 and 1.
+
+Every function here is pure and thread-safe. Bad bytes raise CorruptTransactionLogError (a
+ValueError); bad arguments to an encoder raise ValueError. Both change nothing.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Final
+
+from eoslog.errors import CorruptTransactionLogError, UnknownTransactionLogKeyVersionError
+from eoslog.record.pyprimitives import VARINT_BYTES_MAX
+
+TRANSACTION_STATE_TOPIC: Final = "__transaction_state"
+# transaction.state.log.num.partitions (TransactionLogConfig); fixed once a log exists.
+TRANSACTION_STATE_PARTITIONS_DEFAULT: Final = 50
+
+KEY_VERSION: Final = 0
+VALUE_VERSION_NOT_FLEXIBLE: Final = 0
+VALUE_VERSION_FLEXIBLE: Final = 1
+VALUE_VERSION_WRITTEN: Final = VALUE_VERSION_FLEXIBLE
+
+NO_PRODUCER_ID: Final = -1
+NO_PRODUCER_EPOCH: Final = -1
+
+_INT8: Final = struct.Struct(">b")
+_INT16: Final = struct.Struct(">h")
+_INT32: Final = struct.Struct(">i")
+_INT64: Final = struct.Struct(">q")
+_STRING_BYTES_MAX: Final = (1 << 15) - 1  # Kafka strings carry an int16 length
+
+
+@dataclass(frozen=True, slots=True)
+class TopicPartitions:
+    """One TransactionPartitions element (PartitionsSchema): a topic and its partition ids."""
+
+    topic: str
+    partition_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionLogValue:
+    """One `__transaction_state` value, field for field as TransactionLogValue.json names it.
+
+    `transaction_status` is the TransactionState id byte (COORDINATOR.md §1.1); this module
+    does not interpret it. `transaction_partitions` is None for an Empty transaction."""
+
+    producer_id: int
+    producer_epoch: int
+    transaction_timeout_ms: int
+    transaction_status: int
+    transaction_partitions: tuple[TopicPartitions, ...] | None
+    transaction_last_update_timestamp_ms: int
+    transaction_start_timestamp_ms: int
+    previous_producer_id: int = NO_PRODUCER_ID
+    next_producer_id: int = NO_PRODUCER_ID
+    client_transaction_version: int = 0
+
+
+# The value's fields in wire order, after the version: (attribute, fixed-size type), with
+# None standing for the TransactionPartitions array. Shared by encoder and decoder.
+_VALUE_FIELDS: Final[tuple[tuple[str, struct.Struct | None], ...]] = (
+    ("producer_id", _INT64),
+    ("producer_epoch", _INT16),
+    ("transaction_timeout_ms", _INT32),
+    ("transaction_status", _INT8),
+    ("transaction_partitions", None),
+    ("transaction_last_update_timestamp_ms", _INT64),
+    ("transaction_start_timestamp_ms", _INT64),
+)
+# The value's tagged fields (version 1+): (tag, attribute, type, default), ascending by tag.
+_VALUE_TAGGED_FIELDS: Final[tuple[tuple[int, str, struct.Struct, int], ...]] = (
+    (0, "previous_producer_id", _INT64, NO_PRODUCER_ID),
+    (1, "next_producer_id", _INT64, NO_PRODUCER_ID),
+    (2, "client_transaction_version", _INT16, 0),
+)
+
+
+# --- encoding -------------------------------------------------------------------------------
+
+
+def _pack(kind: struct.Struct, value: int, name: str) -> bytes:
+    try:
+        return kind.pack(value)
+    except struct.error:
+        raise ValueError(f"{name} = {value} does not fit a {kind.size}-byte integer") from None
+
+
+def _uvarint(value: int) -> bytes:
+    """Kafka's unsigned varint (ByteUtils.writeUnsignedVarint): 7 bits a byte, low first."""
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _string(text: str, flexible: bool) -> bytes:
+    data = text.encode("utf-8")
+    if len(data) > _STRING_BYTES_MAX:
+        raise ValueError(f"string of {len(data)} UTF-8 bytes is longer than {_STRING_BYTES_MAX}")
+    return (_uvarint(len(data) + 1) if flexible else _INT16.pack(len(data))) + data
+
+
+def _array_count(count: int | None, flexible: bool) -> bytes:
+    if flexible:
+        return _uvarint(0 if count is None else count + 1)
+    return _INT32.pack(-1 if count is None else count)
+
+
+def _partitions(value: tuple[TopicPartitions, ...] | None, flexible: bool) -> bytes:
+    out = bytearray(_array_count(None if value is None else len(value), flexible))
+    for element in value or ():
+        out += _string(element.topic, flexible)
+        out += _array_count(len(element.partition_ids), flexible)
+        for partition in element.partition_ids:
+            out += _pack(_INT32, partition, "partition id")
+        if flexible:
+            out += _uvarint(0)  # the element's own tagged fields: none
+    return bytes(out)
+
+
+def _tagged_section(value: TransactionLogValue) -> bytes:
+    fields = [
+        _uvarint(tag) + _uvarint(kind.size) + _pack(kind, getattr(value, name), name)
+        for tag, name, kind, default in _VALUE_TAGGED_FIELDS
+        if getattr(value, name) != default
+    ]
+    return _uvarint(len(fields)) + b"".join(fields)
+
+
+def encode_key(transactional_id: str) -> bytes:
+    """The record key for `transactional_id`: version 0, then the id. ValueError if its
+    UTF-8 form is longer than 32767 bytes."""
+    return _INT16.pack(KEY_VERSION) + _string(transactional_id, flexible=False)
+
+
+def encode_value(
+    value: TransactionLogValue | None, version: int = VALUE_VERSION_WRITTEN
+) -> bytes | None:
+    """The record value; None (a tombstone) for None. Version 0 cannot carry the tagged
+    fields, so a non-default one raises ValueError there, as Kafka's generated writer does."""
+    if value is None:
+        return None
+    if version not in (VALUE_VERSION_NOT_FLEXIBLE, VALUE_VERSION_FLEXIBLE):
+        raise ValueError(f"transaction log value version {version} is not 0 or 1")
+    flexible = version >= VALUE_VERSION_FLEXIBLE
+    out = bytearray(_INT16.pack(version))
+    for name, kind in _VALUE_FIELDS:
+        if kind is None:
+            out += _partitions(value.transaction_partitions, flexible)
+        else:
+            out += _pack(kind, getattr(value, name), name)
+    if flexible:
+        out += _tagged_section(value)
+    else:
+        for _, name, _, default in _VALUE_TAGGED_FIELDS:
+            if getattr(value, name) != default:
+                raise ValueError(f"value version 0 cannot carry a non-default {name}")
+    return bytes(out)
+
+
+# --- decoding -------------------------------------------------------------------------------
+
+
+class _Reader:
+    """A cursor over one key or value; every read checks the bytes are there."""
+
+    __slots__ = ("_data", "_position", "_what")
+
+    def __init__(self, data: bytes, what: str) -> None:
+        self._data = bytes(data)
+        self._position = 0
+        self._what = what
+
+    def corrupt(self, problem: str) -> CorruptTransactionLogError:
+        return CorruptTransactionLogError(
+            f"transaction log {self._what}: {problem} (at byte {self._position})"
+        )
+
+    def take(self, size: int) -> bytes:
+        end = self._position + size
+        if size < 0 or end > len(self._data):
+            raise self.corrupt(f"truncated: {size} more bytes needed")
+        chunk = self._data[self._position : end]
+        self._position = end
+        return chunk
+
+    def fixed(self, kind: struct.Struct) -> int:
+        value: int = kind.unpack(self.take(kind.size))[0]
+        return value
+
+    def uvarint(self) -> int:
+        value = 0
+        for index in range(VARINT_BYTES_MAX):
+            byte = self.take(1)[0]
+            value |= (byte & 0x7F) << (7 * index)
+            if not byte & 0x80:
+                return value
+        raise self.corrupt("malformed unsigned varint")
+
+    def array_count(self, flexible: bool) -> int | None:
+        count = self.uvarint() - 1 if flexible else self.fixed(_INT32)
+        if count < -1:
+            raise self.corrupt(f"negative array length {count}")
+        # Every element takes at least one byte, so a count past the bytes left is a lie.
+        if count > len(self._data) - self._position:
+            raise self.corrupt(f"array of {count} elements is longer than the bytes left")
+        return None if count == -1 else count
+
+    def string(self, flexible: bool) -> str:
+        length = self.uvarint() - 1 if flexible else self.fixed(_INT16)
+        if length < 0:
+            raise self.corrupt("null or negative length for a non-nullable string")
+        try:
+            return self.take(length).decode("utf-8")
+        except UnicodeDecodeError:
+            raise self.corrupt("string is not UTF-8") from None
+
+    def skip_tagged_fields(self) -> None:
+        """A tagged-field section none of whose tags this version knows (a struct's own)."""
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            self.take(self.uvarint())
+
+    def finish(self) -> None:
+        if self._position != len(self._data):
+            raise self.corrupt(f"{len(self._data) - self._position} trailing bytes")
+
+
+def _read_partitions(reader: _Reader, flexible: bool) -> tuple[TopicPartitions, ...] | None:
+    count = reader.array_count(flexible)
+    if count is None:
+        return None
+    elements = []
+    for _ in range(count):
+        topic = reader.string(flexible)
+        ids_count = reader.array_count(flexible)
+        if ids_count is None:
+            raise reader.corrupt("null PartitionIds array")
+        ids = tuple(reader.fixed(_INT32) for _ in range(ids_count))
+        if flexible:
+            reader.skip_tagged_fields()
+        elements.append(TopicPartitions(topic, ids))
+    return tuple(elements)
+
+
+def _read_tagged_fields(reader: _Reader) -> dict[str, int]:
+    """The top-level tagged fields. Unknown tags are skipped, as Kafka keeps them unread
+    (KIP-915: new fields are added as tags); tags must ascend (KIP-482)."""
+    known = {tag: (name, kind) for tag, name, kind, _ in _VALUE_TAGGED_FIELDS}
+    found: dict[str, int] = {}
+    last_tag = -1
+    for _ in range(reader.uvarint()):
+        tag, size = reader.uvarint(), reader.uvarint()
+        if tag <= last_tag:
+            raise reader.corrupt(f"tagged field {tag} after tag {last_tag}")
+        last_tag = tag
+        if tag not in known:
+            reader.take(size)
+            continue
+        name, kind = known[tag]
+        if size != kind.size:
+            raise reader.corrupt(f"tagged field {tag} has size {size}, not {kind.size}")
+        found[name] = reader.fixed(kind)
+    return found
+
+
+def decode_key(data: bytes) -> str:
+    """The transactional id in a record key. UnknownTransactionLogKeyVersionError for a key
+    version other than 0 (Kafka's loader skips those); CorruptTransactionLogError otherwise."""
+    reader = _Reader(data, "key")
+    version = reader.fixed(_INT16)
+    if version != KEY_VERSION:
+        raise UnknownTransactionLogKeyVersionError(f"transaction log key version {version}")
+    transactional_id = reader.string(flexible=False)
+    reader.finish()
+    return transactional_id
+
+
+def decode_value(data: bytes | None) -> TransactionLogValue | None:
+    """The value in a record, or None for a tombstone (a null value)."""
+    if data is None:
+        return None
+    reader = _Reader(data, "value")
+    version = reader.fixed(_INT16)
+    if version not in (VALUE_VERSION_NOT_FLEXIBLE, VALUE_VERSION_FLEXIBLE):
+        raise reader.corrupt(f"unknown value version {version}")
+    flexible = version >= VALUE_VERSION_FLEXIBLE
+    fields: dict[str, object] = {}
+    for name, kind in _VALUE_FIELDS:
+        fields[name] = _read_partitions(reader, flexible) if kind is None else reader.fixed(kind)
+    if flexible:
+        fields.update(_read_tagged_fields(reader))
+    reader.finish()
+    return TransactionLogValue(**fields)  # type: ignore[arg-type]
+
+
+# --- placement ------------------------------------------------------------------------------
+
+
+def java_string_hash(text: str) -> int:
+    """Java's String.hashCode: h = 31*h + c over UTF-16 code units, as a signed 32-bit int."""
+    data = text.encode("utf-16-be", "surrogatepass")
+    value = 0
+    for index in range(0, len(data), 2):
+        value = (31 * value + ((data[index] << 8) | data[index + 1])) & 0xFFFFFFFF
+    return value - (1 << 32) if value & 0x80000000 else value
+
+
+def partition_for(
+    transactional_id: str, partitions: int = TRANSACTION_STATE_PARTITIONS_DEFAULT
+) -> int:
+    """The `__transaction_state` partition Kafka places `transactional_id` in:
+    Utils.abs(hashCode) % partitions, where Utils.abs maps Integer.MIN_VALUE to 0."""
+    if partitions <= 0:
+        raise ValueError(f"partition count {partitions} is not positive")
+    value = java_string_hash(transactional_id)
+    return 0 if value == -(1 << 31) else abs(value) % partitions

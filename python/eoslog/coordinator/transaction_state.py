@@ -1,0 +1,226 @@
+"""The transaction coordinator's states and the rules for moving between them (COORDINATOR.md §1).
+
+`TransactionState` carries Kafka's state ids (the byte in `__transaction_state`);
+`LEGAL_TRANSITIONS` is the table of allowed moves, as data (STYLE.md rule 10);
+`TransitionTarget` is an immutable description of a transition (Kafka's TxnTransitMetadata);
+`completion_problem` holds the invariants a transition must keep when it is applied (§1.2
+step 3). TransactionMetadata (transaction_metadata.py) uses all four.
+
+Everything here is immutable and thread-safe. A move the table or the invariants forbid is our
+bug (STYLE.md rule 3), raised as IllegalTransitionError and never sent to a client.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Final
+
+from eoslog import limits
+from eoslog.coordinator.transaction_log import NO_PRODUCER_ID
+
+TopicPartition = tuple[str, int]
+
+# The client transaction version (TransactionVersion feature level) from which every
+# transaction end bumps the epoch (KIP-890 part 2, COORDINATOR.md §9.3).
+TRANSACTION_VERSION_EPOCH_BUMP: Final = 2
+NO_TIMESTAMP: Final = -1
+
+
+class IllegalTransitionError(RuntimeError):
+    """A transition the table or the invariants forbid: a coordinator bug (Kafka's
+    IllegalStateException), never a client error."""
+
+
+class TransactionState(enum.IntEnum):
+    """Kafka's states, valued by the id byte stored in `__transaction_state` (§1.1)."""
+
+    EMPTY = 0
+    ONGOING = 1
+    PREPARE_COMMIT = 2
+    PREPARE_ABORT = 3
+    COMPLETE_COMMIT = 4
+    COMPLETE_ABORT = 5
+    DEAD = 6
+    PREPARE_EPOCH_FENCE = 7
+
+    @property
+    def kafka_name(self) -> str:
+        """The name DescribeTransactions reports: "Empty", "PrepareCommit", ..."""
+        return "".join(word.capitalize() for word in self.name.split("_"))
+
+    @property
+    def expiration_allowed(self) -> bool:
+        """Whether an idle transactional id in this state may expire (§4.3)."""
+        return self in EXPIRATION_ALLOWED
+
+
+S = TransactionState
+EXPIRATION_ALLOWED: Final = frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT})
+
+# (current state, target state) -> the lowest client transaction version that may make the
+# move (§1.1). The rows marked TV2 are the "empty abort" of KIP-890, which Kafka's
+# TransactionState.PREPARE_ABORT lists unconditionally but only a TV2 EndTxn ever takes.
+LEGAL_TRANSITIONS: Final[Mapping[tuple[TransactionState, TransactionState], int]] = (
+    MappingProxyType(
+        {
+            (S.EMPTY, S.EMPTY): 0,
+            (S.COMPLETE_COMMIT, S.EMPTY): 0,
+            (S.COMPLETE_ABORT, S.EMPTY): 0,
+            (S.ONGOING, S.ONGOING): 0,
+            (S.EMPTY, S.ONGOING): 0,
+            (S.COMPLETE_COMMIT, S.ONGOING): 0,
+            (S.COMPLETE_ABORT, S.ONGOING): 0,
+            (S.ONGOING, S.PREPARE_COMMIT): 0,
+            (S.ONGOING, S.PREPARE_ABORT): 0,
+            (S.PREPARE_EPOCH_FENCE, S.PREPARE_ABORT): 0,
+            (S.EMPTY, S.PREPARE_ABORT): TRANSACTION_VERSION_EPOCH_BUMP,
+            (S.COMPLETE_COMMIT, S.PREPARE_ABORT): TRANSACTION_VERSION_EPOCH_BUMP,
+            (S.COMPLETE_ABORT, S.PREPARE_ABORT): TRANSACTION_VERSION_EPOCH_BUMP,
+            (S.PREPARE_COMMIT, S.COMPLETE_COMMIT): 0,
+            (S.PREPARE_ABORT, S.COMPLETE_ABORT): 0,
+            (S.EMPTY, S.DEAD): 0,
+            (S.COMPLETE_COMMIT, S.DEAD): 0,
+            (S.COMPLETE_ABORT, S.DEAD): 0,
+            (S.ONGOING, S.PREPARE_EPOCH_FENCE): 0,
+        }
+    )
+)
+
+
+def transition_allowed(
+    current: TransactionState, target: TransactionState, client_transaction_version: int
+) -> bool:
+    """Whether the table allows current -> target for a client at this version."""
+    minimum = LEGAL_TRANSITIONS.get((current, target))
+    return minimum is not None and client_transaction_version >= minimum
+
+
+def is_epoch_exhausted(epoch: int) -> bool:
+    """Kafka stops handing out epochs at Short.MAX_VALUE - 1 (§3.2)."""
+    return epoch >= limits.producer_epoch_max - 1
+
+
+@dataclass(frozen=True, slots=True)
+class TransitionTarget:
+    """Everything a transition sets: what is persisted, plus `last_producer_epoch` (which
+    the log does not carry) and the state. Immutable (Kafka's TxnTransitMetadata)."""
+
+    state: TransactionState
+    producer_id: int
+    previous_producer_id: int
+    next_producer_id: int
+    producer_epoch: int
+    last_producer_epoch: int
+    txn_timeout_ms: int
+    partitions: frozenset[TopicPartition]
+    txn_start_timestamp_ms: int
+    txn_last_update_timestamp_ms: int
+    client_transaction_version: int
+
+    def answer(self) -> tuple[int, int]:
+        """The (producer id, epoch) a client uses after this transition completes: under
+        TV2 an overflowing end moves to next_producer_id with epoch 0 (§3.6)."""
+        if self.next_producer_id != NO_PRODUCER_ID:
+            return self.next_producer_id, 0
+        return self.producer_id, self.producer_epoch
+
+
+# --- completion invariants (§1.2 step 3) ------------------------------------------------------
+
+
+def completion_problem(current: TransitionTarget, target: TransitionTarget) -> str:
+    """What is wrong with applying `target` to metadata whose present values are `current`,
+    or "" if nothing is (§1.2 step 3)."""
+    checks = _COMPLETION_CHECKS.get(target.state)
+    if checks is None:
+        return "Dead and PrepareEpochFence are never completed"
+    for check, problem in checks:
+        if not check(current, target):
+            return problem
+    return ""
+
+
+def _same_producer(current: TransitionTarget, target: TransitionTarget) -> bool:
+    return target.producer_id == current.producer_id
+
+
+def _epoch_bumped_or_kept(current: TransitionTarget, target: TransitionTarget) -> bool:
+    new_id_at_zero = target.producer_epoch == 0 and target.producer_id != current.producer_id
+    kept_or_bumped = target.producer_epoch in (current.producer_epoch, current.producer_epoch + 1)
+    return new_id_at_zero or (kept_or_bumped and _same_producer(current, target))
+
+
+def _prepare_epoch_ok(current: TransitionTarget, target: TransitionTarget) -> bool:
+    if target.client_transaction_version >= TRANSACTION_VERSION_EPOCH_BUMP:
+        # TV2 bumps at every end: the previous epoch moves to last_producer_epoch.
+        return (
+            target.last_producer_epoch == current.producer_epoch
+            and target.producer_epoch == current.producer_epoch + 1
+        )
+    return target.producer_epoch == current.producer_epoch
+
+
+def _prepare_start_ok(current: TransitionTarget, target: TransitionTarget) -> bool:
+    # A TV2 empty abort (from Empty or Complete*) has no start yet and takes the update time.
+    empty_abort = current.state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT)
+    same = target.txn_start_timestamp_ms == current.txn_start_timestamp_ms
+    return same or (empty_abort and target.txn_start_timestamp_ms != NO_TIMESTAMP)
+
+
+def _complete_epoch_ok(current: TransitionTarget, target: TransitionTarget) -> bool:
+    if target.producer_id != current.producer_id:
+        # A TV2 overflow: the Prepare record's next_producer_id takes over at epoch 0.
+        return (
+            target.client_transaction_version >= TRANSACTION_VERSION_EPOCH_BUMP
+            and target.producer_id == current.next_producer_id
+            and target.producer_epoch == 0
+            and target.previous_producer_id == current.producer_id
+        )
+    return target.producer_epoch == current.producer_epoch
+
+
+def _same_timeout(current: TransitionTarget, target: TransitionTarget) -> bool:
+    return target.txn_timeout_ms == current.txn_timeout_ms
+
+
+_CompletionCheck = tuple[Callable[[TransitionTarget, TransitionTarget], bool], str]
+
+_PREPARE_CHECKS: Final[tuple[_CompletionCheck, ...]] = (
+    (_same_producer, "the producer id must not change"),
+    (_prepare_epoch_ok, "the epoch must be kept (TV0/1) or bumped by one (TV2)"),
+    (lambda c, t: t.partitions == c.partitions, "the partitions must not change"),
+    (_same_timeout, "the timeout must not change"),
+    (_prepare_start_ok, "the start time must not change"),
+)
+_COMPLETE_CHECKS: Final[tuple[_CompletionCheck, ...]] = (
+    (_complete_epoch_ok, "the producer must be kept, or rotated to next_producer_id at 0"),
+    (_same_timeout, "the timeout must not change"),
+    (lambda c, t: t.txn_start_timestamp_ms != NO_TIMESTAMP, "a completion needs a start time"),
+    (lambda c, t: not t.partitions, "a completed transaction has no partitions"),
+)
+# Target state -> (check, what it means when it fails), in order. Dead and PrepareEpochFence
+# have no row: completing either is always a bug.
+_COMPLETION_CHECKS: Final[Mapping[TransactionState, tuple[_CompletionCheck, ...]]] = (
+    MappingProxyType(
+        {
+            S.EMPTY: (
+                (_epoch_bumped_or_kept, "the epoch must stay, rise by one, or be 0 for a new id"),
+                (lambda c, t: not t.partitions, "an Empty transaction has no partitions"),
+                (lambda c, t: t.txn_start_timestamp_ms == NO_TIMESTAMP, "Empty has no start"),
+            ),
+            S.ONGOING: (
+                (_same_producer, "the producer id must not change"),
+                (lambda c, t: t.producer_epoch == c.producer_epoch, "the epoch must not change"),
+                (lambda c, t: c.partitions <= t.partitions, "partitions may only be added"),
+                (_same_timeout, "the timeout must not change"),
+            ),
+            S.PREPARE_COMMIT: _PREPARE_CHECKS,
+            S.PREPARE_ABORT: _PREPARE_CHECKS,
+            S.COMPLETE_COMMIT: _COMPLETE_CHECKS,
+            S.COMPLETE_ABORT: _COMPLETE_CHECKS,
+        }
+    )
+)
