@@ -184,12 +184,21 @@ cdef class ProducerStateTable:
     """The producer entries of one partition and the offset their state covers."""
 
     cdef dict _entries
+    # The open transactions: first offset -> producer id (Kafka's ongoingTxns). A single node
+    # is its own ISR, so a completed transaction is below the high watermark at once and
+    # needs no "unreplicated" set (FORMAT.md §7).
+    cdef dict _ongoing
     # State covers every offset below this one (Kafka's mapEndOffset).
     cdef public int64_t map_end_offset
 
     def __cinit__(self, int64_t map_end_offset=0):
         self._entries = {}
+        self._ongoing = {}
         self.map_end_offset = map_end_offset
+
+    def first_unstable_offset(self):
+        """The first offset of the oldest open transaction, or None (FORMAT.md §7)."""
+        return min(self._ongoing) if self._ongoing else None
 
     def __len__(self):
         return len(self._entries)
@@ -203,11 +212,7 @@ cdef class ProducerStateTable:
 
     def open_transactions(self):
         """{first offset: producer id} of every open transaction."""
-        return {
-            entry.current_txn_first_offset: entry.producer_id
-            for entry in self._entries.values()
-            if (<ProducerEntry>entry).current_txn_first_offset != NO_OFFSET
-        }
+        return dict(self._ongoing)
 
     cdef ProducerEntry _entry_or_new(self, int64_t producer_id):
         entry = self._entries.get(producer_id)
@@ -298,6 +303,7 @@ cdef class ProducerStateTable:
         entry.last_timestamp = max_timestamp
         if transactional and entry.current_txn_first_offset == NO_OFFSET:
             entry.current_txn_first_offset = first_offset
+            self._ongoing[first_offset] = producer_id
         self.map_end_offset = last_offset + 1
 
     def check_marker(self, int64_t producer_id, int16_t epoch, int32_t coordinator_epoch):
@@ -336,6 +342,7 @@ cdef class ProducerStateTable:
         if entry.current_txn_first_offset != NO_OFFSET:
             first = entry.current_txn_first_offset
             entry.current_txn_first_offset = NO_OFFSET
+            self._ongoing.pop(first, None)
         self.map_end_offset = marker_offset + 1
         return first
 
@@ -357,6 +364,7 @@ cdef class ProducerStateTable:
 
     def clear(self, int64_t map_end_offset):
         self._entries.clear()
+        self._ongoing.clear()
         self.map_end_offset = map_end_offset
 
     # --- snapshots (FORMAT.md §8.3) --------------------------------------------------------
@@ -433,4 +441,9 @@ cdef class ProducerStateTable:
             entries[entry.producer_id] = entry
             p += _ENTRY_BYTES
         self._entries = entries
+        self._ongoing = {
+            (<ProducerEntry>entry).current_txn_first_offset: producer_id
+            for producer_id, entry in entries.items()
+            if (<ProducerEntry>entry).current_txn_first_offset != NO_OFFSET
+        }
         self.map_end_offset = snapshot_offset

@@ -1,10 +1,10 @@
 """The Consumer without groups (API.md "Consumer"; FORMAT.md §6.4, §7; DESIGN.md "Fetch").
 
-Logs are built with PartitionLog.append_batch and codec.BatchBuilder. The partition log
-refuses control batches from clients (they come from the transaction coordinator, a later
-issue), so `append_marker` writes one the way the log writes a stamped batch, through its
-private `_append_stamped`. The log reports no aborted transactions yet either, so
-`report_aborted` makes its read() return them as FORMAT.md §6.3 collects them.
+Logs are built with PartitionLog.append_batch and codec.BatchBuilder; markers with
+PartitionLog.append_marker, as the transaction coordinator writes them (transactions v2: each
+marker bumps the producer epoch, and the producer's next batch starts at sequence 0, which
+`append` follows from the log's producer state). `report_aborted` pins the aborted
+transactions a read() reports, for tests about the consumer's filtering alone.
 """
 
 from __future__ import annotations
@@ -35,11 +35,14 @@ Record = tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]] | None
 
 @pytest.fixture
 def broker(tmp_path: os.PathLike[str]) -> Iterator[eoslog.Broker]:
+    # The records' time (TS) is the broker's too: markers are stamped with the broker clock,
+    # and a real clock years past TS would roll a segment (segment.ms) at every marker.
     opened = eoslog.open(
         os.path.join(tmp_path, "data"),
         durability="none",
         config={"log.index.size.max.bytes": 4096},
         background=False,
+        clock_ms=lambda: TS,
     )
     yield opened
     opened.close()
@@ -61,12 +64,18 @@ def append(
     base_sequence: int = -1,
 ) -> int:
     """Append one batch of (key, value, headers); returns its base offset."""
+    epoch, sequence = -1, -1
+    if producer_id >= 0:
+        # The producer's current epoch and next sequence, as its client would send them.
+        entry = log.producer_state.entry(producer_id)
+        epoch = entry.epoch if entry is not None and entry.epoch >= 0 else 0
+        sequence = entry.last_sequence + 1 if entry is not None and entry.batch_metadata else 0
     builder = codec.BatchBuilder(
         compression=compression,
         is_transactional=transactional,
         producer_id=producer_id,
-        producer_epoch=0 if producer_id >= 0 else -1,
-        base_sequence=base_sequence if producer_id >= 0 else -1,
+        producer_epoch=epoch,
+        base_sequence=sequence,
     )
     for i, (key, value, headers) in enumerate(records):
         assert builder.append(TS + i, key, value, headers)
@@ -78,22 +87,11 @@ def values(first: int, count: int) -> list[Record]:
 
 
 def append_marker(log: PartitionLog, control_type: int, producer_id: int) -> int:
-    """Write a COMMIT (1) or ABORT (0) marker batch at the log end, as the coordinator will;
-    returns its offset. Test-only: goes through the log's private stamped-append step."""
-    batch = bytearray(
-        codec.build_control_batch(
-            control_type,
-            producer_id=producer_id,
-            producer_epoch=0,
-            coordinator_epoch=0,
-            timestamp=TS,
-        )
-    )
-    with log._lock:
-        offset = log.log_end_offset
-        codec.stamp_batch(batch, base_offset=offset, partition_leader_epoch=0)
-        log._append_stamped((bytes(batch),), offset, TS)
-    return offset
+    """Write a COMMIT (1) or ABORT (0) marker at the log end as the coordinator does, with
+    the producer's next epoch; returns its offset."""
+    entry = log.producer_state.entry(producer_id)
+    epoch = entry.epoch + 1 if entry is not None and entry.epoch >= 0 else 0
+    return log.append_marker(producer_id, epoch, 0, control_type == layout.CONTROL_COMMIT)
 
 
 def report_aborted(
@@ -199,11 +197,11 @@ def test_control_batches_never_surface(broker: eoslog.Broker, log: PartitionLog)
     append(log, values(0, 2), producer_id=7, transactional=True, base_sequence=0)
     commit = append_marker(log, layout.CONTROL_COMMIT, 7)
     append(log, values(2, 2), producer_id=7, transactional=True, base_sequence=2)
-    abort = append_marker(log, layout.CONTROL_ABORT, 8)
+    abort = append_marker(log, layout.CONTROL_COMMIT, 7)
     for isolation in ("read_committed", "read_uncommitted"):
         found = drain(consumer(broker, isolation_level=isolation))
         assert offsets(found) == [0, 1, 3, 4], isolation
-        assert commit == 2 and abort == 5
+        assert commit == 2 and abort == 5  # both markers are skipped
 
 
 def test_position_moves_past_trailing_control_batches(

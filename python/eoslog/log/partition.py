@@ -19,9 +19,11 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
-from eoslog._ext.producer_state import APPEND_DUPLICATE, ProducerStateTable
+from eoslog._ext import scan
+from eoslog._ext.producer_state import APPEND_DUPLICATE, NO_OFFSET, ProducerStateTable
 from eoslog.errors import (
     CorruptRecordError,
+    InvalidProducerEpochError,
     KafkaStorageError,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
@@ -29,7 +31,7 @@ from eoslog.errors import (
 from eoslog.fs import FileSystem
 from eoslog.log import recovery
 from eoslog.log.config import LogConfig
-from eoslog.log.producer_state import ProducerStateManager
+from eoslog.log.producer_state import ProducerStateManager, aborted_txn
 from eoslog.log.segment import LogSegment
 from eoslog.log.sync import GroupSync
 from eoslog.log.timestamps import check_client_timestamps
@@ -61,6 +63,47 @@ class FetchResult(NamedTuple):
     high_watermark: int
     last_stable_offset: int
     log_start_offset: int
+
+
+def _below(records: memoryview, bound: int) -> memoryview:
+    """The whole batches of `records` that begin below offset `bound` (the LSO of a
+    read_committed fetch: nothing of an open transaction is returned, FORMAT.md §7)."""
+    infos, _, _ = scan.scan_batches(records, verify_crc=False)
+    keep = infos[infos["base_offset"] < bound]
+    if len(keep) == 0:
+        return records[:0]
+    return records[: int(keep["position"][-1]) + int(keep["size"][-1])]
+
+
+def _aborted_in(
+    segments: list[LogSegment],
+    number: int,
+    fetch_offset: int,
+    position: int,
+    fetch_size: int,
+    log_end_offset: int,
+) -> list[tuple[int, int]]:
+    """The aborted transactions a read_committed fetch must be told about (FORMAT.md §6.3):
+    those overlapping [fetch_offset, upper bound) from the segment it was served from on,
+    where the upper bound is the offset of the first index entry past the fetched bytes,
+    else the next segment's base, else the log end."""
+    segment = segments[number]
+    upper = segment.offset_index.fetch_upper_bound_offset(position, fetch_size)
+    if upper is not None:
+        upper_bound = upper[0]
+    elif number + 1 < len(segments):
+        upper_bound = segments[number + 1].base_offset
+    else:
+        upper_bound = log_end_offset
+    found: list[tuple[int, int]] = []
+    for later in segments[number:]:
+        if later.txn_index.is_empty:
+            continue
+        entries, complete = later.txn_index.collect_aborted(fetch_offset, upper_bound)
+        found.extend((entry.producer_id, entry.first_offset) for entry in entries)
+        if complete:
+            break
+    return found
 
 
 class PartitionLog:
@@ -110,7 +153,11 @@ class PartitionLog:
         self._producers = ProducerStateManager(fs, directory, producer_expiration_ms)
         self._producers.remove_stray_snapshots(self._bases)
         self._producers.rebuild(
-            self._segments, self._log_start_offset, self._log_end_offset, clock_ms()
+            self._segments,
+            self._log_start_offset,
+            self._log_end_offset,
+            clock_ms(),
+            txn_index_from=loaded.rescanned_from,
         )
         self._closed = False
 
@@ -131,9 +178,13 @@ class PartitionLog:
 
     @property
     def last_stable_offset(self) -> int:
-        """No transactions are open before the transaction coordinator exists, so the LSO is
-        the high watermark."""
-        return self.high_watermark
+        """The first offset of the oldest open transaction, else the high watermark (FORMAT.md
+        §7; a single node is its own ISR, so a decided transaction is stable at once). Never
+        below the log start offset."""
+        first_unstable = self._producers.table.first_unstable_offset()
+        if first_unstable is None:
+            return self.high_watermark
+        return min(max(first_unstable, self._log_start_offset), self.high_watermark)
 
     @property
     def recovery_point(self) -> int:
@@ -203,6 +254,58 @@ class PartitionLog:
             if self._durability == "always":
                 self._group_sync.sync_through(last_offset + 1)
             return AppendInfo(base_offset, last_offset, append_time, False)
+
+    def append_marker(
+        self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool
+    ) -> int:
+        """Write a COMMIT or ABORT marker ending the producer's transaction here, as the
+        transaction coordinator does (FORMAT.md §3; §8.2 item 7, COORDINATOR origin). Returns
+        the marker's offset. An ABORT that ends a transaction with data adds its .txnindex
+        entry (§6.2). Under transactions v2 a marker must carry a newer epoch than the
+        transaction's data; the same epoch is accepted only when no transaction is open (a
+        marker sent again after a crash; Kafka's KAFKA-19999). InvalidProducerEpochError or
+        TransactionCoordinatorFencedError, writing nothing, for a stale marker. Thread-safe;
+        durable before it returns under durability "always" and "commit"."""
+        with self._storage(writing=True):
+            with self._lock:
+                self._check_writable()
+                producers = self._producers.table
+                producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
+                entry = producers.entry(producer_id)
+                if (
+                    entry is not None
+                    and entry.epoch == producer_epoch
+                    and entry.current_txn_first_offset != NO_OFFSET
+                ):
+                    raise InvalidProducerEpochError(
+                        f"producer {producer_id}: a marker for its open transaction must carry "
+                        f"an epoch above {producer_epoch}"
+                    )
+                offset = self._log_end_offset
+                now = self._clock_ms()
+                append_time = now if self.config.log_append_time else -1
+                marker = codec.build_control_batch(
+                    1 if commit else 0,
+                    producer_id=producer_id,
+                    producer_epoch=producer_epoch,
+                    coordinator_epoch=coordinator_epoch,
+                    timestamp=now,
+                )
+                view = memoryview(marker)
+                self._append_stamped(self._stamped(view, offset, append_time), offset, now)
+                first = producers.apply_marker(
+                    producer_id, producer_epoch, coordinator_epoch, now, offset
+                )
+                if first is not None and not commit:
+                    try:
+                        self._segments[-1].txn_index.append(
+                            aborted_txn(producers, producer_id, first, offset)
+                        )
+                    except OSError as error:
+                        self._fail(error)
+            if self._durability != "none":
+                self._group_sync.sync_through(offset + 1)
+            return offset
 
     def _duplicate(self, first_offset: int, last_offset: int, timestamp: int) -> AppendInfo:
         """The answer to a retried batch: its original offsets. Under durability="always" the
@@ -369,26 +472,34 @@ class PartitionLog:
 
     def _read(self, offset: int, max_bytes: int, isolation_level: str) -> FetchResult:
         # The log end first: segments and sizes are published before the log end moves past
-        # them, so everything below `end` lies in the segments captured after it.
-        start, end = self._log_start_offset, self._log_end_offset
+        # them, so everything below `end` lies in the segments captured after it. The LSO is
+        # read before the log end too: it never passes the end read after it.
+        start = self._log_start_offset
+        committed = isolation_level == "read_committed"
+        stable = self.last_stable_offset
+        end = self._log_end_offset
         segments, bases = self._segments, self._bases
-        bound = end  # high watermark and LSO are both the log end here
-        aborted: list[tuple[int, int]] | None = [] if isolation_level == "read_committed" else None
+        bound = min(stable, end) if committed else end
+        aborted: list[tuple[int, int]] | None = [] if committed else None
         if not start <= offset <= end:
             raise OffsetOutOfRangeError(
                 f"offset {offset} is outside [{start}, {end}] of {self.topic}-{self.partition}"
             )
         if offset < bound:
             index = max(bisect.bisect_right(bases, offset) - 1, 0)
-            for segment in segments[index:]:
+            for number, segment in enumerate(segments[index:], start=index):
                 found = segment.read(offset, max_bytes, segment.size, contiguous=True)
                 if found is not None:
-                    return FetchResult(found[0], aborted, end, end, start)
+                    # Batches at or past the LSO are cut only when a transaction is open.
+                    records = found[0] if bound >= end else _below(found[0], bound)
+                    if aborted is not None:
+                        aborted = _aborted_in(segments, number, offset, found[1], len(records), end)
+                    return FetchResult(records, aborted, end, stable, start)
                 if segment.size > 0:
                     # The log is contiguous: the segment whose range holds `offset` must hold
                     # a batch with it. None means its batches skip the offset.
                     raise segment.corruption(0, f"no batch holds offset {offset}")
-        return FetchResult(memoryview(b""), aborted, end, end, start)
+        return FetchResult(memoryview(b""), aborted, end, stable, start)
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """The first record with timestamp >= timestamp_ms: (offset, timestamp), or None."""

@@ -23,9 +23,28 @@ from eoslog._ext.producer_state import ProducerStateTable
 from eoslog.errors import CorruptSnapshotError
 from eoslog.fs import FileSystem
 from eoslog.log.segment import SNAPSHOT_SUFFIX, LogSegment, file_name, offset_from_file_name
+from eoslog.log.txn_index import AbortedTxn, TransactionIndex
 from eoslog.record import codec, layout
 
 _CONTROL_VALUE = struct.Struct(">hi")  # version int16, coordinator epoch int32 (FORMAT.md §3)
+_CONTROL_KEY = struct.Struct(">hh")  # version int16, type int16: ABORT 0, COMMIT 1
+CONTROL_ABORT = layout.CONTROL_ABORT
+
+
+def _marker_type(key: bytes) -> int:
+    marker_type: int = _CONTROL_KEY.unpack_from(key)[1]
+    return marker_type
+
+
+def aborted_txn(
+    table: ProducerStateTable, producer_id: int, first_offset: int, marker_offset: int
+) -> AbortedTxn:
+    """The .txnindex entry of a transaction an ABORT marker at marker_offset just ended
+    (FORMAT.md §6.1): its last stable offset is the first offset of the oldest transaction
+    still open, or the marker's offset + 1."""
+    first_unstable = table.first_unstable_offset()
+    stable = marker_offset + 1 if first_unstable is None else first_unstable
+    return AbortedTxn(producer_id, first_offset, marker_offset, stable)
 
 
 class ProducerStateManager:
@@ -87,12 +106,18 @@ class ProducerStateManager:
             if offset not in bases:
                 self.delete_snapshot(offset)
 
-    def load_newest_snapshot(self, log_start_offset: int, log_end_offset: int) -> int:
-        """Load the newest valid snapshot at or below the log end into the table (corrupt
-        ones are deleted, then the next older is tried); with none, start empty at the log
-        start. Returns the offset replay must start from (the table's map end offset)."""
+    def load_newest_snapshot(
+        self, log_start_offset: int, log_end_offset: int, at_most: int | None = None
+    ) -> int:
+        """Load the newest valid snapshot at or below the log end (and at_most, if given)
+        into the table (corrupt ones are deleted, then the next older is tried); with none,
+        start empty at the log start. Returns the offset replay must start from (the
+        table's map end offset)."""
         self.delete_snapshots_outside(log_start_offset, log_end_offset)
+        bound = log_end_offset if at_most is None else min(at_most, log_end_offset)
         for offset in reversed(self.snapshot_offsets()):
+            if offset > bound:
+                continue
             handle = self.fs.open(self._path(offset), read_only=True)
             try:
                 data = handle.pread(handle.size(), 0)
@@ -110,12 +135,19 @@ class ProducerStateManager:
     # --- replay ----------------------------------------------------------------------------
 
     def rebuild(
-        self, segments: list[LogSegment], log_start_offset: int, log_end_offset: int, now_ms: int
+        self,
+        segments: list[LogSegment],
+        log_start_offset: int,
+        log_end_offset: int,
+        now_ms: int,
+        txn_index_from: int | None = None,
     ) -> None:
         """Bring the table to the log end (FORMAT.md §8.4): the newest valid snapshot, then
         the batches after it, replayed; expired producers dropped; a snapshot at the end
-        when anything was replayed."""
-        start = self.load_newest_snapshot(log_start_offset, log_end_offset)
+        when anything was replayed. txn_index_from: the base of the first segment whose
+        transaction index recovery reset; the replay then starts at or below it and writes
+        the ABORT entries of those segments again (Kafka's recoverSegment does the same)."""
+        start = self.load_newest_snapshot(log_start_offset, log_end_offset, txn_index_from)
         self.remove_expired(now_ms)
         if start >= log_end_offset:
             return  # the snapshot is at the log end (a clean close wrote it), or the log is empty
@@ -130,15 +162,19 @@ class ProducerStateManager:
                 int(row["base_offset"]): segment.read_bytes(int(row["position"]), int(row["size"]))
                 for row in controls
             }
-            self.replay(rows, batches)
+            rebuilding = txn_index_from is not None and segment.base_offset >= txn_index_from
+            self.replay(rows, batches, segment.txn_index if rebuilding else None)
         self.table.map_end_offset = log_end_offset
         self.take_snapshot()
 
-    def replay(self, rows: np.ndarray, batches: dict[int, bytes]) -> None:
+    def replay(
+        self, rows: np.ndarray, batches: dict[int, bytes], txn_index: TransactionIndex | None
+    ) -> None:
         """Apply batches already in the log to the table without checks (FORMAT.md §8.4,
         REPLICATION origin). rows: scan.BATCH_INFO rows in log order; batches: the bytes of
-        each control batch, by its base offset (a marker's coordinator epoch is in its
-        record)."""
+        each control batch, by its base offset (a marker's coordinator epoch and type are in
+        its record); txn_index: where to write the entries of ABORT markers that end a
+        transaction (a segment whose index recovery reset), or None."""
         table = self.table
         for row in rows:
             producer_id = int(row["producer_id"])
@@ -154,13 +190,16 @@ class ProducerStateManager:
                     table.map_end_offset = last_offset + 1
                     continue  # an empty control batch changes no producer (testAppendEmpty…)
                 _, coordinator_epoch = _CONTROL_VALUE.unpack_from(record.value)
-                table.apply_marker(
+                first = table.apply_marker(
                     producer_id,
                     int(row["producer_epoch"]),
                     coordinator_epoch,
                     record.timestamp,
                     last_offset,
                 )
+                aborted = record.key is not None and _marker_type(record.key) == CONTROL_ABORT
+                if txn_index is not None and first is not None and aborted:
+                    txn_index.append(aborted_txn(table, producer_id, first, last_offset))
                 continue
             table.apply_append(
                 producer_id,

@@ -52,6 +52,9 @@ class LoadedLog:
     log_start_offset: int
     recovery_point: int
     report: RecoveryReport
+    # The base offset of the first segment rescanned (its transaction index was reset and
+    # must be rebuilt by a producer-state replay from at most there), or None.
+    rescanned_from: int | None = None
 
 
 def load(
@@ -76,6 +79,7 @@ def load(
         if file_name(base, suffix) not in names
     }
     segments = [LogSegment(fs, directory, base, config, created_ms=now_ms) for base in bases]
+    rescanned_from: int | None = None
     # Rescan each segment at most once: those whose index files fail their sanity check, and
     # after an unclean stop every segment from the one holding the recovery point on.
     for segment in segments:
@@ -92,6 +96,8 @@ def load(
             report.indexes_rebuilt.append(segment.path(INDEX_SUFFIX))
             needs_rescan = True
         if needs_rescan:
+            if rescanned_from is None:
+                rescanned_from = segment.base_offset
             cut = _recover_segment(segment, segments, report, recovery_point)
             if cut:
                 # Everything after a cut is gone: later segments hold only writes that were
@@ -120,7 +126,11 @@ def load(
     active.offset_index.resize(config.segment_index_bytes)
     active.time_index.resize(config.segment_index_bytes)
     recovered_to = log_end_offset if clean_shutdown else min(recovery_point, log_end_offset)
-    return LoadedLog(segments, log_end_offset, log_start_offset, recovered_to, report)
+    if rescanned_from is not None and rescanned_from > log_end_offset:
+        rescanned_from = None  # the rescanned segments were all cut away
+    return LoadedLog(
+        segments, log_end_offset, log_start_offset, recovered_to, report, rescanned_from
+    )
 
 
 def _next_base(segments: list[LogSegment], segment: LogSegment) -> int:
