@@ -460,8 +460,8 @@ def test_retries_after_a_reopen_are_never_written_twice(
             == {
                 "clean close": [8],  # the close snapshot holds the newest batch only
                 # No recovery-point checkpoint was written before the crash: recovery rescans
-            # every segment, and the producer-state replay starts at the first of them.
-            "crash": [4, 5, 6, 7, 8],
+                # every segment, and the producer-state replay starts at the first of them.
+                "crash": [4, 5, 6, 7, 8],
                 "crash without snapshots": [4, 5, 6, 7, 8],  # a full replay
             }[stop]
         )

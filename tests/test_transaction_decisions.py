@@ -267,7 +267,8 @@ SPEC = {
     (S.PREPARE_ABORT, "abort"): {"retry": "CT", "current": "PF", "other": "PF"},
     (S.PREPARE_ABORT, "commit"): {"retry": "ITS", "current": "PF", "other": "PF"},
     (S.COMPLETE_ABORT, "abort"): {"retry": "NONE", "current": "EB", "other": "PF"},
-    (S.COMPLETE_ABORT, "commit"): {"retry": "ITS", "current": "ITS", "other": "PF"},
+    # retry: PF, not the table's ITS (KAFKA-20785; see END_TXN_TV2)
+    (S.COMPLETE_ABORT, "commit"): {"retry": "PF", "current": "ITS", "other": "PF"},
     (S.COMPLETE_COMMIT, "commit"): {"retry": "NONE", "current": "ITS", "other": "PF"},
     (S.COMPLETE_COMMIT, "abort"): {"retry": "ITS", "current": "EB", "other": "PF"},
 }

@@ -24,9 +24,11 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from eoslog.coordinator.producer_ids import ProducerIdManager
+from eoslog.coordinator.transaction_coordinator import TransactionCoordinator
 from eoslog.errors import (
     InvalidConfigError,
     InvalidTopicError,
+    KafkaException,
     KafkaStorageError,
     LogDirLockedError,
     TopicAlreadyExistsError,
@@ -114,6 +116,7 @@ class Broker:
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._topics: dict[str, TopicMetadata] = {}
         self._next_producer_id_block = 0
+        self._coordinator_epoch = 0
         self._closed = False
         try:
             _make_directories(self.fs, self.path)
@@ -124,15 +127,16 @@ class Broker:
             raise KafkaStorageError(f"cannot open log directory {self.path}: {error}") from error
         try:
             self._load()
+            self._producer_ids = ProducerIdManager(
+                self._next_producer_id_block, self._persist_producer_id_block
+            )
+            self.transactions = self._open_transaction_coordinator()
         except OSError as error:
             self._release_after_failed_open()
             raise KafkaStorageError(f"loading {self.path} failed: {error}") from error
         except BaseException:
             self._release_after_failed_open()
             raise
-        self._producer_ids = ProducerIdManager(
-            self._next_producer_id_block, self._persist_producer_id_block
-        )
         self._stop = threading.Event()
         self._maintenance: threading.Thread | None = None
         if background:
@@ -142,6 +146,26 @@ class Broker:
             self._maintenance.start()
 
     # --- loading ---------------------------------------------------------------------------
+
+    def _open_transaction_coordinator(self) -> TransactionCoordinator:
+        """A coordinator epoch one above the last process's, persisted before any marker can
+        carry it (COORDINATOR.md §2.3: each start is a new coordinator), then the state of
+        `__transaction_state` loaded and unfinished ends finished."""
+        self._coordinator_epoch += 1
+        self._write_meta()
+        partitions = self._topics[TRANSACTION_STATE_TOPIC].num_partitions
+        coordinator = TransactionCoordinator(
+            state_logs=[self.log(TRANSACTION_STATE_TOPIC, p) for p in range(partitions)],
+            log_of=self.log,
+            producer_ids=self._producer_ids,
+            coordinator_epoch=self._coordinator_epoch,
+            clock_ms=self.clock_ms,
+            durability=self.durability,
+            txn_timeout_ms_max=self.settings["transaction.max.timeout.ms"],
+            transactional_id_expiration_ms=self.settings["transactional.id.expiration.ms"],
+        )
+        coordinator.load()
+        return coordinator
 
     def _load(self) -> None:
         clean = checkpoints.take_clean_shutdown(self.fs, self.path)
@@ -237,6 +261,7 @@ class Broker:
             raise KafkaStorageError(f"{path} fails its CRC-32C check")
         body = json.loads(payload)
         self._next_producer_id_block = int(body.get("next_producer_id_block", 0))
+        self._coordinator_epoch = int(body.get("coordinator_epoch", 0))
         return {
             name: TopicMetadata(name, int(entry["partitions"]), dict(entry["config"]))
             for name, entry in body["topics"].items()
@@ -251,6 +276,8 @@ class Broker:
             # COORDINATOR.md §5: the first producer id of the next block; ids below it may
             # have been handed out and are never reused.
             "next_producer_id_block": self._next_producer_id_block,
+            # The transaction coordinator's epoch, one higher at every open (§2.3).
+            "coordinator_epoch": self._coordinator_epoch,
         }
         payload = json.dumps(body, sort_keys=True).encode()
         header = _META_HEADER.pack(_META_MAGIC, _META_VERSION, primitives.crc32c(payload))
@@ -402,6 +429,7 @@ class Broker:
             log.delete_retained_segments()
             log.rebuild_suspect_indexes()
             log.remove_expired_producers()
+        self.run_transaction_maintenance()
         try:
             self._write_checkpoints(logs)
         except OSError as error:
@@ -412,13 +440,37 @@ class Broker:
                 log.fail_stop(failure)
             raise failure from error
 
+    def run_transaction_maintenance(self) -> None:
+        """Abort transactions past their timeout and expire idle transactional ids
+        (COORDINATOR.md §4). The maintenance thread calls it every
+        transaction.abort.timed.out.transaction.cleanup.interval.ms."""
+        self._check_open()
+        self.transactions.abort_timed_out_transactions()
+        self.transactions.expire_transactional_ids()
+
     def _maintenance_loop(self) -> None:
-        interval_s = self.settings["log.retention.check.interval.ms"] / 1000
-        while not self._stop.wait(interval_s):
+        """Two schedules on one thread: the log pass every log.retention.check.interval.ms,
+        the transaction pass every transaction.abort.timed.out.transaction.cleanup.interval.ms
+        (both measured on the broker's clock, so tests can drive them)."""
+        log_interval_ms = self.settings["log.retention.check.interval.ms"]
+        txn_interval_ms = self.settings[
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms"
+        ]
+        tick_s = min(log_interval_ms, txn_interval_ms, 1000) / 1000
+        last_log = last_txn = self.clock_ms()
+        while not self._stop.wait(tick_s):
+            now = self.clock_ms()
             try:
-                self.run_maintenance()
+                if now - last_log >= log_interval_ms:
+                    last_log = last_txn = now
+                    self.run_maintenance()
+                elif now - last_txn >= txn_interval_ms:
+                    last_txn = now
+                    self.run_transaction_maintenance()
             except KafkaStorageError:
                 return  # fail-stop: the failure is reported to the next writer
+            except KafkaException:
+                continue  # a transaction being changed meanwhile: the next pass retries
 
     def _write_recovery_points(self) -> None:
         """Write the recovery-point checkpoint from every log's value now. The values are read

@@ -172,6 +172,15 @@ class InvalidTxnStateError(KafkaException):
     fatal = True
 
 
+class InvalidRequestError(KafkaException, ValueError):
+    """A request that cannot be valid (Kafka's INVALID_REQUEST), e.g. an empty
+    transactional id."""
+
+    code = 42
+    error_name = "INVALID_REQUEST"
+    fatal = True
+
+
 class InvalidProducerIdMappingError(KafkaException):
     """The transactional id is unknown to the coordinator, or maps to another producer id
     (Kafka's InvalidPidMappingException). Abortable, not fatal: eoslog's coordinator can bump

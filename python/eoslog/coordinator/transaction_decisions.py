@@ -222,7 +222,10 @@ END_TXN_TV2: Final[Mapping[tuple[TransactionState, bool, EpochKind], EndOutcome]
             (S.PREPARE_ABORT, True, _RETRY): _ITS,
             (S.COMPLETE_ABORT, False, _RETRY): _N,
             (S.COMPLETE_ABORT, False, _CUR): _E,
-            (S.COMPLETE_ABORT, True, _RETRY): _ITS,
+            # A commit retried from the epoch before an abort it did not ask for (a timeout
+            # or a fence): the producer was fenced. Kafka answers PRODUCER_FENCED here since
+            # KAFKA-20785 (COORDINATOR.md's table, from before it, says INVALID_TXN_STATE).
+            (S.COMPLETE_ABORT, True, _RETRY): _PF,
             (S.COMPLETE_ABORT, True, _CUR): _ITS,
             (S.COMPLETE_COMMIT, True, _RETRY): _N,
             (S.COMPLETE_COMMIT, True, _CUR): _ITS,

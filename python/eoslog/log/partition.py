@@ -399,6 +399,12 @@ class PartitionLog:
 
         # --- durability ------------------------------------------------------------------------
 
+    def flush_through(self, offset: int) -> None:
+        """Return once everything below `offset` is durable (group commit): what a writer
+        that needs only its own appends durable waits for."""
+        with self._storage(writing=True):
+            self._group_sync.sync_through(offset)
+
     def flush(self) -> None:
         """Return once everything appended so far is durable (group commit)."""
         with self._storage(writing=True):
