@@ -470,3 +470,26 @@ def build_control_batch(int control_type, *, int64_t producer_id, int16_t produc
 
 include "columns.pxi"
 include "builder.pxi"
+
+
+# --- the builder's C entry point for eoslog._ext.accumulator --------------------------------
+# produce() appends one record per call; going through BatchBuilder.append (a Python method
+# call: attribute lookup, argument tuple, bool result) would cost about as much as the append
+# itself. The accumulator module instead calls this function through a capsule, as numpy and
+# datetime export their C APIs, so both modules keep one BatchBuilder type.
+
+from cpython.pycapsule cimport PyCapsule_New
+
+ctypedef int (*builder_append_fn)(object, int64_t, object, object) except -1
+
+
+cdef int _builder_append(object builder, int64_t timestamp, object key, object value) except -1:
+    """BatchBuilder.append without headers: 1 when added, 0 when the batch is full. TypeError
+    unless `builder` is exactly a BatchBuilder."""
+    if type(builder) is not BatchBuilder:
+        raise TypeError(f"expected a BatchBuilder, got {type(builder).__name__}")
+    return (<BatchBuilder>builder).add(timestamp, key, value, None)
+
+
+_BUILDER_APPEND = PyCapsule_New(<void *>_builder_append, "eoslog._ext.codec.builder_append",
+                                NULL)

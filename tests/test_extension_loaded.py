@@ -68,7 +68,9 @@ def test_eoslog_record_codec_is_the_extension_module_object() -> None:
     code = (
         "import eoslog.record, eoslog._ext.codec, eoslog._ext.primitives;"
         "assert eoslog.record.codec is eoslog._ext.codec;"
-        "assert eoslog.record.primitives is eoslog._ext.primitives"
+        "assert eoslog.record.primitives is eoslog._ext.primitives;"
+        "import eoslog._ext.accumulator;"
+        "assert eoslog.record.accumulator is eoslog._ext.accumulator"
     )
     _run(code, None)
 

@@ -2,7 +2,10 @@
 `broker.producer(config)`; config keys are in eoslog.client.producer_config.
 
 Data path. produce() appends the record to its partition's open batch (a native
-BatchBuilder). A batch closes when the next record does not fit in batch.size, when it holds
+BatchBuilder). With the extension built, the per-record work of the common case (arguments,
+partition choice, the append, the bookkeeping) runs in C (eoslog._ext.accumulator, bound as
+self.produce); it hands every other record to Producer.produce, the same logic in Python.
+A batch closes when the next record does not fit in batch.size, when it holds
 batch.num.messages records, when linger.ms has passed since it opened, or on flush()/close().
 A closed batch gets the producer id, epoch and the partition's next base sequence (as Kafka's
 RecordAccumulator stamps them when it drains a batch) and is appended to the partition log,
@@ -33,6 +36,7 @@ has passed, appends them, and stops in close(); it never runs callbacks.
 from __future__ import annotations
 
 import contextlib
+import functools
 import struct
 import threading
 import time
@@ -43,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 
 from eoslog import limits
+from eoslog.broker import wall_clock_ms
 from eoslog.client import partitioner
 from eoslog.client.columns_input import ColumnInput, RowsInput, SpansInput, column_input
 from eoslog.client.delivery import (
@@ -66,7 +71,7 @@ from eoslog.errors import (
     TransactionsNotAvailableError,
     UnknownTopicOrPartitionError,
 )
-from eoslog.record import codec, layout
+from eoslog.record import USING_EXTENSIONS, accumulator, codec, layout
 
 if TYPE_CHECKING:
     from eoslog.broker import Broker
@@ -83,6 +88,11 @@ _FATAL_ERRORS: Final = (
 )
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
+# The accumulator's classes: native (eoslog._ext.accumulator) or the pure twin.
+ProducerBatch = accumulator.ProducerBatch
+PartitionState = accumulator.PartitionState
+_REPORT_STRIDE: Final = accumulator.REPORT_STRIDE
+_NO_REPORT: Final = accumulator.NO_REPORT
 _TRANSACTIONS_LATER: Final = (
     "transactions arrive with eoslog's transaction coordinator (the next issue); this "
     "producer is idempotent only"
@@ -93,36 +103,6 @@ def next_sequence(sequence: int, records: int) -> int:
     """The sequence after `records` records from `sequence`, wrapping past 2**31 - 1 to 0
     (Kafka's DefaultRecordBatch.incrementSequence)."""
     return (sequence + records) & SEQUENCE_MASK
-
-
-class _Batch:
-    """A batch of one partition: open (builder filling), then closed (raw bytes), then done."""
-
-    __slots__ = ("base_sequence", "builder", "count", "opened_s", "raw", "reports", "results")
-
-    def __init__(self, builder: Any, opened_s: float) -> None:
-        self.builder: Any = builder
-        self.opened_s = opened_s
-        self.count = 0
-        self.raw: bytes | bytearray = b""
-        self.base_sequence = -1
-        # Per record (callback, key, value, headers, timestamp) or None; None if no record
-        # of the batch has a callback (the common case: no per-record tuple at all).
-        self.reports: list[tuple[DeliveryCallback, Any, Any, Any, int] | None] | None = None
-        # produce_batch() batches collect their outcome here instead of the report queue.
-        self.results: list[AppendInfo | KafkaException] | None = None
-
-
-class _PartitionState:
-    __slots__ = ("next_sequence", "open", "partition", "pending", "planned_sequence", "send_lock")
-
-    def __init__(self, partition: int) -> None:
-        self.partition = partition
-        self.open: _Batch | None = None
-        self.pending: deque[_Batch] = deque()  # closed, in sequence order, not yet done
-        self.send_lock = threading.Lock()
-        self.next_sequence = 0  # of the next batch to append (sender, under send_lock)
-        self.planned_sequence = 0  # of the next batch to close (under the producer lock)
 
 
 class Producer:
@@ -147,12 +127,11 @@ class Producer:
         self._sync_on_flush = broker.durability == "commit"
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)  # a batch opened or a report arrived
-        self._partitions: dict[tuple[str, int], _PartitionState] = {}
-        self._lingering: dict[tuple[str, int], _PartitionState] = {}  # open batches, oldest first
+        self._partitions: dict[tuple[str, int], PartitionState] = {}
+        self._lingering: dict[tuple[str, int], PartitionState] = {}  # open batches, oldest first
         self._partition_counts: dict[str, int] = {}
         self._sticky = partitioner.StickyPartitioner(seed)
-        self._reports: deque[tuple[str, _PartitionState, _Batch, Any]] = deque()
-        self._outstanding = 0  # produced and not yet reported to poll()/flush()
+        self._reports: deque[tuple[str, PartitionState, ProducerBatch, Any]] = deque()
         self._unsynced: set[tuple[str, int]] = set()
         self._fatal: KafkaException | None = None
         self._closed = False
@@ -161,9 +140,26 @@ class Producer:
         self._default_report = settings.on_delivery
         self._queue_messages_max = settings.queue_messages_max
         self._batch_records_max = settings.batch_records_max
-        self._unusable = False  # closed, or a fatal error: produce() then asks _check_usable
         self._linger_thread: threading.Thread | None = None
         self._producer_id, self._producer_epoch = -1, -1
+        # Holds the counters produce() shares with the rest (outstanding; unusable: closed
+        # or failed, so produce() asks _check_usable), under self._lock. With the extension
+        # built, self.produce is its native per-record path, which hands every case it does
+        # not take (a batch to open or close, headers, errors) to Producer.produce below.
+        self._accumulator = accumulator.RecordAccumulator(
+            self._lock,
+            self._sticky.current,
+            functools.partial(Producer.produce, self),
+            self._send,
+            None if broker.clock_ms is wall_clock_ms else broker.clock_ms,
+            settings.on_delivery,
+            outstanding_max=settings.queue_messages_max,
+            batch_records_max=settings.batch_records_max,
+            close_every_record=settings.linger_ms == 0,
+            transactional=self._transactional,
+        )
+        if USING_EXTENSIONS:
+            self.produce = self._accumulator.produce  # type: ignore[method-assign]
         if settings.idempotent and settings.transactional_id is None:
             # A transactional producer gets its id from init_transactions (next issue).
             self._producer_id, self._producer_epoch = broker.init_producer_id()
@@ -186,7 +182,11 @@ class Producer:
         timestamp 0 means now (CreateTime). str keys and values are sent as UTF-8. Raises
         BufferError when queue.buffering.max.messages are outstanding (call poll()),
         UnknownTopicOrPartitionError, RecordTooLargeError (nothing queued then), and the
-        producer's fatal error once it has one."""
+        producer's fatal error once it has one.
+
+        This is the Python path; with the extension built, producer.produce is the native
+        RecordAccumulator.produce, which takes the common case itself and calls this for the
+        rest, before it has changed anything."""
         # The hot path: settings are read from attributes set in __init__, and the common
         # cases (a null key sticking to its partition, an open batch with room) take no call.
         if self._transactional:
@@ -203,9 +203,9 @@ class Producer:
         if timestamp == 0:
             timestamp = self._clock_ms()
         with self._lock:
-            if self._unusable:
+            if self._accumulator.unusable:
                 self._check_usable()
-            if self._outstanding >= self._queue_messages_max:
+            if self._accumulator.outstanding >= self._queue_messages_max:
                 raise BufferError("Local: Queue full")
             if partition < 0:
                 sticky = self._sticky.current.get(topic) if key is None else None
@@ -221,12 +221,12 @@ class Producer:
                 self._append_first(topic, state, batch, timestamp, key, value, headers)
             if report is not None:
                 if batch.reports is None:
-                    batch.reports = [None] * batch.count
-                batch.reports.append((report, key, value, headers, timestamp))
+                    batch.reports = [None] * (_REPORT_STRIDE * batch.count)
+                batch.reports += (report, key, value, headers, timestamp)
             elif batch.reports is not None:
-                batch.reports.append(None)
+                batch.reports += _NO_REPORT
             batch.count += 1
-            self._outstanding += 1
+            self._accumulator.outstanding += 1
             if batch.count >= self._batch_records_max or self._linger_s == 0:
                 self._close(topic, state)
             send = bool(state.pending)
@@ -315,7 +315,7 @@ class Producer:
                 # The first record alone exceeds batch.size: a batch of its own, as produce().
                 builder = self._new_builder(limits.message_bytes_default)
                 appended = _fill(builder, values, keys, done, 1, timestamp)
-            batch = _Batch(builder, 0.0)
+            batch = ProducerBatch(builder, 0.0)
             batch.count = appended
             batch.results = []
             with self._lock:
@@ -344,8 +344,8 @@ class Producer:
             batch_bytes_max=batch_bytes_max,
         )
 
-    def _open_batch(self, topic: str, state: _PartitionState) -> _Batch:
-        batch = _Batch(self._new_builder(self._settings.batch_bytes_max), time.monotonic())
+    def _open_batch(self, topic: str, state: PartitionState) -> ProducerBatch:
+        batch = ProducerBatch(self._new_builder(self._settings.batch_bytes_max), time.monotonic())
         state.open = batch
         if not self._lingering:
             self._changed.notify_all()  # the linger thread sleeps while nothing lingers
@@ -360,8 +360,8 @@ class Producer:
     def _append_first(
         self,
         topic: str,
-        state: _PartitionState,
-        batch: _Batch,
+        state: PartitionState,
+        batch: ProducerBatch,
         timestamp: int,
         key: Any,
         value: Any,
@@ -381,7 +381,7 @@ class Producer:
             self._lingering.pop((topic, state.partition), None)
             raise
 
-    def _close(self, topic: str, state: _PartitionState) -> None:
+    def _close(self, topic: str, state: PartitionState) -> None:
         """Close the open batch: assign its base sequence and build its bytes."""
         batch = state.open
         assert batch is not None, "closing a partition without an open batch"
@@ -415,10 +415,13 @@ class Producer:
             count = self._partition_counts[topic] = metadata.num_partitions
         return count
 
-    def _add_partition(self, topic: str, partition: int) -> _PartitionState:
+    def _add_partition(self, topic: str, partition: int) -> PartitionState:
         if partition >= self._partition_count(topic):
             raise UnknownTopicOrPartitionError(f"unknown partition {topic}-{partition}")
-        state = self._partitions[(topic, partition)] = _PartitionState(partition)
+        state = self._partitions[(topic, partition)] = PartitionState(
+            partition, deque(), threading.Lock()
+        )
+        self._accumulator.add_partition(topic, self._partition_count(topic), state)
         return state
 
     def _check_usable(self) -> None:
@@ -429,7 +432,7 @@ class Producer:
 
     # --- sending ---------------------------------------------------------------------------
 
-    def _send(self, topic: str, state: _PartitionState) -> None:
+    def _send(self, topic: str, state: PartitionState) -> None:
         """Append the partition's closed batches in order. Any thread; takes the partition's
         send lock, and the producer lock only between appends."""
         with state.send_lock:
@@ -459,7 +462,7 @@ class Producer:
                         self._changed.notify_all()
 
     def _append(
-        self, topic: str, state: _PartitionState, batch: _Batch
+        self, topic: str, state: PartitionState, batch: ProducerBatch
     ) -> AppendInfo | KafkaException:
         """Append one batch, retrying retriable errors with the same bytes; the outcome.
         Only the thread holding the partition's send lock calls it."""
@@ -502,7 +505,7 @@ class Producer:
         with self._lock:
             if self._fatal is None:
                 self._fatal = fatal
-                self._unusable = True
+                self._accumulator.unusable = True
             return self._fatal
 
     # --- delivery reports --------------------------------------------------------------------
@@ -517,7 +520,7 @@ class Producer:
             return served
         deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
         with self._lock:
-            while not self._reports and self._outstanding:
+            while not self._reports and self._accumulator.outstanding:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     break
@@ -533,7 +536,7 @@ class Producer:
         served = 0
         for index, (topic, state, batch, outcome) in enumerate(reports):
             with self._lock:
-                self._outstanding -= batch.count
+                self._accumulator.outstanding -= batch.count
             served += batch.count
             if batch.reports is not None:
                 try:
@@ -567,7 +570,7 @@ class Producer:
         self._sync()
         with self._lock:
             fatal = self._fatal
-            remaining = self._outstanding
+            remaining = self._accumulator.outstanding
         if fatal is not None:
             raise type(fatal)(fatal.error)
         return remaining
@@ -584,19 +587,19 @@ class Producer:
     def __len__(self) -> int:
         """Messages produced whose delivery report poll()/flush() has not served yet
         (confluent's len(producer))."""
-        return self._outstanding
+        return self._accumulator.outstanding
 
     def close(self, timeout: float | None = None) -> int:
         """flush(), then stop the linger thread; later calls raise ProducerStateError.
         Returns what flush() returned. Idempotent."""
         if self._closed:
-            return self._outstanding
+            return self._accumulator.outstanding
         try:
             return self.flush(timeout)
         finally:
             with self._lock:
                 self._closed = True
-                self._unusable = True
+                self._accumulator.unusable = True
                 self._changed.notify_all()
             thread = self._linger_thread
             if thread is not None and thread is not threading.current_thread():
@@ -604,9 +607,9 @@ class Producer:
 
     # --- linger ------------------------------------------------------------------------------
 
-    def _close_lingering(self, now_s: float) -> list[tuple[str, _PartitionState]]:
+    def _close_lingering(self, now_s: float) -> list[tuple[str, PartitionState]]:
         """Close batches open for linger.ms or longer and append them."""
-        due: list[tuple[str, _PartitionState]] = []
+        due: list[tuple[str, PartitionState]] = []
         with self._lock:
             for (topic, _partition), state in list(self._lingering.items()):
                 assert state.open is not None
@@ -734,17 +737,20 @@ def _headers_list(headers: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> Hea
     return [(name, value.encode() if isinstance(value, str) else value) for name, value in pairs]
 
 
-def _deliver(topic: str, partition: int, batch: _Batch, outcome: Any) -> None:
+def _deliver(topic: str, partition: int, batch: ProducerBatch, outcome: Any) -> None:
     """Run the batch's per-record callbacks with their DeliveryReports."""
     assert batch.reports is not None
     failed = isinstance(outcome, KafkaException)
     error = outcome.error if failed else None
     base_offset = OFFSET_INVALID if failed else outcome.base_offset
     append_time = -1 if failed else outcome.log_append_time_ms
-    for index, entry in enumerate(batch.reports):
-        if entry is None:
+    reports = batch.reports
+    for index in range(len(reports) // _REPORT_STRIDE):
+        callback, key, value, headers, timestamp = reports[
+            index * _REPORT_STRIDE : (index + 1) * _REPORT_STRIDE
+        ]
+        if callback is None:
             continue
-        callback, key, value, headers, timestamp = entry
         stamp = (
             (TIMESTAMP_LOG_APPEND_TIME, append_time)
             if append_time >= 0

@@ -1,0 +1,251 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The producer's record accumulator: per partition, the open batch, and produce()'s
+per-record path in C. The contract is pyext/accumulator.pyi; the readable twin is
+eoslog.record.pyaccumulator, whose produce() always takes the producer's Python path.
+
+Python decides per batch (opening and closing batches, appending them to the log, retries,
+delivery reports); this module does the per-record work of the common case without making a
+Python object per record: argument checks, partition choice (the sticky partition for a null
+key, murmur2 for a key), the append to the open BatchBuilder (in C, through the capsule
+eoslog._ext.codec exports) and the delivery bookkeeping. Every other case (headers, a batch to
+open or close, an unknown partition, a closed or failed producer, unusual argument types) is
+handed, before anything changes, to the producer's Python produce(), which re-checks all of it
+under the producer lock.
+"""
+
+cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.list cimport PyList_Append
+from cpython.pycapsule cimport PyCapsule_GetPointer
+from cpython.ref cimport PyObject
+from libc.stdint cimport int32_t, int64_t, uint8_t
+from posix.time cimport CLOCK_REALTIME, clock_gettime, timespec
+
+from engine cimport eos_murmur2
+
+from eoslog._ext import codec as _codec
+
+
+cdef extern from "Python.h":
+    PyObject *PyDict_GetItemWithError(object dictionary, object key) except? NULL
+
+
+ctypedef int (*builder_append_fn)(object, int64_t, object, object) except -1
+
+cdef builder_append_fn builder_append = <builder_append_fn>PyCapsule_GetPointer(
+    _codec._BUILDER_APPEND, "eoslog._ext.codec.builder_append")
+
+# Per record in ProducerBatch.reports: (callback, key, value, headers, timestamp), flat, so a
+# record with a callback adds references to a list, not a tuple.
+REPORT_STRIDE = 5
+cdef enum:
+    KEY_MASK_POSITIVE = 0x7FFFFFFF  # Kafka's Utils.toPositive
+
+
+@cython.final
+cdef class ProducerBatch:
+    """A batch of one partition: open (builder filling), then closed (raw bytes), then done.
+    Guarded by the producer lock while open."""
+
+    cdef public object builder
+    cdef public double opened_s
+    cdef public Py_ssize_t count
+    cdef public object raw
+    cdef public int64_t base_sequence
+    # REPORT_STRIDE entries per record, or None while no record of the batch has a callback
+    # (the common case: nothing per record at all).
+    cdef public list reports
+    # produce_batch() batches collect their outcome here instead of the report queue.
+    cdef public list results
+
+    def __init__(self, builder, double opened_s):
+        self.builder = builder
+        self.opened_s = opened_s
+        self.count = 0
+        self.raw = b""
+        self.base_sequence = -1
+        self.reports = None
+        self.results = None
+
+
+@cython.final
+cdef class PartitionState:
+    """One partition of one topic in a producer: its open batch (producer lock), its closed
+    batches in sequence order, and the send lock that keeps appends in that order."""
+
+    cdef public int32_t partition
+    cdef public ProducerBatch open
+    cdef public object pending
+    cdef public object send_lock
+    cdef public int64_t next_sequence  # of the next batch to append (sender, send_lock)
+    cdef public int64_t planned_sequence  # of the next batch to close (producer lock)
+
+    def __init__(self, int32_t partition, pending, send_lock):
+        self.partition = partition
+        self.open = None
+        self.pending = pending
+        self.send_lock = send_lock
+        self.next_sequence = 0
+        self.planned_sequence = 0
+
+
+cdef inline int64_t wall_clock_ms() noexcept:
+    """Milliseconds since the epoch, as time.time_ns() // 1_000_000."""
+    cdef timespec now
+    clock_gettime(CLOCK_REALTIME, &now)
+    return <int64_t>now.tv_sec * 1000 + now.tv_nsec // 1000000
+
+
+@cython.final
+cdef class RecordAccumulator:
+    """produce()'s per-record path for one Producer. The producer owns the state (it creates
+    the PartitionStates and registers them with add_partition) and the lock; this object
+    reads and changes it only while holding that lock, as the producer's Python code does."""
+
+    cdef public bint unusable  # closed or failed: produce() takes the Python path
+    cdef public Py_ssize_t outstanding  # produced and not yet reported to poll()/flush()
+    cdef readonly Py_ssize_t outstanding_max
+    cdef readonly Py_ssize_t batch_records_max
+    cdef readonly bint close_every_record
+    cdef readonly bint transactional
+    cdef object acquire
+    cdef object release
+    cdef object sticky
+    cdef object slow
+    cdef object send
+    cdef object clock_ms
+    cdef object default_report
+    cdef dict topics  # topic -> list (one entry per partition: PartitionState or None)
+
+    def __init__(self, lock, dict sticky, slow, send, clock_ms, default_report, *,
+                 Py_ssize_t outstanding_max, Py_ssize_t batch_records_max,
+                 bint close_every_record, bint transactional):
+        if outstanding_max < 1 or batch_records_max < 1:
+            raise ValueError("outstanding_max and batch_records_max must be at least 1")
+        self.acquire = lock.acquire
+        self.release = lock.release
+        self.sticky = sticky
+        self.slow = slow
+        self.send = send
+        self.clock_ms = clock_ms
+        self.default_report = default_report
+        self.outstanding_max = outstanding_max
+        self.batch_records_max = batch_records_max
+        self.close_every_record = close_every_record
+        self.transactional = transactional
+        self.unusable = False
+        self.outstanding = 0
+        self.topics = {}
+
+    def add_partition(self, str topic, Py_ssize_t partitions, PartitionState state not None):
+        """Make `state` (partition state.partition of a topic of `partitions` partitions)
+        reachable by produce(). Producer lock held."""
+        if not 0 <= state.partition < partitions:
+            raise ValueError(f"partition {state.partition} outside [0, {partitions})")
+        slots = self.topics.get(topic)
+        if slots is None or len(slots) != partitions:
+            slots = self.topics[topic] = [None] * partitions
+        slots[state.partition] = state
+
+    cdef PartitionState find(self, str topic, object key, Py_ssize_t partition):
+        """The state of the record's partition if its open batch can take the record on the
+        fast path, else None. Producer lock held."""
+        cdef PyObject *found = PyDict_GetItemWithError(self.topics, topic)
+        if found == NULL:
+            return None
+        cdef list slots = <list>found
+        cdef Py_ssize_t count = len(slots), chosen
+        if partition < 0:
+            if key is None:
+                found = PyDict_GetItemWithError(self.sticky, topic)
+                if found == NULL:
+                    return None
+                chosen = <object>found
+            else:
+                chosen = (eos_murmur2(<const uint8_t *>PyBytes_AS_STRING(key),
+                                      <size_t>PyBytes_GET_SIZE(key)) & KEY_MASK_POSITIVE) % count
+        elif partition < count:
+            chosen = partition
+        else:
+            return None
+        if chosen < 0 or chosen >= count:
+            return None
+        cdef object state = slots[chosen]
+        if state is None:
+            return None
+        cdef ProducerBatch batch = (<PartitionState>state).open
+        # The first record of a batch and the one that closes it take the Python path.
+        if (batch is None or batch.count == 0 or self.close_every_record
+                or batch.count + 1 >= self.batch_records_max):
+            return None
+        return <PartitionState>state
+
+    def produce(self, topic, value=None, key=None, partition=-1, on_delivery=None,
+                timestamp=0, headers=None, *, callback=None):
+        """Producer.produce (same arguments, same results, same errors): queue one record."""
+        if (self.transactional or headers is not None or type(topic) is not str
+                or type(partition) is not int or type(timestamp) is not int):
+            return self.slow(topic, value, key, partition, on_delivery, timestamp, headers,
+                             callback=callback)
+        cdef object record_value = value.encode() if type(value) is str else value
+        cdef object record_key = key.encode() if type(key) is str else key
+        if record_key is not None and type(record_key) is not bytes:
+            return self.slow(topic, value, key, partition, on_delivery, timestamp, headers,
+                             callback=callback)
+        report = on_delivery or callback or self.default_report
+        cdef Py_ssize_t partition_index
+        cdef int64_t timestamp_ms
+        try:
+            partition_index = partition
+            timestamp_ms = timestamp
+        except OverflowError:  # the Python path raises what it raises, after its own checks
+            return self.slow(topic, value, key, partition, on_delivery, timestamp, headers,
+                             callback=callback)
+        if timestamp_ms == 0:
+            if self.clock_ms is None:
+                timestamp_ms = wall_clock_ms()
+                timestamp = None  # made only if a report needs it
+            else:
+                timestamp = self.clock_ms()
+                timestamp_ms = timestamp
+        cdef PartitionState state
+        cdef ProducerBatch batch
+        cdef list reports
+        cdef bint send
+        self.acquire()
+        try:
+            state = None
+            if not self.unusable and self.outstanding < self.outstanding_max:
+                state = self.find(topic, record_key, partition_index)
+            if state is not None:
+                batch = state.open
+                if not builder_append(batch.builder, timestamp_ms, record_key, record_value):
+                    state = None  # full: the Python path closes it and opens the next
+                else:
+                    reports = batch.reports
+                    if report is not None:
+                        if reports is None:
+                            reports = batch.reports = [None] * (REPORT_STRIDE * batch.count)
+                        if timestamp is None:
+                            timestamp = timestamp_ms
+                        PyList_Append(reports, report)
+                        PyList_Append(reports, record_key)
+                        PyList_Append(reports, record_value)
+                        PyList_Append(reports, None)
+                        PyList_Append(reports, timestamp)
+                    elif reports is not None:
+                        reports.extend(NO_REPORT)
+                    batch.count += 1
+                    self.outstanding += 1
+                    send = bool(state.pending)
+        finally:
+            self.release()
+        if state is None:
+            return self.slow(topic, value, key, partition, on_delivery,
+                             timestamp_ms if timestamp is None else timestamp, headers,
+                             callback=callback)
+        if send:
+            self.send(topic, state)
+
+
+NO_REPORT = (None,) * REPORT_STRIDE
