@@ -66,7 +66,7 @@ CHILD = textwrap.dedent(
         say(retried=sequence, count=count, base=info.base_offset, last=info.last_offset,
             duplicate=info.duplicate)
     sequence = next_sequence
-    for _ in range(400):
+    for _ in range(5000):  # far more than a kill lets it write: kills land mid-run
         count = rng.randint(1, 8)
         say(sending=sequence, count=count)
         info = log.append_batch(batch(sequence, count))
