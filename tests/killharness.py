@@ -85,6 +85,8 @@ def run_child(
     run.lines.extend(json.loads(line) for line in complete)
     run.returncode = process.wait()
     run.stderr = process.stderr.read().decode(errors="replace")
+    if run.returncode == -signal.SIGKILL:
+        run.killed = True  # by the parent, or by itself at a crash point (eoslog.crashpoints)
     if not run.killed and run.returncode != 0:
         raise AssertionError(f"the child failed ({run.returncode}):\n{run.stderr[-3000:]}")
     return run

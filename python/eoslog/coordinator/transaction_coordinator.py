@@ -24,6 +24,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
+from eoslog import crashpoints
 from eoslog.coordinator.producer_ids import ProducerIdManager
 from eoslog.coordinator.transaction_decisions import (
     Decision,
@@ -208,6 +209,7 @@ class TransactionCoordinator:
             if decision.persist is None:
                 return decision.producer_id, decision.producer_epoch  # a retry of a finished end
             self._persist(meta, decision.persist)
+            crashpoints.hit("coordinator.prepare.after")
             self._complete_end(meta)
             return decision.producer_id, decision.producer_epoch
 
@@ -316,13 +318,16 @@ class TransactionCoordinator:
                 log = self._log_of(topic, partition)
             except UnknownTopicOrPartitionError:
                 continue  # a deleted topic counts as done (§3.7 step 2)
+            crashpoints.hit("marker.before")
             try:
                 log.append_marker(
                     meta.producer_id, meta.producer_epoch, self.coordinator_epoch, commit
                 )
             except (InvalidProducerEpochError, TransactionCoordinatorFencedError):
                 return
+            crashpoints.hit("marker.after")
         self._persist(meta, meta.prepare_complete(self._clock_ms()))
+        crashpoints.hit("coordinator.complete.after")
 
 
 def _check_transactional_id(transactional_id: object) -> None:

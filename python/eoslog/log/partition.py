@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
+from eoslog import crashpoints
 from eoslog._ext import scan
 from eoslog._ext.producer_state import APPEND_DUPLICATE, NO_OFFSET, ProducerStateTable
 from eoslog.errors import (
@@ -350,6 +351,7 @@ class PartitionLog:
         size = sum(memoryview(part).nbytes for part in batch)
         if active.should_roll(size, max_timestamp, last_offset, now):
             active = self._roll(self._log_end_offset)
+        crashpoints.hit("append.before")
         try:
             active.append(
                 batch,
@@ -364,6 +366,7 @@ class PartitionLog:
         self._unsynced.add(active)
         active.last_modified_ms = now
         self._log_end_offset = last_offset + 1
+        crashpoints.hit("append.after")
 
     def _roll(self, base_offset: int) -> LogSegment:
         active = self._segments[-1]
@@ -382,7 +385,9 @@ class PartitionLog:
             # later open replays at most the segments after it.
             self._producers.table.map_end_offset = base_offset
             self._producers.take_snapshot()
+            crashpoints.hit("snapshot.after")
             self.fs.sync_dir(self.directory)
+            crashpoints.hit("roll.after")
         except OSError as error:
             self._fail(error)
         self._segments = [*self._segments, segment]
@@ -414,8 +419,10 @@ class PartitionLog:
         with self._lock:
             segments = list(self._unsynced)
             self._unsynced = {self._segments[-1]}
+        crashpoints.hit("fsync.before")
         for segment in sorted(segments, key=lambda s: s.base_offset):
             segment.flush()
+        crashpoints.hit("fsync.after")
 
     @contextlib.contextmanager
     def _storage(self, writing: bool) -> Iterator[None]:
@@ -565,6 +572,7 @@ class PartitionLog:
             # recognized.
             self._producers.delete_snapshot(segment.base_offset)
             self.fs.sync_dir(self.directory)
+            crashpoints.hit("retention.after")
         except OSError as error:
             self._fail(error)
         self._retired.append((segment, now))

@@ -1,0 +1,58 @@
+"""Named crash points (RELIABILITY.md family 2): `EOSLOG_CRASH_AT=<point>:<n>` makes the n-th
+hit of the named point kill the process with SIGKILL on the spot, as a power cut or kill -9
+would stop it there (the page cache survives, so this tests process crashes; the fs twin tests
+power loss). Without the variable a hit costs one dictionary lookup.
+
+The points, in the order a transaction meets them: append.before (a batch is about to be
+written), append.after (written, not yet acknowledged), fsync.before, fsync.after,
+roll.after (a new segment made, the old one's indexes trimmed), snapshot.after (a producer
+snapshot written), retention.after (a segment unlinked), coordinator.prepare.after (a
+Prepare{Commit,Abort} record persisted), marker.before / marker.after (each COMMIT/ABORT
+marker), coordinator.complete.after (Complete{Commit,Abort} persisted).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from typing import Final
+
+POINTS: Final = (
+    "append.before",
+    "append.after",
+    "fsync.before",
+    "fsync.after",
+    "roll.after",
+    "snapshot.after",
+    "retention.after",
+    "coordinator.prepare.after",
+    "marker.before",
+    "marker.after",
+    "coordinator.complete.after",
+)
+ENV: Final = "EOSLOG_CRASH_AT"
+
+
+def _parse(setting: str | None) -> tuple[str, int] | None:
+    if not setting:
+        return None
+    name, _, count = setting.rpartition(":")
+    if name not in POINTS or not count.isdigit() or int(count) < 1:
+        raise ValueError(f"{ENV}={setting!r}: expected <point>:<n> with a point of {POINTS}")
+    return name, int(count)
+
+
+_TARGET: Final = _parse(os.environ.get(ENV))
+_hits: dict[str, int] = {}
+_lock = threading.Lock()
+
+
+def hit(point: str) -> None:
+    """Count a pass through `point`; SIGKILL the process on the configured n-th one."""
+    if _TARGET is None or _TARGET[0] != point:
+        return
+    with _lock:
+        _hits[point] = _hits.get(point, 0) + 1
+        if _hits[point] == _TARGET[1]:
+            os.kill(os.getpid(), signal.SIGKILL)
