@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -223,3 +224,41 @@ def test_an_end_interrupted_after_prepare_is_finished_at_the_next_open(
             log = again.log(topic, partition)
             assert log.last_stable_offset == log.log_end_offset
             assert committed_values(again, log) == ([b"a"] if topic == "a" else [b"b"]) * commit
+
+
+def test_stable_offsets_never_cut_through_a_transaction_whose_markers_are_being_written(
+    broker: eoslog.Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    producer = broker.transactions.init_producer_id(TXN, 60_000)
+    broker.transactions.add_partitions(TXN, *producer, [("a", 0), ("b", 1)])
+    produce(broker.log("a", 0), producer, 0, [b"debit"])
+    produce(broker.log("b", 1), producer, 0, [b"credit"])
+    first_marker_written, release = threading.Event(), threading.Event()
+    real = PartitionLog.append_marker
+
+    def slow_marker(log: PartitionLog, *args: object) -> int:
+        offset = real(log, *args)  # type: ignore[arg-type]
+        first_marker_written.set()
+        assert release.wait(10)
+        return offset
+
+    monkeypatch.setattr(PartitionLog, "append_marker", slow_marker)
+    ending = threading.Thread(
+        target=broker.transactions.end_transaction, args=(TXN, *producer, True)
+    )
+    ending.start()
+    assert first_marker_written.wait(10)
+    # a-0 already has its marker (its LSO moved), b-1 not yet: no cut may show that.
+    assert broker.log("a", 0).last_stable_offset == broker.log("a", 0).log_end_offset
+    assert broker.log("b", 1).last_stable_offset == 0
+    cuts: list[dict[tuple[str, int], int]] = []
+    cutter = threading.Thread(
+        target=lambda: cuts.append(broker.transactions.stable_offsets([("a", 0), ("b", 1)]))
+    )
+    cutter.start()
+    cutter.join(0.2)
+    assert not cuts, "a cut was taken while the markers were half written"
+    release.set()
+    ending.join(10)
+    cutter.join(10)
+    assert cuts == [{("a", 0): 2, ("b", 1): 2}]

@@ -96,6 +96,9 @@ class TransactionCoordinator:
         self._txn_timeout_ms_max = txn_timeout_ms_max
         self._expiration_ms = transactional_id_expiration_ms
         self._lock = threading.Lock()
+        # Transaction ends writing markers now; stable_offsets waits for none.
+        self._ends_in_progress = 0
+        self._ends_changed = threading.Condition()
         self._metadata: dict[str, TransactionMetadata] = {}
         self._id_locks: dict[str, threading.RLock] = {}
 
@@ -263,6 +266,19 @@ class TransactionCoordinator:
 
     # --- reading ---------------------------------------------------------------------------
 
+    def stable_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """The last stable offset of each partition, all taken at one moment when no
+        transaction end is writing its markers: a consistent read_committed cut across
+        partitions. (Markers reach a transaction's partitions one after another, so reading
+        partitions one by one can see a transaction committed in one and not yet in another,
+        as Kafka consumers can; reading each partition up to these offsets cannot.) Any
+        thread; waits while an end is in progress."""
+        logs = [(tp, self._log_of(*tp)) for tp in partitions]
+        with self._ends_changed:
+            while self._ends_in_progress:
+                self._ends_changed.wait()
+            return {tp: log.last_stable_offset for tp, log in logs}
+
     def metadata(self, transactional_id: str) -> TransactionMetadata | None:
         """The id's metadata (for inspection and tests; do not change it)."""
         return self._metadata.get(transactional_id)
@@ -312,6 +328,16 @@ class TransactionCoordinator:
         """Write the markers of a transaction in Prepare*, then persist Complete*. A marker
         refused as stale means a newer producer or coordinator owns the transaction: the
         rest are not written and the transaction stays in Prepare* (§3.7)."""
+        with self._ends_changed:
+            self._ends_in_progress += 1
+        try:
+            self._write_markers(meta)
+        finally:
+            with self._ends_changed:
+                self._ends_in_progress -= 1
+                self._ends_changed.notify_all()
+
+    def _write_markers(self, meta: TransactionMetadata) -> None:
         commit = meta.state is S.PREPARE_COMMIT
         for topic, partition in sorted(meta.partitions):
             try:
