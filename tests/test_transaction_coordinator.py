@@ -18,6 +18,7 @@ from eoslog.coordinator.transaction_state import TransactionState
 from eoslog.errors import (
     InvalidProducerEpochError,
     InvalidTransactionTimeoutError,
+    InvalidTxnStateError,
     ProducerFencedError,
 )
 from eoslog.log.partition import PartitionLog
@@ -262,3 +263,33 @@ def test_stable_offsets_never_cut_through_a_transaction_whose_markers_are_being_
     ending.join(10)
     cutter.join(10)
     assert cuts == [{("a", 0): 2, ("b", 1): 2}]
+
+
+def test_a_delayed_batch_from_the_previous_transaction_is_refused_everywhere(
+    broker: eoslog.Broker,
+) -> None:
+    """Issue 5: a produce from transaction n arriving during n+1 is rejected, also on a
+    partition neither transaction had touched (the partition asks the coordinator, KIP-890)."""
+    first = broker.transactions.init_producer_id(TXN, 60_000)
+    second = transaction(broker, first, True, b"n")  # a-0 and b-1; the end bumps the epoch
+    broker.transactions.add_partitions(TXN, *second, [("a", 1)])
+    produce(broker.log("a", 1), second, 0, [b"n+1"])
+    for topic, partition in (("b", 0), ("a", 1), ("a", 0)):
+        log = broker.log(topic, partition)
+        end = log.log_end_offset
+        with pytest.raises(InvalidProducerEpochError):
+            produce(log, first, 5, [b"delayed from n"])
+        assert log.log_end_offset == end
+
+
+def test_a_batch_for_a_partition_not_in_the_transaction_is_refused(
+    broker: eoslog.Broker,
+) -> None:
+    producer = broker.transactions.init_producer_id(TXN, 60_000)
+    with pytest.raises(InvalidTxnStateError):
+        produce(broker.log("a", 0), producer, 0, [b"no transaction is open"])
+    broker.transactions.add_partitions(TXN, *producer, [("a", 0)])
+    with pytest.raises(InvalidTxnStateError):
+        produce(broker.log("b", 0), producer, 0, [b"b-0 was never added"])
+    produce(broker.log("a", 0), producer, 0, [b"fine"])
+    assert broker.log("b", 0).log_end_offset == 0

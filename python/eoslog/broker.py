@@ -246,6 +246,7 @@ class Broker:
             loaded=loaded,
             persist_recovery_point=self._write_recovery_points,
             producer_expiration_ms=self.settings["producer.id.expiration.ms"],
+            verify_transaction=self._verify_transaction,
         )
 
     def _read_meta(self) -> dict[str, TopicMetadata]:
@@ -301,6 +302,11 @@ class Broker:
                 raise KafkaStorageError(
                     f"persisting the producer-id block in {self.path} failed: {error}"
                 ) from error
+
+    def _verify_transaction(self, producer_id: int, epoch: int, topic: str, partition: int) -> None:
+        coordinator: TransactionCoordinator | None = getattr(self, "transactions", None)
+        if coordinator is not None:
+            coordinator.verify_transaction(producer_id, epoch, (topic, partition))
 
     def init_producer_id(self) -> tuple[int, int]:
         """(producer id, epoch 0) for an idempotent producer: a new id every call, never

@@ -58,6 +58,7 @@ from eoslog.errors import (
     InvalidProducerEpochError,
     InvalidProducerIdMappingError,
     InvalidRequestError,
+    InvalidTxnStateError,
     KafkaException,
     TransactionCoordinatorFencedError,
     UnknownTopicOrPartitionError,
@@ -100,6 +101,8 @@ class TransactionCoordinator:
         self._ends_in_progress = 0
         self._ends_changed = threading.Condition()
         self._metadata: dict[str, TransactionMetadata] = {}
+        # The metadata by its current producer id, for verify_transaction (lock-free reads).
+        self._by_producer: dict[int, TransactionMetadata] = {}
         self._id_locks: dict[str, threading.RLock] = {}
 
     # --- loading ---------------------------------------------------------------------------
@@ -115,6 +118,7 @@ class TransactionCoordinator:
                     self._metadata.pop(transactional_id, None)
                 else:
                     self._metadata[transactional_id] = metadata_from_log(transactional_id, decoded)
+        self._by_producer = {meta.producer_id: meta for meta in self._metadata.values()}
         for transactional_id, meta in list(self._metadata.items()):
             if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                 with self._id_lock(transactional_id):
@@ -261,8 +265,37 @@ class TransactionCoordinator:
                     meta.abandon_transition()
                     raise
                 del self._metadata[transactional_id]
+                if self._by_producer.get(meta.producer_id) is meta:
+                    del self._by_producer[meta.producer_id]
                 expired += 1
         return expired
+
+    # --- partition-leader verification (KIP-890 part 1, COORDINATOR.md §9.2) ---------------
+
+    def verify_transaction(
+        self, producer_id: int, producer_epoch: int, partition: TopicPartition
+    ) -> None:
+        """Check a transactional batch about to open a transaction on `partition`: its
+        producer must be the current producer of a transactional id whose Ongoing
+        transaction holds the partition. A delayed batch from an earlier transaction (an
+        older epoch) raises InvalidProducerEpochError; one for a partition never added, or
+        after the transaction ended, InvalidTxnStateError. Producers that are not the
+        producer of any transactional id here are not checked. Any thread; takes no lock
+        the partition log's writers hold (called under a partition lock), so it reads the
+        metadata as it is at that moment."""
+        meta = self._by_producer.get(producer_id)
+        if meta is None:
+            return
+        if producer_epoch < meta.producer_epoch:
+            raise InvalidProducerEpochError(
+                f"producer {producer_id}: epoch {producer_epoch} is older than "
+                f"{meta.producer_epoch} of {meta.transactional_id!r}"
+            )
+        if meta.state is not S.ONGOING or partition not in meta.partitions:
+            raise InvalidTxnStateError(
+                f"{meta.transactional_id!r}: {partition} is not in an ongoing transaction of "
+                f"producer {producer_id} epoch {producer_epoch}"
+            )
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -314,7 +347,11 @@ class TransactionCoordinator:
         except BaseException:
             meta.abandon_transition()
             raise
+        previous_producer_id = meta.producer_id
         meta.complete_transition(target)
+        if self._by_producer.get(previous_producer_id) is meta:
+            del self._by_producer[previous_producer_id]
+        self._by_producer[meta.producer_id] = meta
 
     def _append(self, transactional_id: str, value: bytes | None) -> None:
         state_log = self._state_logs[partition_for(transactional_id, len(self._state_logs))]

@@ -126,6 +126,7 @@ class PartitionLog:
         loaded: recovery.LoadedLog,
         persist_recovery_point: Callable[[], None] | None = None,
         producer_expiration_ms: int = 86_400_000,
+        verify_transaction: Callable[[int, int, str, int], None] | None = None,
     ) -> None:
         self.fs = fs
         self.directory = directory
@@ -148,6 +149,9 @@ class PartitionLog:
         # Writes the broker's recovery-point checkpoint (with this log's current value): a
         # truncation calls it before cutting any file (see truncate_to).
         self._persist_recovery_point = persist_recovery_point
+        # Asks the transaction coordinator whether a producer's first transactional batch
+        # here belongs to its open transaction (KIP-890 part 1); raises if not.
+        self._verify_transaction = verify_transaction
         # Counts truncations begun: a read that meets bytes a truncation cut under it reads
         # again instead of reporting damage.
         self._truncations = 0
@@ -231,6 +235,17 @@ class PartitionLog:
                     )
                     if verdict == APPEND_DUPLICATE and original is not None:
                         return self._duplicate(*original)
+                    if header.is_transactional and self._verify_transaction is not None:
+                        entry = producers.entry(header.producer_id)
+                        if entry is None or entry.current_txn_first_offset == NO_OFFSET:
+                            # The batch would open a transaction here: only the producer's
+                            # current, ongoing transaction that holds this partition may.
+                            self._verify_transaction(
+                                header.producer_id,
+                                header.producer_epoch,
+                                self.topic,
+                                self.partition,
+                            )
                 base_offset = self._log_end_offset
                 append_time = self._clock_ms() if self.config.log_append_time else -1
                 last_offset = base_offset + header.last_offset_delta
