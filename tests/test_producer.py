@@ -422,7 +422,7 @@ def test_transaction_calls_without_a_transactional_id_raise_state_errors(
         producer.abort_transaction,
         lambda: producer.send_offsets_to_transaction([], None),
     ):
-        with pytest.raises(ProducerStateError, match="no transactional.id"):
+        with pytest.raises(ProducerStateError, match=r"no transactional\.id"):
             call()
 
 
