@@ -23,9 +23,11 @@ from eoslog.client.transaction_manager import (
     TxnState,
 )
 from eoslog.errors import (
+    ConcurrentTransactionsError,
     InvalidProducerEpochError,
     KafkaException,
     MessagePurgedError,
+    OperationTimedOutError,
     ProducerFencedError,
     ProducerStateError,
     RecordTooLargeError,
@@ -545,3 +547,61 @@ def test_every_public_call_in_every_reachable_state(
     with pytest.raises(expected):
         call(producer)
     assert producer.transaction_state == state.name
+
+
+# --- CONCURRENT_TRANSACTIONS: retried, then a timeout that leaves the call to retry -----------
+
+
+def _busy(calls: int, real: Callable[..., Any]) -> Callable[..., Any]:
+    """`real`, answering CONCURRENT_TRANSACTIONS to its first `calls` calls."""
+    left = [calls]
+
+    def call(*args: Any) -> Any:
+        if left[0] > 0:
+            left[0] -= 1
+            raise ConcurrentTransactionsError("still completing")
+        return real(*args)
+
+    return call
+
+
+def test_init_transactions_retries_concurrent_transactions_then_times_out_retriably(
+    broker: eoslog.Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    coordinator = broker.transactions
+    real = coordinator.init_producer_id
+    monkeypatch.setattr(coordinator, "init_producer_id", _busy(3, real))
+    producer = transactional(broker)
+    producer.init_transactions()  # three busy answers, then success
+    assert producer.transaction_state == "READY"
+    monkeypatch.setattr(coordinator, "init_producer_id", _busy(1_000_000, real))
+    other = transactional(broker, "other")
+    with pytest.raises(OperationTimedOutError) as raised:
+        other.init_transactions(timeout=0.05)
+    assert raised.value.error.retriable()
+    assert other.transaction_state == "INITIALIZING"
+    with pytest.raises(ProducerStateError):
+        other.begin_transaction()
+    monkeypatch.setattr(coordinator, "init_producer_id", real)
+    other.init_transactions()
+    assert other.transaction_state == "READY"
+
+
+def test_a_commit_that_timed_out_can_only_be_retried(
+    broker: eoslog.Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    coordinator = broker.transactions
+    real = coordinator.end_transaction
+    producer = started(broker)
+    producer.produce("t", b"v", partition=0)
+    monkeypatch.setattr(coordinator, "end_transaction", _busy(1_000_000, real))
+    with pytest.raises(OperationTimedOutError):
+        producer.commit_transaction(timeout=0.05)
+    assert producer.transaction_state == "COMMITTING"
+    with pytest.raises(ProducerStateError, match="timed out; retry it"):
+        producer.abort_transaction()
+    with pytest.raises(ProducerStateError):
+        producer.produce("t", b"late", partition=0)
+    monkeypatch.setattr(coordinator, "end_transaction", _busy(2, real))
+    producer.commit_transaction()
+    assert read(broker) == [b"v"]

@@ -26,11 +26,30 @@ librdkafka may instead bump the epoch for some of these; eoslog's log loses prod
 only through expiry, after which any sequence is accepted, so a gap here means a bug or a
 second writer with our id, and stopping is the safe answer.
 
+Transactions (with transactional.id; COORDINATOR.md §7, §9.4). init_transactions() takes a
+producer id and epoch from broker.transactions (fencing older producers with the id);
+begin_transaction() opens a transaction locally; its batches are flagged transactional, and
+before the first of them reaches a partition the sender adds that partition to the
+coordinator's transaction (the implicit add of transactions v2, done by the client).
+commit_transaction() flushes, then ends the transaction; abort_transaction() purges what is
+queued, then ends it. Every end bumps the epoch (returned by the coordinator) and restarts the
+sequences at 0, so a late batch of transaction n cannot land in n+1. Inside a transaction a
+failed send (InvalidProducerEpochError, OutOfOrderSequenceError, a delivery timeout, any
+non-retriable append error) is abortable: the state goes to ABORTABLE_ERROR, the batches left
+fail unsent, and only abort_transaction() is allowed. ProducerFencedError, InvalidTxnStateError
+and KafkaStorageError are fatal (FATAL_ERROR: only close()). The states, the allowed calls per
+state and the errors for the rest are tables in eoslog.client.transaction_manager. Records are
+produced on the Python path (the native fast path hands transactional producers to it).
+
 Threads. Every method may be called from any thread. One producer lock guards the batches,
 sequences and the report queue; a send lock per partition keeps appends in sequence order
 while the producer lock is free (so an fsync under durability="always" does not block other
-partitions). The linger thread starts with the first record, closes batches whose linger.ms
-has passed, appends them, and stops in close(); it never runs callbacks.
+partitions). The transaction state lives under the producer lock; init/commit/abort_transaction
+also hold a transaction-call lock, so one of them runs at a time, while produce() from other
+threads sees the state change atomically (a record produced before commit_transaction() moved
+to COMMITTING is in the commit; one after raises ProducerStateError). The linger thread starts
+with the first record, closes batches whose linger.ms has passed, appends them, and stops in
+close(); it never runs callbacks.
 """
 
 from __future__ import annotations
