@@ -411,19 +411,32 @@ def test_unknown_topic_or_partition_raises_at_produce(broker: eoslog.Broker) -> 
     assert len(producer) == 0
 
 
-def test_transactional_calls_say_they_arrive_with_transactions(broker: eoslog.Broker) -> None:
-    producer = broker.producer({"transactional.id": "copier-0"})
-    assert producer.settings.transactional_id == "copier-0"
+def test_transaction_calls_without_a_transactional_id_raise_state_errors(
+    broker: eoslog.Broker,
+) -> None:
+    producer = broker.producer()
     for call in (
         producer.init_transactions,
         producer.begin_transaction,
         producer.commit_transaction,
         producer.abort_transaction,
         lambda: producer.send_offsets_to_transaction([], None),
-        lambda: producer.produce("t", b"v"),
     ):
-        with pytest.raises(TransactionsNotAvailableError, match="transaction coordinator"):
+        with pytest.raises(ProducerStateError, match=r"no transactional\.id"):
             call()
+
+
+def test_send_offsets_to_transaction_says_it_arrives_with_consumer_groups(
+    broker: eoslog.Broker,
+) -> None:
+    broker.create_topic("t", 1)
+    producer = broker.producer({"transactional.id": "copier-0"})
+    assert producer.settings.transactional_id == "copier-0"
+    producer.init_transactions()
+    producer.begin_transaction()
+    with pytest.raises(TransactionsNotAvailableError, match="consumer groups"):
+        producer.send_offsets_to_transaction([], None)
+    assert producer.transaction_state == "IN_TRANSACTION"
 
 
 def test_queue_full_raises_buffer_error_until_poll(broker: eoslog.Broker) -> None:

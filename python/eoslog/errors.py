@@ -364,3 +364,23 @@ class ProducerStateError(KafkaException):
 
     code = -172
     error_name = "_STATE"
+
+
+class MessagePurgedError(KafkaException):
+    """A queued message dropped before it was sent: abort_transaction() purges the batches of
+    the transaction it aborts, and their delivery callbacks get this (librdkafka's
+    RD_KAFKA_RESP_ERR__PURGE_QUEUE, "Local: Purged in queue")."""
+
+    code = -152
+    error_name = "_PURGE_QUEUE"
+
+
+class OperationTimedOutError(KafkaException):
+    """A blocking call ran out of time before it could finish (librdkafka's
+    RD_KAFKA_RESP_ERR__TIMED_OUT): init_transactions, commit_transaction or
+    abort_transaction after `timeout` (or max.block.ms). Retriable: the same call may be made
+    again, and the outcome is not known until it succeeds (COORDINATOR.md §7.2)."""
+
+    code = -185
+    error_name = "_TIMED_OUT"
+    retriable = True

@@ -26,11 +26,30 @@ librdkafka may instead bump the epoch for some of these; eoslog's log loses prod
 only through expiry, after which any sequence is accepted, so a gap here means a bug or a
 second writer with our id, and stopping is the safe answer.
 
+Transactions (with transactional.id; COORDINATOR.md §7, §9.4). init_transactions() takes a
+producer id and epoch from broker.transactions (fencing older producers with the id);
+begin_transaction() opens a transaction locally; its batches are flagged transactional, and
+before the first of them reaches a partition the sender adds that partition to the
+coordinator's transaction (the implicit add of transactions v2, done by the client).
+commit_transaction() flushes, then ends the transaction; abort_transaction() purges what is
+queued, then ends it. Every end bumps the epoch (returned by the coordinator) and restarts the
+sequences at 0, so a late batch of transaction n cannot land in n+1. Inside a transaction a
+failed send (InvalidProducerEpochError, OutOfOrderSequenceError, a delivery timeout, any
+non-retriable append error) is abortable: the state goes to ABORTABLE_ERROR, the batches left
+fail unsent, and only abort_transaction() is allowed. ProducerFencedError, InvalidTxnStateError
+and KafkaStorageError are fatal (FATAL_ERROR: only close()). The states, the allowed calls per
+state and the errors for the rest are tables in eoslog.client.transaction_manager. Records are
+produced on the Python path (the native fast path hands transactional producers to it).
+
 Threads. Every method may be called from any thread. One producer lock guards the batches,
 sequences and the report queue; a send lock per partition keeps appends in sequence order
 while the producer lock is free (so an fsync under durability="always" does not block other
-partitions). The linger thread starts with the first record, closes batches whose linger.ms
-has passed, appends them, and stops in close(); it never runs callbacks.
+partitions). The transaction state lives under the producer lock; init/commit/abort_transaction
+also hold a transaction-call lock, so one of them runs at a time, while produce() from other
+threads sees the state change atomically (a record produced before commit_transaction() moved
+to COMMITTING is in the commit; one after raises ProducerStateError). The linger thread starts
+with the first record, closes batches whose linger.ms has passed, appends them, and stops in
+close(); it never runs callbacks.
 """
 
 from __future__ import annotations
@@ -58,12 +77,17 @@ from eoslog.client.delivery import (
     Headers,
 )
 from eoslog.client.producer_config import ProducerSettings, parse
+from eoslog.client.transaction_manager import TransactionManager, TxnState
 from eoslog.errors import (
+    ConcurrentTransactionsError,
     InvalidProducerEpochError,
+    InvalidProducerIdMappingError,
     InvalidTxnStateError,
     KafkaError,
     KafkaException,
     KafkaStorageError,
+    MessagePurgedError,
+    OperationTimedOutError,
     OutOfOrderSequenceError,
     ProducerFencedError,
     ProducerStateError,
@@ -86,6 +110,12 @@ _FATAL_ERRORS: Final = (
     InvalidTxnStateError,
     KafkaStorageError,
 )
+# Inside a transaction these two are abortable, not fatal (COORDINATOR.md §7.3): the abort
+# bumps the epoch and restarts every sequence, so the producer can go on.
+_ABORTABLE_IN_TRANSACTION: Final = (OutOfOrderSequenceError, InvalidProducerEpochError)
+# Backoff between retries of a coordinator call answered CONCURRENT_TRANSACTIONS (Kafka's
+# retry.backoff.ms is 100 ms; the in-process coordinator finishes a transaction sooner).
+_CONCURRENT_BACKOFF_S: Final = 0.01
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
 # The accumulator's classes: native (eoslog._ext.accumulator) or the pure twin.
@@ -93,9 +123,9 @@ ProducerBatch = accumulator.ProducerBatch
 PartitionState = accumulator.PartitionState
 _REPORT_STRIDE: Final = accumulator.REPORT_STRIDE
 _NO_REPORT: Final = accumulator.NO_REPORT
-_TRANSACTIONS_LATER: Final = (
-    "transactions arrive with eoslog's transaction coordinator (the next issue); this "
-    "producer is idempotent only"
+_OFFSETS_LATER: Final = (
+    "send_offsets_to_transaction arrives with eoslog's consumer groups (the group "
+    "coordinator, a later issue); transactions without offsets work now"
 )
 
 
@@ -114,8 +144,9 @@ class Producer:
     keys `bootstrap.servers`, `socket.timeout.ms`, `request.timeout.ms` and
     `metadata.max.age.ms` are accepted and ignored; `acks` other than all/-1 is accepted only
     without idempotence and changes nothing (one node: an append is acknowledged when it is in
-    the log); transactional calls raise TransactionsNotAvailableError until the transaction
-    coordinator exists."""
+    the log); send_offsets_to_transaction raises TransactionsNotAvailableError until consumer
+    groups exist. Transactions: see "Transactions" below and
+    eoslog.client.transaction_manager for the states and the errors of each call."""
 
     def __init__(
         self, broker: Broker, config: Mapping[str, object] | None = None, *, seed: int | None = None
@@ -142,6 +173,11 @@ class Producer:
         self._batch_records_max = settings.batch_records_max
         self._linger_thread: threading.Thread | None = None
         self._producer_id, self._producer_epoch = -1, -1
+        # The transaction state (under self._lock); None without a transactional.id.
+        self._txn = TransactionManager() if self._transactional else None
+        # Serializes init/commit/abort_transaction (reentrant: a delivery callback run by
+        # commit's flush that calls a transaction method gets the state's error, not a hang).
+        self._txn_call_lock = threading.RLock()
         # Holds the counters produce() shares with the rest (outstanding; unusable: closed
         # or failed, so produce() asks _check_usable), under self._lock. With the extension
         # built, self.produce is its native per-record path, which hands every case it does
@@ -161,7 +197,7 @@ class Producer:
         if USING_EXTENSIONS:
             self.produce = self._accumulator.produce  # type: ignore[method-assign]
         if settings.idempotent and settings.transactional_id is None:
-            # A transactional producer gets its id from init_transactions (next issue).
+            # A transactional producer gets its id from init_transactions.
             self._producer_id, self._producer_epoch = broker.init_producer_id()
 
     # --- producing -------------------------------------------------------------------------
@@ -189,10 +225,6 @@ class Producer:
         rest, before it has changed anything."""
         # The hot path: settings are read from attributes set in __init__, and the common
         # cases (a null key sticking to its partition, an open batch with room) take no call.
-        if self._transactional:
-            raise TransactionsNotAvailableError(
-                f"produce with a transactional.id: {_TRANSACTIONS_LATER}"
-            )
         if type(value) is str:
             value = value.encode()
         if type(key) is str:
@@ -205,6 +237,8 @@ class Producer:
         with self._lock:
             if self._accumulator.unusable:
                 self._check_usable()
+            if self._txn is not None and self._txn.state is not TxnState.IN_TRANSACTION:
+                self._txn.check_call("produce")  # raises: only inside a transaction
             if self._accumulator.outstanding >= self._queue_messages_max:
                 raise BufferError("Local: Queue full")
             if partition < 0:
@@ -253,10 +287,6 @@ class Producer:
         are in the log (durable per the broker's durability at the next flush()). Its records
         never enter len() or the delivery-report queue, so no callback runs for them; the
         first error raises here (batches before it stay appended)."""
-        if self._settings.transactional_id is not None:
-            raise TransactionsNotAvailableError(
-                f"produce_batch with a transactional.id: {_TRANSACTIONS_LATER}"
-            )
         value_input = column_input(values, "values")
         key_input = None if keys is None else column_input(keys, "keys")
         if key_input is not None and len(key_input) != len(value_input):
@@ -268,6 +298,8 @@ class Producer:
             timestamp = self._clock_ms()
         with self._lock:
             self._check_usable()
+            if self._txn is not None:
+                self._txn.check_call("produce_batch")
             count = self._partition_count(topic)
             if partition >= count:
                 raise UnknownTopicOrPartitionError(f"unknown partition {topic}-{partition}")
@@ -320,6 +352,8 @@ class Producer:
             batch.results = []
             with self._lock:
                 self._check_usable()
+                if self._txn is not None:
+                    self._txn.check_call("produce_batch")
                 chosen = partition
                 if chosen < 0:
                     chosen = self._sticky.partition(topic, self._partition_count(topic))
@@ -342,6 +376,7 @@ class Producer:
             producer_id=self._producer_id,
             producer_epoch=self._producer_epoch,
             batch_bytes_max=batch_bytes_max,
+            is_transactional=self._transactional,
         )
 
     def _open_batch(self, topic: str, state: PartitionState) -> ProducerBatch:
@@ -434,19 +469,37 @@ class Producer:
 
     def _send(self, topic: str, state: PartitionState) -> None:
         """Append the partition's closed batches in order. Any thread; takes the partition's
-        send lock, and the producer lock only between appends."""
+        send lock, and the producer lock only between appends.
+
+        In a transaction, the first batch to reach a partition first adds the partition to
+        the coordinator's transaction (the implicit add of transactions v2, done here by the
+        client). Once the transaction has failed (ABORTABLE_ERROR) the batches left fail with
+        its error unsent, as Kafka's sender aborts undrained batches; while aborting they
+        fail with MessagePurgedError."""
+        partition = (topic, state.partition)
         with state.send_lock:
             while True:
                 with self._lock:
                     if not state.pending:
                         return
                     batch = state.pending[0]
-                    fatal = self._fatal
+                    failure = self._fatal if self._fatal is not None else self._txn_failure()
+                    txn = self._txn
+                    add = txn is not None and failure is None and partition not in txn.partitions
+                    producer = (self._producer_id, self._producer_epoch)
+                if add:
+                    failure = self._add_to_transaction(partition, *producer)
                 outcome: AppendInfo | KafkaException = (
-                    fatal if fatal is not None else self._append(topic, state, batch)
+                    failure if failure is not None else self._append(topic, state, batch)
                 )
                 with self._lock:
                     state.pending.popleft()
+                    if (
+                        isinstance(outcome, KafkaException)
+                        and txn is not None
+                        and not isinstance(outcome, MessagePurgedError)
+                    ):
+                        outcome = self._txn_failed(outcome)
                     if isinstance(outcome, KafkaException):
                         if self._producer_id >= 0:
                             # Its sequences were never used: the batches after it take them.
@@ -477,7 +530,9 @@ class Producer:
             try:
                 info = self._broker.log(topic, state.partition).append_batch(batch.raw)
             except KafkaException as error:
-                if isinstance(error, _FATAL_ERRORS):
+                if isinstance(error, _FATAL_ERRORS) and not (
+                    self._txn is not None and isinstance(error, _ABORTABLE_IN_TRANSACTION)
+                ):
                     return self._set_fatal(error)
                 attempts += 1
                 if (
@@ -506,7 +561,57 @@ class Producer:
             if self._fatal is None:
                 self._fatal = fatal
                 self._accumulator.unusable = True
+            if self._txn is not None and self._txn.state is not TxnState.FATAL_ERROR:
+                self._txn.transition(TxnState.FATAL_ERROR, self._fatal)
             return self._fatal
+
+    # --- transactions: the sender's side (producer lock held unless said) ------------------
+
+    def _txn_failure(self) -> KafkaException | None:
+        """The error a batch fails with, unsent, in the transaction's state; None to send."""
+        txn = self._txn
+        if txn is None:
+            return None
+        if txn.state is TxnState.ABORTING:
+            return MessagePurgedError("purged by abort_transaction()")
+        if txn.state is TxnState.ABORTABLE_ERROR:
+            assert txn.error is not None
+            return type(txn.error)(txn.error.error)
+        return None
+
+    def _txn_failed(self, error: KafkaException) -> KafkaException:
+        """A send of the transaction failed: the transaction moves to ABORTABLE_ERROR, or to
+        FATAL_ERROR (which stops the producer as a fatal idempotent error does). Returns the
+        error as delivery reports and the application see it."""
+        assert self._txn is not None
+        reported = self._txn.fail(error)
+        if self._txn.state is TxnState.FATAL_ERROR and self._fatal is None:
+            self._fatal = reported
+            self._accumulator.unusable = True
+        return reported
+
+    def _add_to_transaction(
+        self, partition: tuple[str, int], producer_id: int, producer_epoch: int
+    ) -> KafkaException | None:
+        """AddPartitionsToTxn for one partition (no lock held; the partition's send lock
+        is); None once added, else the error (retried while CONCURRENT_TRANSACTIONS, up to
+        max.block.ms)."""
+        transactional_id = self._settings.transactional_id
+        assert transactional_id is not None and self._txn is not None
+        deadline = time.monotonic() + self._settings.max_block_ms / 1000
+        try:
+            self._retry_concurrent(
+                lambda: self._broker.transactions.add_partitions(
+                    transactional_id, producer_id, producer_epoch, [partition]
+                ),
+                deadline,
+                "add a partition to the transaction",
+            )
+        except KafkaException as error:
+            return _coordinator_error(error)
+        with self._lock:
+            self._txn.partitions.add(partition)
+        return None
 
     # --- delivery reports --------------------------------------------------------------------
 
@@ -591,10 +696,17 @@ class Producer:
 
     def close(self, timeout: float | None = None) -> int:
         """flush(), then stop the linger thread; later calls raise ProducerStateError.
-        Returns what flush() returned. Idempotent."""
+        Returns what flush() returned. Idempotent.
+
+        A transactional producer first aborts a transaction still open (IN_TRANSACTION or
+        ABORTABLE_ERROR), as Kafka's graceful close does; if that abort fails, the
+        coordinator aborts the transaction at its timeout or at the next init_transactions
+        with the id. In FATAL_ERROR close does not raise (it is the one call left)."""
         if self._closed:
             return self._accumulator.outstanding
         try:
+            if self._txn is not None:
+                return self._close_transactional(timeout)
             return self.flush(timeout)
         finally:
             with self._lock:
@@ -604,6 +716,18 @@ class Producer:
             thread = self._linger_thread
             if thread is not None and thread is not threading.current_thread():
                 thread.join()
+
+    def _close_transactional(self, timeout: float | None) -> int:
+        assert self._txn is not None
+        if self._txn.state in (TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR):
+            with contextlib.suppress(KafkaException):
+                self.abort_transaction(timeout)
+        try:
+            return self.flush(timeout)
+        except KafkaException:
+            if self._txn.state is not TxnState.FATAL_ERROR:
+                raise
+            return self._accumulator.outstanding
 
     # --- linger ------------------------------------------------------------------------------
 
@@ -640,24 +764,219 @@ class Producer:
                 self._set_fatal(KafkaException(f"linger thread failed: {error!r}"))
                 return
 
-    # --- transactions (next issue) ----------------------------------------------------------
+    # --- transactions (COORDINATOR.md §7.2; states in eoslog.client.transaction_manager) ----
 
     def init_transactions(self, timeout: float | None = None) -> None:
-        raise TransactionsNotAvailableError(f"init_transactions: {_TRANSACTIONS_LATER}")
+        """InitProducerId for transactional.id with transaction.timeout.ms: fences every
+        older producer with the id and has the coordinator abort (or finish) what it left
+        open; then adopts the producer id and epoch and restarts every sequence at 0.
+        CONCURRENT_TRANSACTIONS is retried with a short backoff for up to `timeout` seconds
+        (None or negative: max.block.ms), then OperationTimedOutError: the state stays
+        INITIALIZING and init_transactions may be called again. A fatal error (e.g.
+        InvalidTransactionTimeoutError) moves to FATAL_ERROR. Any thread; one transaction
+        call runs at a time."""
+        transactional_id = self._require_transactional("init_transactions")
+        txn = self._txn
+        assert txn is not None
+        with self._txn_call_lock:
+            with self._lock:
+                self._check_open()
+                txn.check_call("init_transactions")
+                if txn.state is TxnState.UNINITIALIZED:
+                    txn.transition(TxnState.INITIALIZING)
+            self._initialize(transactional_id, self._deadline(timeout), None)
+
+    def _initialize(
+        self, transactional_id: str, deadline: float, expected: tuple[int, int] | None
+    ) -> None:
+        """INITIALIZING -> READY through InitProducerId (txn call lock held)."""
+        try:
+            producer_id, producer_epoch = self._retry_concurrent(
+                lambda: self._broker.transactions.init_producer_id(
+                    transactional_id, self._settings.transaction_timeout_ms, expected
+                ),
+                deadline,
+                "init_transactions",
+            )
+        except KafkaException as error:
+            if error.error.fatal():
+                with self._lock:
+                    raise self._txn_failed(error) from error
+            raise  # the state stays INITIALIZING: the call may be made again
+        with self._lock:
+            self._adopt(producer_id, producer_epoch)
+            assert self._txn is not None
+            self._txn.transition(TxnState.READY)
 
     def begin_transaction(self) -> None:
-        raise TransactionsNotAvailableError(f"begin_transaction: {_TRANSACTIONS_LATER}")
+        """Open a transaction (READY -> IN_TRANSACTION); local only, as in Kafka: partitions
+        join the coordinator's transaction as their first batch is sent. Any thread."""
+        self._require_transactional("begin_transaction")
+        txn = self._txn
+        assert txn is not None
+        with self._lock:
+            self._check_open()
+            txn.check_call("begin_transaction")
+            txn.partitions.clear()
+            txn.transition(TxnState.IN_TRANSACTION)
 
     def send_offsets_to_transaction(
         self, offsets: Any, group_metadata: Any, timeout: float | None = None
     ) -> None:
-        raise TransactionsNotAvailableError(f"send_offsets_to_transaction: {_TRANSACTIONS_LATER}")
+        """Checks the state as Kafka does (only inside a transaction), then raises
+        TransactionsNotAvailableError: consumer-group offsets arrive with the group
+        coordinator. The transaction is left as it was."""
+        self._require_transactional("send_offsets_to_transaction")
+        assert self._txn is not None
+        with self._lock:
+            self._check_open()
+            self._txn.check_call("send_offsets_to_transaction")
+        raise TransactionsNotAvailableError(_OFFSETS_LATER)
 
     def commit_transaction(self, timeout: float | None = None) -> None:
-        raise TransactionsNotAvailableError(f"commit_transaction: {_TRANSACTIONS_LATER}")
+        """Flush every batch of the transaction (delivery callbacks run here), then EndTxn
+        (commit) and adopt the epoch the coordinator returns (sequences restart at 0).
+
+        A failed delivery fails the commit with that error, abortable (txn_requires_abort()
+        true; state ABORTABLE_ERROR: call abort_transaction()); a fencing raises
+        ProducerFencedError (FATAL_ERROR). Out of time (`timeout` seconds; None: max.block.ms)
+        it raises OperationTimedOutError and stays COMMITTING: the outcome is unknown until
+        commit_transaction is called again and returns. A transaction that added no
+        partition completes locally (Kafka sends no EndTxn then, §7.1). Any thread."""
+        transactional_id = self._require_transactional("commit_transaction")
+        txn = self._txn
+        assert txn is not None
+        with self._txn_call_lock:
+            with self._lock:
+                self._check_open()
+                txn.check_call("commit_transaction")
+                if txn.state is TxnState.IN_TRANSACTION:
+                    txn.transition(TxnState.COMMITTING)
+            deadline = self._deadline(timeout)
+            remaining = self.flush(max(0.0, deadline - time.monotonic()))
+            with self._lock:
+                if txn.state is not TxnState.COMMITTING:  # a send failed
+                    txn.check_call("commit_transaction")  # raises the transaction's error
+                if remaining:
+                    raise OperationTimedOutError(
+                        f"commit_transaction: {remaining} messages not delivered in time"
+                    )
+            self._end(transactional_id, deadline, commit=True)
 
     def abort_transaction(self, timeout: float | None = None) -> None:
-        raise TransactionsNotAvailableError(f"abort_transaction: {_TRANSACTIONS_LATER}")
+        """Purge the transaction's queued batches (their delivery callbacks run here with
+        MessagePurgedError; a batch already being appended finishes and is aborted by the
+        marker), then EndTxn (abort) and adopt the returned epoch. Allowed in
+        IN_TRANSACTION and ABORTABLE_ERROR. Timeouts behave as for commit_transaction. If
+        the coordinator lost the id's producer-id mapping (INVALID_PRODUCER_ID_MAPPING),
+        EndTxn is skipped and the producer re-initializes with its current producer id and
+        epoch (KIP-360, §7.2). Any thread."""
+        transactional_id = self._require_transactional("abort_transaction")
+        txn = self._txn
+        assert txn is not None
+        with self._txn_call_lock:
+            with self._lock:
+                self._check_open()
+                txn.check_call("abort_transaction")
+                if txn.state is not TxnState.ABORTING:
+                    txn.transition(TxnState.ABORTING)
+            deadline = self._deadline(timeout)
+            self._purge()
+            self._serve()
+            if isinstance(txn.error, InvalidProducerIdMappingError):
+                self._reinitialize(transactional_id, deadline)
+                return
+            try:
+                self._end(transactional_id, deadline, commit=False)
+            except InvalidProducerIdMappingError:
+                self._reinitialize(transactional_id, deadline)
+
+    def _reinitialize(self, transactional_id: str, deadline: float) -> None:
+        with self._lock:
+            assert self._txn is not None
+            self._txn.transition(TxnState.INITIALIZING)
+            expected = (self._producer_id, self._producer_epoch)
+        self._initialize(transactional_id, deadline, expected)
+
+    def _end(self, transactional_id: str, deadline: float, *, commit: bool) -> None:
+        """EndTxn, then READY with the new epoch (txn call lock held; state COMMITTING or
+        ABORTING). Nothing is sent when no partition joined the transaction."""
+        txn = self._txn
+        assert txn is not None
+        with self._lock:
+            producer_id, producer_epoch = self._producer_id, self._producer_epoch
+            joined = bool(txn.partitions)
+        if joined:
+            try:
+                producer_id, producer_epoch = self._retry_concurrent(
+                    lambda: self._broker.transactions.end_transaction(
+                        transactional_id, producer_id, producer_epoch, commit
+                    ),
+                    deadline,
+                    "commit_transaction" if commit else "abort_transaction",
+                )
+            except OperationTimedOutError:
+                raise  # the state stays COMMITTING / ABORTING: retry the same call
+            except KafkaException as error:
+                if not commit and isinstance(error, InvalidProducerIdMappingError):
+                    raise  # abort_transaction re-initializes
+                with self._lock:
+                    raise self._txn_failed(_coordinator_error(error)) from error
+        with self._lock:
+            self._adopt(producer_id, producer_epoch)
+            txn.transition(TxnState.READY)
+
+    def _purge(self) -> None:
+        """Close every open batch and fail every queued one with MessagePurgedError (state
+        ABORTING: _send fails them unsent). Waits for an append in flight to finish."""
+        with self._lock:
+            for (topic, _partition), state in list(self._lingering.items()):
+                self._close(topic, state)
+            queued = [(topic, state) for (topic, _), state in self._partitions.items()]
+        for topic, state in queued:
+            self._send(topic, state)
+
+    def _adopt(self, producer_id: int, producer_epoch: int) -> None:
+        """The producer id and epoch of the next transaction; every sequence restarts at 0
+        (producer lock held; nothing queued or in flight)."""
+        assert self._txn is not None
+        self._producer_id, self._producer_epoch = producer_id, producer_epoch
+        for state in self._partitions.values():
+            assert state.open is None and not state.pending, "adopting with batches queued"
+            state.next_sequence = state.planned_sequence = 0
+        self._txn.partitions.clear()
+
+    def _retry_concurrent(self, call: Callable[[], Any], deadline: float, what: str) -> Any:
+        """call(), retried while the coordinator answers CONCURRENT_TRANSACTIONS (a
+        transaction of this id still completing, §7.3), until `deadline` (monotonic s)."""
+        while True:
+            try:
+                return call()
+            except ConcurrentTransactionsError as error:
+                if time.monotonic() >= deadline or self._closed:
+                    raise OperationTimedOutError(f"{what}: timed out ({error})") from error
+                time.sleep(_CONCURRENT_BACKOFF_S)
+
+    def _deadline(self, timeout: float | None) -> float:
+        if timeout is None or timeout < 0:
+            return time.monotonic() + self._settings.max_block_ms / 1000
+        return time.monotonic() + timeout
+
+    def _require_transactional(self, method: str) -> str:
+        transactional_id = self._settings.transactional_id
+        if transactional_id is None:
+            raise ProducerStateError(f"{method}: the producer has no transactional.id")
+        return transactional_id
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ProducerStateError("the producer is closed")
+
+    @property
+    def transaction_state(self) -> str | None:
+        """The transaction state's name (transaction_manager.TxnState; for inspection and
+        tests), or None without a transactional.id."""
+        return None if self._txn is None else self._txn.state.name
 
     # --- introspection ---------------------------------------------------------------------
 
@@ -676,6 +995,14 @@ class Producer:
 
 
 # --- helpers ---------------------------------------------------------------------------------
+
+
+def _coordinator_error(error: KafkaException) -> KafkaException:
+    """A coordinator call's error as the client raises it: INVALID_PRODUCER_EPOCH from a
+    coordinator API means fenced (COORDINATOR.md §7.3), so ProducerFencedError."""
+    if isinstance(error, InvalidProducerEpochError):
+        return ProducerFencedError(f"fenced: {error.error.str()}")
+    return error
 
 
 def _fill(

@@ -34,6 +34,8 @@ RETRY_BACKOFF_MS_DEFAULT: Final = 100
 # Kafka refuses idempotence with more than 5 requests in flight (the broker remembers 5 batches).
 IN_FLIGHT_MAX_IDEMPOTENT: Final = 5
 TRANSACTION_TIMEOUT_MS_DEFAULT: Final = 60_000
+# Kafka's max.block.ms default: how long init/commit/abort_transaction block when not told.
+MAX_BLOCK_MS_DEFAULT: Final = 60_000
 COMPRESSIONS: Final = {"none": layout.COMPRESSION_NONE, "lz4": layout.COMPRESSION_LZ4}
 
 # Keys confluent-kafka-python users commonly pass that mean nothing for an in-process log;
@@ -66,6 +68,7 @@ class ProducerSettings:
     retries: int = (1 << 31) - 1  # librdkafka's default: retry until delivery.timeout.ms
     retry_backoff_ms: int = RETRY_BACKOFF_MS_DEFAULT
     delivery_timeout_ms: int = DELIVERY_TIMEOUT_MS_DEFAULT
+    max_block_ms: int = MAX_BLOCK_MS_DEFAULT
     on_delivery: Callable[[Any, Any], object] | None = None
 
 
@@ -121,6 +124,7 @@ def parse(config: Mapping[str, object]) -> ProducerSettings:
         delivery_timeout_ms=values.get(  # type: ignore[arg-type]
             "delivery.timeout.ms", DELIVERY_TIMEOUT_MS_DEFAULT
         ),
+        max_block_ms=values.get("max.block.ms", MAX_BLOCK_MS_DEFAULT),  # type: ignore[arg-type]
         on_delivery=values.get("on_delivery"),  # type: ignore[arg-type]
     )
 
@@ -208,6 +212,7 @@ _PARSERS: Final[dict[str, Callable[[str, object], object]]] = {
     "retries": _integer(0, _INT32_MAX),
     "retry.backoff.ms": _integer(1, 300_000),
     "delivery.timeout.ms": _integer(0, _INT32_MAX),
+    "max.block.ms": _integer(0, _INT32_MAX),
     "max.in.flight.requests.per.connection": _integer(1, 1_000_000),
     "enable.gapless.guarantee": _boolean,
     "on_delivery": _callback,
