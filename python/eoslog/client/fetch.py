@@ -15,14 +15,15 @@ consumer moves to. The rules, in Kafka's consumer order (CF `nextFetchedRecord`)
 - Offsets may have gaps (control records, dropped batches): the next position is the last
   offset of the last batch planned + 1, never a record offset + 1 by assumption.
 
-This is the per-batch decision DESIGN.md keeps in Python; the transactions issue may move it
-into pyext behind the same signature.
+plan_fetch runs the Cython filter (pyext/readcommitted.pyx); plan_fetch_reference is its
+readable twin, which tests hold it to.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from eoslog._ext import readcommitted
 from eoslog.errors import InvalidRecordError
 from eoslog.record import codec, layout
 
@@ -46,6 +47,19 @@ class FetchPlan(NamedTuple):
 
 
 def plan_fetch(
+    records: Buffer,
+    fetch_offset: int,
+    aborted_transactions: Sequence[tuple[int, int]] | None,
+    records_max: int | None = None,
+) -> FetchPlan:
+    """plan_fetch_reference's plan, computed by the Cython filter (eoslog._ext.readcommitted):
+    the same values and errors, without a Python object per batch."""
+    return FetchPlan(
+        *readcommitted.plan_fetch(records, fetch_offset, aborted_transactions, records_max)
+    )
+
+
+def plan_fetch_reference(
     records: Buffer,
     fetch_offset: int,
     aborted_transactions: Sequence[tuple[int, int]] | None,

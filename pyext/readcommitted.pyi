@@ -1,0 +1,14 @@
+"""The consumer's read_committed filter in Cython; the contract and the readable twin are in
+eoslog.client.fetch (plan_fetch wraps this result in a FetchPlan)."""
+
+from collections.abc import Sequence
+
+from typing_extensions import Buffer
+
+def is_abort_marker(records: Buffer, position: int) -> bool: ...
+def plan_fetch(
+    records: Buffer,
+    fetch_offset: int,
+    aborted_transactions: Sequence[tuple[int, int]] | None,
+    records_max: int | None = None,
+) -> tuple[list[tuple[int, int]], int, int, int]: ...

@@ -1,0 +1,99 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The consumer's read_committed filter (FORMAT.md §6.4; Kafka's CompletedFetch
+nextFetchedRecord / isBatchAborted), in Cython: which batches of a fetch reach the
+application. The contract and the readable twin are eoslog.client.fetch (its
+plan_fetch_reference is this function's twin; tests/test_fetch_plan.py holds the two
+together), which wraps the result in a FetchPlan.
+
+The batch headers are scanned in C (scan.scan_batches); the loop over them runs here without
+Python objects per batch, except for control batches (one per transaction), whose ABORT /
+COMMIT type is read from their one record.
+"""
+
+cimport cython
+from libc.stdint cimport int16_t, int32_t, int64_t
+
+import numpy as np
+
+from eoslog._ext import scan
+from eoslog.errors import InvalidRecordError, raise_for_status
+from eoslog.record import codec, layout
+
+cdef int64_t NO_PRODUCER_ID = -1
+cdef int16_t CONTROL_MASK = layout.CONTROL_MASK
+cdef int16_t TRANSACTIONAL_MASK = layout.TRANSACTIONAL_MASK
+
+
+def is_abort_marker(records, Py_ssize_t position):
+    """Whether the control batch at `position` holds an ABORT marker (its first record's key
+    is version int16 + type int16; FORMAT.md §3). InvalidRecordError for a key shorter than
+    4 bytes; an empty control batch is not one."""
+    found = codec.batch_records(records, position)
+    if not found:
+        return False
+    key = found[0].key
+    if key is None or len(key) < layout.CONTROL_KEY_SIZE:
+        raise InvalidRecordError(f"control record key shorter than 4 bytes (batch at {position})")
+    return int.from_bytes(key[2:4], "big", signed=True) == layout.CONTROL_ABORT
+
+
+def plan_fetch(records, int64_t fetch_offset, aborted_transactions, records_max=None):
+    """See eoslog.client.fetch.plan_fetch: the same plan as a tuple (runs, next_offset,
+    records, planned_bytes), with the same errors."""
+    infos, stop, status = scan.scan_batches(records, verify_crc=False)
+    if status != 0:
+        raise_for_status(status, stop)
+    cdef Py_ssize_t count = len(infos)
+    cdef const int64_t[:] positions = np.ascontiguousarray(infos["position"])
+    cdef const int64_t[:] base_offsets = np.ascontiguousarray(infos["base_offset"])
+    cdef const int64_t[:] last_offsets = np.ascontiguousarray(infos["last_offset"])
+    cdef const int64_t[:] producer_ids = np.ascontiguousarray(infos["producer_id"])
+    cdef const int16_t[:] attributes = np.ascontiguousarray(infos["attributes"])
+    cdef const int32_t[:] sizes = np.ascontiguousarray(infos["size"])
+    cdef bint read_committed = aborted_transactions is not None
+    pending = sorted(aborted_transactions or (), key=lambda entry: entry[1])
+    cdef Py_ssize_t pending_index = 0, pending_count = len(pending)
+    cdef set aborted_producers = set()
+    cdef list runs = []
+    cdef int64_t run_start = -1, next_offset = fetch_offset, planned = 0, end = 0
+    cdef int64_t limit = -1 if records_max is None else records_max
+    cdef int64_t position, last_offset, producer_id, first
+    cdef int16_t attrs
+    cdef bint dropped, control
+    cdef Py_ssize_t i
+    for i in range(count):
+        position = positions[i]
+        end = position + sizes[i]
+        last_offset = last_offsets[i]
+        producer_id = producer_ids[i]
+        attrs = attributes[i]
+        control = (attrs & CONTROL_MASK) != 0
+        dropped = False
+        if read_committed and producer_id > NO_PRODUCER_ID:
+            while pending_index < pending_count and pending[pending_index][1] <= last_offset:
+                aborted_producers.add(pending[pending_index][0])
+                pending_index += 1
+            if aborted_producers and producer_id in aborted_producers:
+                if control:
+                    if is_abort_marker(records, position):
+                        aborted_producers.discard(producer_id)
+                elif attrs & TRANSACTIONAL_MASK:
+                    dropped = True
+        if dropped:
+            if run_start >= 0:
+                runs.append((run_start, position))
+                run_start = -1
+        elif run_start < 0 and not control:
+            run_start = position
+        next_offset = last_offset + 1
+        if not dropped and not control:
+            first = base_offsets[i] if base_offsets[i] > fetch_offset else fetch_offset
+            if last_offset + 1 > first:
+                planned += last_offset + 1 - first
+            if limit >= 0 and planned >= limit:
+                break
+    if run_start >= 0:
+        runs.append((run_start, end))
+    if next_offset < fetch_offset:
+        raise AssertionError(f"a fetch from {fetch_offset} planned up to {next_offset}")
+    return runs, next_offset, planned, end
