@@ -139,10 +139,12 @@ def index_records(data, Py_ssize_t start, Py_ssize_t end, RecordRefs refs, list 
 @cython.final
 cdef class MessageBatch:
     """The records of one fetch of one partition, as references into bytes this object keeps
-    alive (about max.partition.fetch.bytes: a Message keeps its fetch alive, as a confluent
-    Message keeps its fetch buffer). `next_offset`: where the consumer's position goes once
-    every record here is consumed (past control or dropped batches after the last one).
-    Immutable; used by the thread that owns the Consumer."""
+    alive: the read's view of the mapped segment (so the mapping stays, and a truncation under
+    it replaces the file instead of cutting it: mapped_log.py) and decompressed sections. A
+    Message keeps its fetch alive, as a confluent Message keeps its fetch buffer.
+    `next_offset`: where the consumer's position goes once every record here is consumed (past
+    control or dropped batches after the last one). Immutable; used by the thread that owns
+    the Consumer."""
 
     cdef readonly str topic
     cdef readonly int partition
