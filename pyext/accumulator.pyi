@@ -54,6 +54,9 @@ class RecordAccumulator:
 
     unusable: bool
     """Closed or failed: produce() takes the Python path, which raises."""
+    in_transaction: bool
+    """A transactional producer's transaction is open (set by its TransactionManager under
+    the lock); otherwise a transactional producer's produce() takes the Python path."""
     outstanding: int
     """Produced and not yet reported to poll()/flush()."""
     @property

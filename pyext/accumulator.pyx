@@ -10,7 +10,10 @@ key, murmur2 for a key), the append to the open BatchBuilder (in C, through the 
 eoslog._ext.codec exports) and the delivery bookkeeping. Every other case (headers, a batch to
 open or close, an unknown partition, a closed or failed producer, unusual argument types) is
 handed, before anything changes, to the producer's Python produce(), which re-checks all of it
-under the producer lock.
+under the producer lock. A transactional producer's records take this path only while its
+transaction is open (in_transaction, read under the producer lock); they go to a batch the
+Python path opened in this transaction (transactional, its partition added by the sender before
+the batch is appended).
 """
 
 cimport cython
@@ -108,6 +111,10 @@ cdef class RecordAccumulator:
     cdef readonly Py_ssize_t batch_records_max
     cdef readonly bint close_every_record
     cdef readonly bint transactional
+    # A transactional producer's transaction is open (IN_TRANSACTION): set and cleared by its
+    # TransactionManager on every transition, under the producer lock. Outside one, produce()
+    # takes the Python path, which raises the state's error.
+    cdef public bint in_transaction
     cdef object acquire
     cdef object release
     cdef object sticky
@@ -133,6 +140,7 @@ cdef class RecordAccumulator:
         self.batch_records_max = batch_records_max
         self.close_every_record = close_every_record
         self.transactional = transactional
+        self.in_transaction = False
         self.unusable = False
         self.outstanding = 0
         self.topics = {}
@@ -183,7 +191,7 @@ cdef class RecordAccumulator:
     def produce(self, topic, value=None, key=None, partition=-1, on_delivery=None,
                 timestamp=0, headers=None, *, callback=None):
         """Producer.produce (same arguments, same results, same errors): queue one record."""
-        if (self.transactional or headers is not None or type(topic) is not str
+        if (headers is not None or type(topic) is not str
                 or type(partition) is not int or type(timestamp) is not int):
             return self.slow(topic, value, key, partition, on_delivery, timestamp, headers,
                              callback=callback)
@@ -215,7 +223,8 @@ cdef class RecordAccumulator:
         self.acquire()
         try:
             state = None
-            if not self.unusable and self.outstanding < self.outstanding_max:
+            if (not self.unusable and self.outstanding < self.outstanding_max
+                    and (self.in_transaction or not self.transactional)):
                 state = self.find(topic, record_key, partition_index)
             if state is not None:
                 batch = state.open

@@ -11,7 +11,7 @@ import pytest
 
 import eoslog
 from eoslog.client.producer import Producer
-from eoslog.errors import ProducerStateError
+from eoslog.errors import ProducerFencedError, ProducerStateError
 from eoslog.record import USING_EXTENSIONS, layout
 from eoslog.record import pycodec as codec
 
@@ -166,3 +166,134 @@ def test_queue_full_and_closed_raise_on_the_native_path(broker: eoslog.Broker) -
     data = bytes(broker.log("t", 0).read(0).records)
     assert [h.records_count for _, h in codec.iter_headers(data)] == [5]
     assert len(data) > layout.HEADER_SIZE
+
+
+# --- a transactional producer: the native path serves records only inside a transaction -------
+
+
+def _count_slow_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the calls of Producer.produce (the Python path), made from either path."""
+    calls = [0]
+    python_produce = Producer.produce
+
+    def counted(self: Producer, *args: Any, **kwargs: Any) -> None:
+        calls[0] += 1
+        python_produce(self, *args, **kwargs)
+
+    monkeypatch.setattr(Producer, "produce", counted)
+    return calls
+
+
+@pytest.mark.parametrize("config", [{"batch.num.messages": 50}, {"batch.size": 900}])
+def test_transactional_native_and_python_paths_write_the_same_batches_and_reports(
+    tmp_path: Any, config: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow_calls = _count_slow_calls(monkeypatch)
+    results = {}
+    calls = {}
+    for path in PATHS:
+        slow_calls[0] = 0
+        with eoslog.open(
+            str(tmp_path / path), durability="none", clock_ms=lambda: NOW_MS, background=False
+        ) as broker:
+            broker.create_topic("t", 3)
+            producer = Producer(
+                broker,
+                {**config, "linger.ms": LINGER_NEVER_MS, "transactional.id": "fast"},
+                seed=7,
+            )
+            producer.init_transactions()
+            reports: list[Any] = []
+            produce = produce_of(producer, path)
+            for commit in (True, False, True):  # the aborted one is written, then aborted
+                producer.begin_transaction()
+                _workload(produce, reports)
+                if commit:
+                    producer.commit_transaction()
+                else:
+                    producer.abort_transaction()
+            assert len(producer) == 0
+            found = log_records(broker, "t", 3)
+            headers = [
+                header
+                for partition in range(3)
+                for _, header in codec.iter_headers(
+                    bytes(broker.log("t", partition).read(0, max_bytes=1 << 30).records)
+                )
+            ]
+            assert all(header.is_transactional for header in headers)
+            assert sum(header.is_control for header in headers) == 9  # 3 partitions x 3 ends
+            results[path] = (found, reports)
+            calls[path] = slow_calls[0]
+    assert len(results["native"][1]) > 1_500
+    assert results["native"] == results["python"]
+    assert calls["python"] == 6_000
+    if USING_EXTENSIONS:
+        assert calls["native"] < 6_000 // 2  # most records appended natively
+
+
+def _transactional(broker: eoslog.Broker) -> Producer:
+    producer = Producer(broker, {"linger.ms": LINGER_NEVER_MS, "transactional.id": "gate"})
+    producer.init_transactions()
+    return producer
+
+
+def _outcome(produce: Callable[..., None]) -> Any:
+    try:
+        produce("t", b"v")
+    except Exception as error:
+        return (type(error), str(error), error.args[0].fatal(), error.args[0].txn_requires_abort())
+    return "queued"
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_transactional_produce_outside_a_transaction_raises_on_either_path(
+    broker: eoslog.Broker, path: str
+) -> None:
+    broker.create_topic("t", 1)
+    producer = _transactional(broker)
+    produce = produce_of(producer, path)
+    with pytest.raises(ProducerStateError, match="call begin_transaction"):
+        produce("t", b"v")
+    producer.begin_transaction()
+    produce("t", b"a")  # opens the batch: the next records append natively
+    produce("t", b"b")
+    producer.commit_transaction()
+    with pytest.raises(ProducerStateError, match="in state READY"):
+        produce("t", b"c")
+    producer.begin_transaction()
+    produce("t", b"d")
+    produce("t", b"e")
+    producer.abort_transaction()
+    with pytest.raises(ProducerStateError, match="in state READY"):
+        produce("t", b"f")
+    assert len(producer) == 0
+    committed = broker.consumer({"isolation.level": "read_committed"})
+    committed.assign([eoslog.TopicPartition("t", 0, 0)])
+    assert [m.value() for m in committed.consume(10, timeout=0)] == [b"a", b"b"]
+
+
+def test_transactional_error_states_raise_the_same_on_both_paths(broker: eoslog.Broker) -> None:
+    """ABORTABLE_ERROR and FATAL_ERROR with a batch open (where the native path would
+    append): both paths raise the stored error, and queue nothing."""
+    broker.create_topic("t", 1)
+    outcomes: dict[str, list[Any]] = {}
+    for path in PATHS:
+        producer = _transactional(broker)
+        produce = produce_of(producer, path)
+        producer.begin_transaction()
+        produce("t", b"open")
+        with producer._lock:
+            producer._txn_failed(eoslog.KafkaException(eoslog.KafkaError(1, "X", "failed")))
+        found = [_outcome(produce), len(producer)]
+        producer.abort_transaction()
+        producer.begin_transaction()
+        produce("t", b"open")
+        producer._set_fatal(ProducerFencedError("fenced"))
+        found += [_outcome(produce), len(producer)]
+        outcomes[path] = found
+        producer.close()  # in FATAL_ERROR close does not raise
+    assert outcomes["native"] == outcomes["python"]
+    abortable, queued, fatal, _ = outcomes["native"]
+    assert abortable[2:] == (False, True) and queued == 1  # only the record that opened
+    assert fatal[0] is ProducerFencedError and fatal[2] is True

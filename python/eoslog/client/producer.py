@@ -38,8 +38,9 @@ failed send (InvalidProducerEpochError, OutOfOrderSequenceError, a delivery time
 non-retriable append error) is abortable: the state goes to ABORTABLE_ERROR, the batches left
 fail unsent, and only abort_transaction() is allowed. ProducerFencedError, InvalidTxnStateError
 and KafkaStorageError are fatal (FATAL_ERROR: only close()). The states, the allowed calls per
-state and the errors for the rest are tables in eoslog.client.transaction_manager. Records are
-produced on the Python path (the native fast path hands transactional producers to it).
+state and the errors for the rest are tables in eoslog.client.transaction_manager. Inside a
+transaction the native fast path appends records to the batches the Python path opened in it;
+outside one it hands every record to the Python path, which raises the state's error.
 
 Threads. Every method may be called from any thread. One producer lock guards the batches,
 sequences and the report queue; a send lock per partition keeps appends in sequence order
@@ -173,8 +174,6 @@ class Producer:
         self._batch_records_max = settings.batch_records_max
         self._linger_thread: threading.Thread | None = None
         self._producer_id, self._producer_epoch = -1, -1
-        # The transaction state (under self._lock); None without a transactional.id.
-        self._txn = TransactionManager() if self._transactional else None
         # Serializes init/commit/abort_transaction (reentrant: a delivery callback run by
         # commit's flush that calls a transaction method gets the state's error, not a hang).
         self._txn_call_lock = threading.RLock()
@@ -194,6 +193,9 @@ class Producer:
             close_every_record=settings.linger_ms == 0,
             transactional=self._transactional,
         )
+        # The transaction state (under self._lock); None without a transactional.id. It opens
+        # and closes the accumulator's native path with the transaction (in_transaction).
+        self._txn = TransactionManager(self._accumulator) if self._transactional else None
         if USING_EXTENSIONS:
             self.produce = self._accumulator.produce  # type: ignore[method-assign]
         if settings.idempotent and settings.transactional_id is None:

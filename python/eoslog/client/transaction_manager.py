@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import Final
+from typing import Any, Final
 
 from eoslog.errors import KafkaError, KafkaException, ProducerStateError
 
@@ -93,11 +93,16 @@ def as_fatal(error: KafkaException) -> KafkaException:
 
 
 class TransactionManager:
-    """The state, the last error, and the partitions added to the open transaction."""
+    """The state, the last error, and the partitions added to the open transaction.
 
-    __slots__ = ("error", "partitions", "state")
+    `gate` (the producer's RecordAccumulator) gets `in_transaction` set to whether the state
+    is IN_TRANSACTION at every transition, so the native produce() path serves records only
+    inside a transaction and hands the rest to Producer.produce, which raises."""
 
-    def __init__(self) -> None:
+    __slots__ = ("_gate", "error", "partitions", "state")
+
+    def __init__(self, gate: Any = None) -> None:
+        self._gate = gate
         self.state = TxnState.UNINITIALIZED
         self.error: KafkaException | None = None  # set in ABORTABLE_ERROR and FATAL_ERROR
         self.partitions: set[tuple[str, int]] = set()  # added to the coordinator's transaction
@@ -127,6 +132,8 @@ class TransactionManager:
         elif target is not T.ABORTING:
             self.error = None
         self.state = target
+        if self._gate is not None:
+            self._gate.in_transaction = target is T.IN_TRANSACTION
 
     def fail(self, error: KafkaException) -> KafkaException:
         """A send or a coordinator call failed with `error`: move to FATAL_ERROR for a fatal

@@ -337,13 +337,15 @@ class TransactionCoordinator:
             )
         return meta
 
-    def _persist(self, meta: TransactionMetadata, target: TransitionTarget | None) -> None:
-        """Append the prepared target and make it durable, then apply it; abandon it if the
-        append fails (the failure propagates)."""
+    def _persist(
+        self, meta: TransactionMetadata, target: TransitionTarget | None, *, sync: bool = True
+    ) -> None:
+        """Append the prepared target and (sync) make it durable, then apply it; abandon it
+        if the append fails (the failure propagates)."""
         if target is None:
             return
         try:
-            self._append(meta.transactional_id, encode_value(log_value_of(target)))
+            self._append(meta.transactional_id, encode_value(log_value_of(target)), sync=sync)
         except BaseException:
             meta.abandon_transition()
             raise
@@ -353,12 +355,12 @@ class TransactionCoordinator:
             del self._by_producer[previous_producer_id]
         self._by_producer[meta.producer_id] = meta
 
-    def _append(self, transactional_id: str, value: bytes | None) -> None:
+    def _append(self, transactional_id: str, value: bytes | None, *, sync: bool = True) -> None:
         state_log = self._state_logs[partition_for(transactional_id, len(self._state_logs))]
         builder = codec.BatchBuilder()
         builder.append(self._clock_ms(), encode_key(transactional_id), value)
         info = state_log.append_batch(builder.build())
-        if self._durability == "commit":
+        if sync and self._durability == "commit":
             state_log.flush_through(info.last_offset + 1)
 
     def _complete_end(self, meta: TransactionMetadata) -> None:
@@ -389,7 +391,12 @@ class TransactionCoordinator:
             except (InvalidProducerEpochError, TransactionCoordinatorFencedError):
                 return
             crashpoints.hit("marker.after")
-        self._persist(meta, meta.prepare_complete(self._clock_ms()))
+        # Complete* is not synced of its own: until it is durable (the next record of this
+        # state partition synced, or a clean close) the durable Prepare* stands for it, and
+        # a crash before then is finished at the next open by load(), which writes the
+        # markers again (accepted as retries) and persists Complete*. The markers and
+        # Prepare* the outcome depends on are durable before this point.
+        self._persist(meta, meta.prepare_complete(self._clock_ms()), sync=False)
         crashpoints.hit("coordinator.complete.after")
 
 

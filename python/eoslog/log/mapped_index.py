@@ -61,6 +61,7 @@ class MappedIndex:
 
     __slots__ = (
         "_base_offset",
+        "_dirty",
         "_entries",
         "_fs",
         "_handle",
@@ -90,6 +91,9 @@ class MappedIndex:
         self._entries = _index.IndexEntries(self.ENTRY_BYTES)
         self._handle: FileHandle | None = None
         self._length = 0
+        # Changed since the last flush (unknown at open: the first flush syncs). Set by
+        # every change of the entries or the file; flush() syncs only when it is set.
+        self._dirty = True
         if writable:
             self._open_writable()
         else:
@@ -196,6 +200,7 @@ class MappedIndex:
     def _truncate_to_entries(self, count: int) -> None:
         """Keep the first count entries; subclasses refresh what they cache of the last."""
         self._require_handle()
+        self._dirty = True
         self._entries.truncate(count)
 
     def truncate(self) -> None:
@@ -216,6 +221,7 @@ class MappedIndex:
                 f"{self.entries} entries ({self.size_in_bytes} bytes)"
             )
         count = self._entries.count
+        self._dirty = True
         # No mapping may live while the file changes size: readers answer from a copy of the
         # entries meanwhile, and the mapping goes (unmapped as its last reference drops).
         self._entries.attach(self._entries.copy(), count)
@@ -239,9 +245,17 @@ class MappedIndex:
             self.resize(self.size_in_bytes)
 
     def flush(self) -> None:
-        """Make the entries durable: writes through the mapping are synced with the file."""
-        if self._writable and self._handle is not None:
-            self._handle.sync()
+        """Make the entries durable: writes through the mapping are synced with the file.
+        Nothing to do when nothing changed since the last flush (most appends add no index
+        entry). The flag is cleared before the sync, so a change racing with it is synced
+        by the next flush."""
+        if self._writable and self._handle is not None and self._dirty:
+            self._dirty = False
+            try:
+                self._handle.sync()
+            except BaseException:
+                self._dirty = True
+                raise
 
     def _release(self) -> None:
         self._entries.detach()

@@ -75,6 +75,7 @@ class OffsetIndex(MappedIndex):
                 f"offset {offset} is not above the last offset {self._last_offset} "
                 f"of {self._path} (entry {self.entries})"
             )
+        self._dirty = True
         self._entries.append(self._relative(offset), position)
         self._last_offset = offset
 

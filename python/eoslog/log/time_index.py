@@ -98,6 +98,7 @@ class TimeIndex(MappedIndex):
         # Equal timestamps are the roll/close entry repeating the last one, and an index of
         # batches without timestamps (-1) stays empty.
         if timestamp > last_timestamp:
+            self._dirty = True
             self._entries.append(timestamp, self._relative(offset))
             self._last_entry = (timestamp, offset)
 

@@ -56,7 +56,7 @@ class AbortedTxn(NamedTuple):
 class TransactionIndex:
     """The aborted transactions of one segment; see the module doc for the contract."""
 
-    __slots__ = ("_base_offset", "_fs", "_handle", "_image", "_last_offset", "_path")
+    __slots__ = ("_base_offset", "_dirty", "_fs", "_handle", "_image", "_last_offset", "_path")
 
     def __init__(self, fs: FileSystem, path: str, base_offset: int) -> None:
         """Open the index at path if the file exists (appends go after its whole entries);
@@ -65,6 +65,9 @@ class TransactionIndex:
         self._path = path
         self._base_offset = base_offset
         self._handle: FileHandle | None = None
+        # Changed since the last flush (unknown at open: the first flush syncs); flush()
+        # syncs only when it is set.
+        self._dirty = True
         self._image = bytearray()
         self._last_offset: int | None = None
         if fs.exists(path):
@@ -115,6 +118,7 @@ class TransactionIndex:
                 f"{txn.last_offset} is not above {self._last_offset} in {self._path}"
             )
         entry = txn.encode()
+        self._dirty = True
         self._open().pwrite(entry, len(self._image))
         self._image += entry
         self._last_offset = txn.last_offset
@@ -151,6 +155,7 @@ class TransactionIndex:
         if keep == self.entries:
             return
         # The file exists: it holds at least the entry being dropped.
+        self._dirty = True
         self._open().truncate(keep * ENTRY_BYTES)
         del self._image[keep * ENTRY_BYTES :]
         self._last_offset = self._entry(keep - 1).last_offset if keep else None
@@ -160,6 +165,7 @@ class TransactionIndex:
         if self._handle is None and self._fs.exists(self._path):
             self._open()
         if self._handle is not None:
+            self._dirty = True
             self._handle.truncate(0)
         self._image = bytearray()
         self._last_offset = None
@@ -178,9 +184,16 @@ class TransactionIndex:
             )
 
     def flush(self) -> None:
-        """Make the entries durable; nothing to do for a file never created."""
-        if self._handle is not None:
-            self._handle.sync()
+        """Make the entries durable; nothing to do for a file never created, or unchanged
+        since the last flush (the flag is cleared before the sync: a change racing with it
+        is synced by the next flush)."""
+        if self._handle is not None and self._dirty:
+            self._dirty = False
+            try:
+                self._handle.sync()
+            except BaseException:
+                self._dirty = True
+                raise
 
     def close(self) -> None:
         """Close the file. The entries stay readable, and an append opens it again."""

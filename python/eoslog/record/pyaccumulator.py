@@ -75,6 +75,7 @@ class RecordAccumulator:
         self.batch_records_max = batch_records_max
         self.close_every_record = close_every_record
         self.transactional = transactional
+        self.in_transaction = False
         self.unusable = False
         self.outstanding = 0
 
