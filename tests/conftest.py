@@ -80,19 +80,6 @@ def make_batch(codec: ModuleType) -> Callable[..., bytes]:
     return functools.partial(batches.build, codec)
 
 
-# Known open bugs of the partition log (issue 3 stays open until this table is empty). Each
-# entry is a strict xfail: the test must fail for its stated reason, and the day a fix makes
-# it pass, the run fails until the entry is removed, so the table can only shrink honestly.
-KNOWN_OPEN_BUGS: dict[str, str] = {}
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        reason = KNOWN_OPEN_BUGS.get(item.nodeid.split("/")[-1])
-        if reason is not None:
-            item.add_marker(pytest.mark.xfail(strict=True, reason=f"open bug: {reason}"))
-
-
 # --- a broker in a temporary directory with a driven clock ----------------------------------
 
 OpenBroker = Callable[..., eoslog.Broker]
