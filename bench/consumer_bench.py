@@ -122,9 +122,67 @@ class Data:
         self.broker.close()
 
 
-def runners(data: Data) -> dict[str, Callable[[], object]]:
-    n = data.records
+def read_runners(
+    consumer: Callable[[], eoslog.Consumer],
+    n: int,
+    sqlite: sqlite3.Connection,
+    payload: np.ndarray,
+    payload_target: np.ndarray,
+) -> dict[str, Callable[[], object]]:
+    """The contenders that read n records back: consume() (and + value()), consume_arrow(),
+    a SQLite cursor scan of the same rows and memcpy of the payload. Shared with
+    txn_bench.py's read_committed section."""
 
+    def consume(touch: bool) -> Callable[[], object]:
+        def run() -> object:
+            made = consumer()
+            out: list[eoslog.Message] = []
+            while len(out) < n:
+                found = made.consume(CONSUME_MESSAGES, timeout=0)
+                assert found, "the partition ended early"
+                if touch:
+                    for message in found:
+                        message.value()
+                out.extend(found)
+            made.close()
+            return out
+
+        return run
+
+    def consume_arrow() -> object:
+        made = consumer()
+        out: list[pa.RecordBatch] = []
+        rows = 0
+        while rows < n:
+            batch = made.consume_arrow(ARROW_RECORDS, timeout=0)
+            assert batch.num_rows, "the partition ended early"
+            rows += batch.num_rows
+            out.append(batch)
+        made.close()
+        return out
+
+    def sqlite_scan() -> object:
+        return [
+            row
+            for row in sqlite.execute(
+                "SELECT offset, timestamp, key, value FROM records ORDER BY offset"
+            )
+        ]
+
+    def memcpy() -> object:
+        np.copyto(payload_target, payload)
+        return None
+
+    return {
+        "consume()": consume(touch=False),
+        "consume() + value()": consume(touch=True),
+        "consume_arrow()": consume_arrow,
+        "SQLite scan": sqlite_scan,
+        "memcpy": memcpy,
+    }
+
+
+def runners(data: Data) -> dict[str, Callable[[], object]]:
     def floor() -> object:
         return [
             (offset, value)
@@ -134,55 +192,10 @@ def runners(data: Data) -> dict[str, Callable[[], object]]:
     def floor_c() -> object:
         return list(zip(data.offsets, data.workload.values, strict=True))
 
-    def consume(touch: bool) -> Callable[[], object]:
-        def run() -> object:
-            consumer = data.consumer()
-            out: list[eoslog.Message] = []
-            while len(out) < n:
-                found = consumer.consume(CONSUME_MESSAGES, timeout=0)
-                assert found, "the partition ended early"
-                if touch:
-                    for message in found:
-                        message.value()
-                out.extend(found)
-            consumer.close()
-            return out
-
-        return run
-
-    def consume_arrow() -> object:
-        consumer = data.consumer()
-        out: list[pa.RecordBatch] = []
-        rows = 0
-        while rows < n:
-            batch = consumer.consume_arrow(ARROW_RECORDS, timeout=0)
-            assert batch.num_rows, "the partition ended early"
-            rows += batch.num_rows
-            out.append(batch)
-        consumer.close()
-        return out
-
-    def sqlite_scan() -> object:
-        return [
-            row
-            for row in data.sqlite.execute(
-                "SELECT offset, timestamp, key, value FROM records ORDER BY offset"
-            )
-        ]
-
-    def memcpy() -> object:
-        np.copyto(data.payload_target, data.payload)
-        return None
-
-    return {
-        "floor": floor,
-        "floor, C loop": floor_c,
-        "consume()": consume(touch=False),
-        "consume() + value()": consume(touch=True),
-        "consume_arrow()": consume_arrow,
-        "SQLite scan": sqlite_scan,
-        "memcpy": memcpy,
-    }
+    reads = read_runners(
+        data.consumer, data.records, data.sqlite, data.payload, data.payload_target
+    )
+    return {"floor": floor, "floor, C loop": floor_c, **reads}
 
 
 def check(name: str, result: object, data: Data) -> None:

@@ -58,6 +58,7 @@ import pyarrow as pa
 BENCH_DIR = FilePath(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 
+import consumer_bench  # noqa: E402
 import eoslog  # noqa: E402
 from log_bench import (  # noqa: E402
     Section,
@@ -83,8 +84,8 @@ TOPIC = "bench"
 TXN_RECORDS = 1_000  # records per transaction (BENCH.md: commit every 1,000)
 ABORT_EVERY = 3  # every third transaction aborted (BENCH.md: 1/3)
 SEGMENT_BYTES = 32 << 20
-CONSUME_MESSAGES = 500
-ARROW_RECORDS = 100_000
+CONSUME_MESSAGES = consumer_bench.CONSUME_MESSAGES
+ARROW_RECORDS = consumer_bench.ARROW_RECORDS
 FSYNC_BLOCK = 4096
 PERCENTILES = (50.0, 99.0, 99.9)
 EOSLOG_CONFIG: dict[str, object] = {
@@ -482,52 +483,14 @@ class ReadData:
 
 
 def read_runners(data: ReadData) -> dict[str, Callable[[], object]]:
-    n = data.committed
-
     def floor() -> object:
         return [(offset, value) for offset, value in zip(data.offsets, data.values, strict=True)]
 
-    def consume() -> object:
-        consumer = data.consumer()
-        out: list[eoslog.Message] = []
-        while len(out) < n:
-            found = consumer.consume(CONSUME_MESSAGES, timeout=0)
-            assert found, "the partition ended early"
-            out.extend(found)
-        consumer.close()
-        return out
-
-    def consume_arrow() -> object:
-        consumer = data.consumer()
-        out: list[pa.RecordBatch] = []
-        rows = 0
-        while rows < n:
-            batch = consumer.consume_arrow(ARROW_RECORDS, timeout=0)
-            assert batch.num_rows, "the partition ended early"
-            rows += batch.num_rows
-            out.append(batch)
-        consumer.close()
-        return out
-
-    def sqlite_scan() -> object:
-        return [
-            row
-            for row in data.sqlite.execute(
-                "SELECT offset, timestamp, key, value FROM records ORDER BY offset"
-            )
-        ]
-
-    def memcpy() -> object:
-        np.copyto(data.payload_target, data.payload)
-        return None
-
-    return {
-        "floor": floor,
-        "consume()": consume,
-        "consume_arrow()": consume_arrow,
-        "SQLite scan": sqlite_scan,
-        "memcpy": memcpy,
-    }
+    reads = consumer_bench.read_runners(
+        data.consumer, data.committed, data.sqlite, data.payload, data.payload_target
+    )
+    del reads["consume() + value()"]
+    return {"floor": floor, **reads}
 
 
 def read_check(name: str, result: object, data: ReadData) -> None:
