@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Final
 
 from eoslog.errors import CorruptTransactionLogError, UnknownTransactionLogKeyVersionError
@@ -94,6 +95,25 @@ _VALUE_TAGGED_FIELDS: Final[tuple[tuple[int, str, struct.Struct, int], ...]] = (
 )
 
 
+# The fixed-size fields before and after the partitions array, each run packed by one Struct
+# (derived from _VALUE_FIELDS, so the table stays the one definition): the encoder's fast path.
+_ARRAY_AT: Final = next(i for i, (_, kind) in enumerate(_VALUE_FIELDS) if kind is None)
+
+
+def _run(
+    fields: tuple[tuple[str, struct.Struct | None], ...],
+) -> tuple[struct.Struct, attrgetter[tuple[int, ...]]]:
+    kinds = [kind for _, kind in fields]
+    assert all(kind is not None for kind in kinds), "a run holds fixed-size fields only"
+    pattern = ">" + "".join(kind.format.lstrip(">") for kind in kinds if kind is not None)
+    return struct.Struct(pattern), attrgetter(*(name for name, _ in fields))
+
+
+_HEAD, _HEAD_VALUES = _run(_VALUE_FIELDS[:_ARRAY_AT])
+_TAIL, _TAIL_VALUES = _run(_VALUE_FIELDS[_ARRAY_AT + 1 :])
+_VERSION_FLEXIBLE_BYTES: Final = _INT16.pack(VALUE_VERSION_FLEXIBLE)
+
+
 # --- encoding -------------------------------------------------------------------------------
 
 
@@ -106,12 +126,17 @@ def _pack(kind: struct.Struct, value: int, name: str) -> bytes:
 
 def _uvarint(value: int) -> bytes:
     """Kafka's unsigned varint (ByteUtils.writeUnsignedVarint): 7 bits a byte, low first."""
+    if 0 <= value < 0x80:
+        return _SMALL_UVARINTS[value]
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+_SMALL_UVARINTS: Final = tuple(bytes((value,)) for value in range(0x80))
 
 
 def _string(text: str, flexible: bool) -> bytes:
@@ -161,6 +186,22 @@ def encode_value(
     fields, so a non-default one raises ValueError there, as Kafka's generated writer does."""
     if value is None:
         return None
+    if version == VALUE_VERSION_FLEXIBLE:
+        try:
+            head = _HEAD.pack(*_HEAD_VALUES(value))
+            tail = _TAIL.pack(*_TAIL_VALUES(value))
+        except struct.error:
+            pass  # out of range: the field-by-field path below names the field
+        else:
+            return b"".join(
+                (
+                    _VERSION_FLEXIBLE_BYTES,
+                    head,
+                    _partitions(value.transaction_partitions, True),
+                    tail,
+                    _tagged_section(value),
+                )
+            )
     if version not in (VALUE_VERSION_NOT_FLEXIBLE, VALUE_VERSION_FLEXIBLE):
         raise ValueError(f"transaction log value version {version} is not 0 or 1")
     flexible = version >= VALUE_VERSION_FLEXIBLE

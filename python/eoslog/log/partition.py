@@ -16,7 +16,7 @@ import bisect
 import contextlib
 import struct
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from eoslog import crashpoints
@@ -107,6 +107,32 @@ def _aborted_in(
     return found
 
 
+class _StorageGuard:
+    """PartitionLog._storage: a reusable context manager (a generator-based one cost a few
+    microseconds per append). Turns an OSError into KafkaStorageError; when writing, the
+    failure also stops the partition (fail-stop). Stateless, so threads may share it."""
+
+    __slots__ = ("_log", "_writing")
+
+    def __init__(self, log: PartitionLog, *, writing: bool) -> None:
+        self._log = log
+        self._writing = writing
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: object
+    ) -> None:
+        # KafkaStorageError is an OSError too: it passes through unwrapped.
+        if isinstance(error, OSError) and not isinstance(error, KafkaStorageError):
+            log = self._log
+            failure = KafkaStorageError(f"{log.topic}-{log.partition}: {error}")
+            if self._writing:
+                log._group_sync.fail(failure)
+            raise failure from error
+
+
 class PartitionLog:
     """One partition's log in its directory `<topic>-<partition>`.
 
@@ -164,6 +190,8 @@ class PartitionLog:
             clock_ms(),
             txn_index_from=loaded.rescanned_from,
         )
+        self._write_guard = _StorageGuard(self, writing=True)
+        self._read_guard = _StorageGuard(self, writing=False)
         self._closed = False
 
     # --- offsets ---------------------------------------------------------------------------
@@ -272,7 +300,13 @@ class PartitionLog:
             return AppendInfo(base_offset, last_offset, append_time, False)
 
     def append_marker(
-        self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
+        *,
+        sync: bool = True,
     ) -> int:
         """Write a COMMIT or ABORT marker ending the producer's transaction here, as the
         transaction coordinator does (FORMAT.md §3; §8.2 item 7, COORDINATOR origin). Returns
@@ -281,7 +315,9 @@ class PartitionLog:
         transaction's data; the same epoch is accepted only when no transaction is open (a
         marker sent again after a crash; Kafka's KAFKA-19999). InvalidProducerEpochError or
         TransactionCoordinatorFencedError, writing nothing, for a stale marker. Thread-safe;
-        durable before it returns under durability "always" and "commit"."""
+        durable before it returns under durability "always", and under "commit" unless
+        `sync` is false (the coordinator then syncs it before anything that depends on it:
+        flush_through(offset + 1))."""
         with self._storage(writing=True):
             with self._lock:
                 self._check_writable()
@@ -319,7 +355,7 @@ class PartitionLog:
                         )
                     except OSError as error:
                         self._fail(error)
-            if self._durability != "none":
+            if self._durability == "always" or (sync and self._durability == "commit"):
                 self._group_sync.sync_through(offset + 1)
             return offset
 
@@ -363,7 +399,7 @@ class PartitionLog:
         active segment cannot take it."""
         active = self._segments[-1]
         now = self._clock_ms()
-        size = sum(memoryview(part).nbytes for part in batch)
+        size = sum([memoryview(part).nbytes for part in batch])
         if active.should_roll(size, max_timestamp, last_offset, now):
             active = self._roll(self._log_end_offset)
         crashpoints.hit("append.before")
@@ -439,18 +475,9 @@ class PartitionLog:
             segment.flush()
         crashpoints.hit("fsync.after")
 
-    @contextlib.contextmanager
-    def _storage(self, writing: bool) -> Iterator[None]:
+    def _storage(self, writing: bool) -> _StorageGuard:
         """Turn an I/O error into KafkaStorageError; a write error also stops the partition."""
-        try:
-            yield
-        except KafkaStorageError:
-            raise
-        except OSError as error:
-            failure = KafkaStorageError(f"{self.topic}-{self.partition}: {error}")
-            if writing:
-                self._group_sync.fail(failure)
-            raise failure from error
+        return self._write_guard if writing else self._read_guard
 
     def fail_stop(self, failure: KafkaStorageError) -> None:
         """Stop accepting writes (a storage failure elsewhere in the broker)."""

@@ -53,6 +53,9 @@ SCAN_CHUNK_BYTES: Final = 64 * 1024
 # then read exactly, instead of after a wasted full chunk.
 LOOKUP_CHUNK_BYTES: Final = 8 * 1024
 RELATIVE_OFFSET_MAX: Final = (1 << 31) - 1
+# A batch given in parts up to this size is joined and written with one pwrite (measured: a
+# pwrite costs 1.5-13 us here, copying 16 KiB under 1 us).
+JOIN_PARTS_BYTES_MAX: Final = 16 * 1024
 # Recovery and index rebuilds read a segment in pieces of this size: large enough that a scan
 # runs at memory speed, small enough to keep memory flat for 1 GiB segments.
 RECOVERY_CHUNK_BYTES: Final = 8 * 1024 * 1024
@@ -239,9 +242,18 @@ class LogSegment:
                 f"offset {last_offset} does not fit segment {self.base_offset}"
             )
         position = end = self.size
-        for part in data if isinstance(data, tuple) else (data,):
-            self.log.pwrite(part, end)
-            end += memoryview(part).nbytes
+        log = self.log
+        parts = data if isinstance(data, tuple) else (data,)
+        size = sum(memoryview(part).nbytes for part in parts)
+        if len(parts) > 1 and size <= JOIN_PARTS_BYTES_MAX:
+            # One system call instead of one per part: for a small batch (a coordinator
+            # record, a marker, a single record) the write costs more than the copy.
+            log.pwrite(b"".join(parts), end)
+        else:
+            for part in parts:
+                log.pwrite(part, end)
+                end += memoryview(part).nbytes
+        end = position + size
         self.size = end
         if self.first_batch_timestamp is None and position == 0:
             self.first_batch_timestamp = max_timestamp
