@@ -166,6 +166,7 @@ class Producer:
         # a thread switch each, most of a small transaction's latency.
         self._linger_changed = threading.Condition(self._lock)
         self._linger_sleeps_until = math.inf
+        self._batches_opened = 0  # for the linger thread: were batches opened while it napped
         self._partitions: dict[tuple[str, int], PartitionState] = {}
         self._lingering: dict[tuple[str, int], PartitionState] = {}  # open batches, oldest first
         self._partition_counts: dict[str, int] = {}
@@ -391,6 +392,7 @@ class Producer:
     def _open_batch(self, topic: str, state: PartitionState) -> ProducerBatch:
         batch = ProducerBatch(self._new_builder(self._settings.batch_bytes_max), time.monotonic())
         state.open = batch
+        self._batches_opened += 1
         if batch.opened_s + self._linger_s < self._linger_sleeps_until:
             self._linger_changed.notify()
         self._lingering[(topic, state.partition)] = state
@@ -756,21 +758,21 @@ class Producer:
         return due
 
     def _linger_loop(self) -> None:
-        idle_waits = 0
+        opened_seen = -1
         while True:
             with self._lock:
                 if self._closed:
                     return
                 now_s = time.monotonic()
                 if not self._lingering:
-                    # Nothing lingers: first one linger.ms nap (a busy producer opens its
-                    # next batch within it, and a batch opened then needs no wake-up: its
-                    # deadline is later), then sleep until a batch opens.
-                    nap_s = self._linger_s if idle_waits == 0 else math.inf
-                    idle_waits += 1
-                    self._sleep(now_s, nap_s)
+                    # Nothing lingers: nap linger.ms while batches keep opening (a batch
+                    # opened during a nap needs no wake-up: its deadline is later, and the
+                    # thread looks at it when the nap ends); sleep until woken once a whole
+                    # nap saw none.
+                    busy = opened_seen != self._batches_opened
+                    opened_seen = self._batches_opened
+                    self._sleep(now_s, self._linger_s if busy else math.inf)
                     continue
-                idle_waits = 0
                 oldest = next(iter(self._lingering.values())).open
                 assert oldest is not None
                 wait_s = oldest.opened_s + self._linger_s - now_s

@@ -152,7 +152,24 @@ def _array_count(count: int | None, flexible: bool) -> bytes:
     return _INT32.pack(-1 if count is None else count)
 
 
+# The last partitions array encoded, (elements, flexible, bytes): a transaction's Ongoing and
+# Prepare* records carry the same elements object (see log_value_of), so the second is free.
+# Replaced whole, so threads may share it.
+_last_partitions: tuple[object, bool, bytes] = ((), True, b"")
+
+
 def _partitions(value: tuple[TopicPartitions, ...] | None, flexible: bool) -> bytes:
+    global _last_partitions
+    last = _last_partitions
+    if value is not None and last[0] is value and last[1] is flexible:
+        return last[2]
+    encoded = _encode_partitions(value, flexible)
+    if value is not None:
+        _last_partitions = (value, flexible, encoded)
+    return encoded
+
+
+def _encode_partitions(value: tuple[TopicPartitions, ...] | None, flexible: bool) -> bytes:
     out = bytearray(_array_count(None if value is None else len(value), flexible))
     for element in value or ():
         out += _string(element.topic, flexible)
@@ -165,11 +182,11 @@ def _partitions(value: tuple[TopicPartitions, ...] | None, flexible: bool) -> by
 
 
 def _tagged_section(value: TransactionLogValue) -> bytes:
-    fields = [
-        _uvarint(tag) + _uvarint(kind.size) + _pack(kind, getattr(value, name), name)
-        for tag, name, kind, default in _VALUE_TAGGED_FIELDS
-        if getattr(value, name) != default
-    ]
+    fields = []
+    for tag, name, kind, default in _VALUE_TAGGED_FIELDS:
+        field = getattr(value, name)
+        if field != default:
+            fields.append(_uvarint(tag) + _uvarint(kind.size) + _pack(kind, field, name))
     return _uvarint(len(fields)) + b"".join(fields)
 
 

@@ -388,10 +388,7 @@ def log_value_of(target: TransitionTarget) -> TransactionLogValue:
         if target.partitions:
             raise IllegalTransitionError("an Empty transaction has no partitions")
     else:
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in sorted(target.partitions):
-            by_topic.setdefault(topic, []).append(partition)
-        partitions = tuple(TopicPartitions(t, tuple(ids)) for t, ids in by_topic.items())
+        partitions = _grouped(target.partitions)
     return TransactionLogValue(
         producer_id=target.producer_id,
         producer_epoch=target.producer_epoch,
@@ -404,6 +401,26 @@ def log_value_of(target: TransitionTarget) -> TransactionLogValue:
         next_producer_id=target.next_producer_id,
         client_transaction_version=target.client_transaction_version,
     )
+
+
+# The last grouping made, (partitions, elements): a transaction's Ongoing and Prepare* targets
+# share their partitions set, so the Prepare* record reuses the Ongoing one's elements (and the
+# encoder its bytes). Replaced whole, so threads may share it.
+_last_grouped: tuple[frozenset[TopicPartition], tuple[TopicPartitions, ...]] = (frozenset(), ())
+
+
+def _grouped(partitions: frozenset[TopicPartition]) -> tuple[TopicPartitions, ...]:
+    """The partitions grouped by topic, both sorted."""
+    global _last_grouped
+    last = _last_grouped
+    if last[0] is partitions:
+        return last[1]
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(partitions):
+        by_topic.setdefault(topic, []).append(partition)
+    grouped = tuple(TopicPartitions(t, tuple(ids)) for t, ids in by_topic.items())
+    _last_grouped = (partitions, grouped)
+    return grouped
 
 
 def metadata_from_log(transactional_id: str, value: TransactionLogValue) -> TransactionMetadata:

@@ -33,7 +33,7 @@ from eoslog.fs import FileSystem
 from eoslog.log import recovery
 from eoslog.log.config import LogConfig
 from eoslog.log.producer_state import ProducerStateManager, aborted_txn
-from eoslog.log.segment import LogSegment
+from eoslog.log.segment import JOIN_PARTS_BYTES_MAX, LogSegment
 from eoslog.log.sync import GroupSync
 from eoslog.log.timestamps import check_client_timestamps
 from eoslog.record import codec, layout
@@ -386,6 +386,12 @@ class PartitionLog:
                 partition_leader_epoch=0,
                 log_append_time_ms=append_time,
             )
+            return (batch,)
+        if view.nbytes <= JOIN_PARTS_BYTES_MAX:
+            # A small batch is copied whole and written with one pwrite (LogSegment.append).
+            batch = bytearray(view)
+            _OFFSET.pack_into(batch, layout.BASE_OFFSET_OFFSET, base_offset)
+            _EPOCH.pack_into(batch, layout.PARTITION_LEADER_EPOCH_OFFSET, 0)
             return (batch,)
         header = bytearray(view[: layout.HEADER_SIZE])
         _OFFSET.pack_into(header, layout.BASE_OFFSET_OFFSET, base_offset)
