@@ -181,7 +181,25 @@ def _encode_partitions(value: tuple[TopicPartitions, ...] | None, flexible: bool
     return bytes(out)
 
 
+# The tagged sections encoded so far, by the tagged fields' values: they repeat for every
+# record of a producer (a dict is safe to share between threads). Bounded: cleared when full.
+_tagged_sections: dict[tuple[int, ...], bytes] = {}
+_TAGGED_SECTIONS_MAX: Final = 1024
+_TAGGED_VALUES: Final = attrgetter(*(name for _, name, _, _ in _VALUE_TAGGED_FIELDS))
+
+
 def _tagged_section(value: TransactionLogValue) -> bytes:
+    values: tuple[int, ...] = _TAGGED_VALUES(value)
+    section = _tagged_sections.get(values)
+    if section is None:
+        section = _encode_tagged_section(value)
+        if len(_tagged_sections) >= _TAGGED_SECTIONS_MAX:
+            _tagged_sections.clear()
+        _tagged_sections[values] = section
+    return section
+
+
+def _encode_tagged_section(value: TransactionLogValue) -> bytes:
     fields = []
     for tag, name, kind, default in _VALUE_TAGGED_FIELDS:
         field = getattr(value, name)

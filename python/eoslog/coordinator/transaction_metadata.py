@@ -412,6 +412,8 @@ _last_grouped: tuple[frozenset[TopicPartition], tuple[TopicPartitions, ...]] = (
 def _grouped(partitions: frozenset[TopicPartition]) -> tuple[TopicPartitions, ...]:
     """The partitions grouped by topic, both sorted."""
     global _last_grouped
+    if not partitions:
+        return ()
     last = _last_grouped
     if last[0] is partitions:
         return last[1]
