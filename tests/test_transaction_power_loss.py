@@ -235,3 +235,31 @@ def test_power_loss_images_of_a_transactional_workload_keep_acknowledged_commits
             for tag in seen:
                 where = {p for p in range(2) if tag in by_partition[p]}
                 assert where == written_to[tag], f"image {index}: {tag!r} not all or nothing"
+
+
+def test_an_aborted_transaction_in_a_rolled_segment_survives_a_power_loss() -> None:
+    """Group commits leave the active segment's index files unsynced (recovery rescans the
+    last segment whole), so a roll must sync them, the .txnindex included, before the
+    segment stops being the last: here the aborted transaction's entry lives in a rolled
+    segment below the checkpointed recovery point, which the next open does not rescan."""
+    twin, broker = new_twin(5)
+    producer = initialized_producer(broker)
+    producer.begin_transaction()
+    producer.produce(TOPIC, b"aborted", partition=0)
+    assert producer.flush() == 0
+    producer.abort_transaction()
+    commit_one(producer, b"committed", 0)
+    log = broker.log(TOPIC, 0)
+    log.flush()  # the last marker too: the recovery point reaches the log end
+    producer_id = log.producer_state.producer_ids()[0]
+    log.roll()
+    broker.run_maintenance()  # writes the recovery-point checkpoint
+    image = copy_twin(twin, content_of=twin.durable_bytes)
+    with open_twin(image) as reopened:
+        again = reopened.log(TOPIC, 0)
+        assert again.recovery_report.segments_recovered == 1, "only the last (empty) one"
+        listed = again.read(0, isolation_level="read_committed").aborted_transactions
+        assert listed == [(producer_id, 0)]
+        assert committed_values(reopened, 0) == [b"committed"]
+    producer.close()
+    broker.close()

@@ -435,6 +435,7 @@ class PartitionLog:
                 # syncs only at close, and its recovery point never moves before that.)
                 active.offset_index.flush()
                 active.time_index.flush()
+                active.txn_index.flush()
             segment = LogSegment(
                 self.fs, self.directory, base_offset, self.config, created_ms=self._clock_ms()
             )
@@ -475,10 +476,13 @@ class PartitionLog:
     def _sync_unsynced(self) -> None:
         with self._lock:
             segments = list(self._unsynced)
-            self._unsynced = {self._segments[-1]}
+            active = self._segments[-1]
+            self._unsynced = {active}
         crashpoints.hit("fsync.before")
         for segment in sorted(segments, key=lambda s: s.base_offset):
-            segment.flush()
+            # The active segment's indexes are rebuilt by recovery (LogSegment.flush); one
+            # rolled meanwhile had them synced by the roll.
+            segment.flush(indexes=segment is not active)
         crashpoints.hit("fsync.after")
 
     def _storage(self, writing: bool) -> _StorageGuard:

@@ -624,11 +624,17 @@ class LogSegment:
             self.offset_index.flush()
             self.time_index.flush()
 
-    def flush(self) -> None:
+    def flush(self, *, indexes: bool = True) -> None:
+        """fsync the .log and (indexes) the index files that changed. The active segment's
+        group commits pass indexes=False: after an unclean stop recovery rescans the last
+        segment whole and rebuilds its indexes (eoslog.log.recovery), so only the .log
+        must be durable; a roll makes the indexes durable before the segment stops being
+        the last (PartitionLog._roll). That halves a small commit's fsyncs."""
         self.log.sync()
-        self.offset_index.flush()
-        self.time_index.flush()
-        self.txn_index.flush()
+        if indexes:
+            self.offset_index.flush()
+            self.time_index.flush()
+            self.txn_index.flush()
 
     def close(self) -> None:
         """Final time-index entry (active segment), then trim the indexes and make the trim
@@ -640,6 +646,7 @@ class LogSegment:
         self.time_index.trim_to_valid_size()
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
         self.offset_index.close()
         self.time_index.close()
         self.txn_index.close()
