@@ -24,11 +24,16 @@ def _segment(tmp_path: Path, batches: int = 3) -> Path:
     return path
 
 
-def test_demo_writes_reads_back_and_reports_damage(
+def test_demo_runs_the_pipeline_under_kill_9_then_writes_reads_back_and_reports_damage(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli.main(["demo", "--dir", str(tmp_path), "--records", "5000"]) == 0
+    arguments = ["--records", "5000", "--pipeline-records", "3000", "--kills", "2"]
+    assert cli.main(["demo", "--dir", str(tmp_path), *arguments]) == 0
     out = capsys.readouterr().out
+    # The main job: the exactly-once pipeline, its copier killed twice and restarted.
+    assert out.count("killed (SIGKILL) in its next transaction") == 2
+    assert "input 3,000 records, output 3,000 records" in out
+    assert "no record lost, none twice" in out
     assert "wrote 5,000 records" in out
     assert "decoded 5,000 data records to Arrow" in out
     assert "a single flipped bit at byte 200 is caught: CorruptRecordError" in out
