@@ -24,6 +24,14 @@ GROUP = "g1"
 TP0 = TopicPartition("in", 0)
 
 
+def _fill(broker: eoslog.Broker, topic: str, records: int) -> None:
+    """`records` records in partition 0 of `topic`, values b"0", b"1", ..."""
+    writer = broker.producer({"linger.ms": 0})
+    for number in range(records):
+        writer.produce(topic, b"%d" % number, partition=0)
+    writer.flush()
+
+
 def _setup(broker: eoslog.Broker) -> None:
     broker.create_topic("in", 2)
     broker.create_topic("out", 1)
@@ -127,10 +135,7 @@ def test_a_read_committed_consumer_waits_for_pending_offsets_and_starts_at_them(
 ) -> None:
     broker = open_broker()
     _setup(broker)
-    writer = broker.producer({"linger.ms": 0})
-    for number in range(20):
-        writer.produce("in", b"%d" % number, partition=0)
-    writer.flush()
+    _fill(broker, "in", 20)
     producer = _transaction_with_offsets(broker, "t1", 12)
     consumer = broker.consumer(
         {"group.id": GROUP, "enable.auto.commit": False, "auto.offset.reset": "earliest"}
@@ -151,10 +156,7 @@ def test_a_read_uncommitted_consumer_starts_at_the_last_committed_offset(
 ) -> None:
     broker = open_broker()
     _setup(broker)
-    writer = broker.producer({"linger.ms": 0})
-    for number in range(20):
-        writer.produce("in", b"%d" % number, partition=0)
-    writer.flush()
+    _fill(broker, "in", 20)
     _consumer(broker).commit(offsets=[TopicPartition("in", 0, 4)])
     _transaction_with_offsets(broker, "t1", 12)
     consumer = _consumer(broker, "read_uncommitted")
