@@ -15,6 +15,7 @@ import time
 import pytest
 
 import eoslog
+import logtools
 from conftest import OpenBroker
 from eoslog import ConsumerGroupMetadata, TopicPartition
 from eoslog.coordinator.offset_store import OffsetStore
@@ -329,3 +330,23 @@ def test_offsets_are_committed_exactly_when_their_output_is_after_a_crash_point(
     assert tuple(values) in expected, f"{point}:{hit}: output {values}"
     found = None if stored is None else stored.offset
     assert found == expected[tuple(values)], f"{point}:{hit}: offset {found} for {values}"
+
+
+def test_committed_offsets_outlive_log_retention_of_old_segments(
+    tmp_path: os.PathLike[str], clock: logtools.Clock
+) -> None:
+    root = os.path.join(tmp_path, "data")
+    config = {"offsets.topic.segment.bytes": 1024, "log.retention.ms": 3_600_000}
+    with eoslog.open(root, config=config, clock_ms=clock, background=False) as broker:
+        _setup(broker)
+        consumer = _consumer(broker)
+        consumer.commit(offsets=[TopicPartition("in", 1, 99)])  # never committed again
+        for offset in range(40):
+            consumer.commit(offsets=[TopicPartition("in", 0, offset)])
+        offsets_log = broker.log(*broker.groups.offsets_partition(GROUP))
+        assert len(offsets_log.segments) > 3
+        clock.advance(8 * 24 * 3_600_000)
+        broker.run_maintenance()
+        assert offsets_log.log_start_offset == 0
+    with eoslog.open(root, config=config, clock_ms=clock, background=False) as broker:
+        assert (_committed(broker, 0), _committed(broker, 1)) == (39, 99)

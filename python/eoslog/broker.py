@@ -210,10 +210,13 @@ class Broker:
             (CONSUMER_OFFSETS_TOPIC, "offsets.topic.num.partitions", "offsets.topic.segment.bytes"),
         ):
             if name not in self._topics:
+                # Kafka compacts its internal topics and never deletes their records by age;
+                # eoslog has no compaction, so it keeps them whole: a committed offset or a
+                # transaction's state must not vanish because it is old (retention.ms -1).
                 self._topics[name] = TopicMetadata(
                     name,
                     self.settings[partitions],
-                    {"segment.bytes": self.settings[segment_key]},
+                    {"segment.bytes": self.settings[segment_key], "retention.ms": -1},
                 )
                 self._write_meta()
         for metadata in self._topics.values():
