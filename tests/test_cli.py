@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+import eoslog
 from eoslog import cli
 from eoslog.record import codec
 
@@ -89,3 +90,17 @@ def test_verify_reports_a_torn_tail_without_failing(
     out = capsys.readouterr().out
     assert "2 batches, 20 records, all valid" in out
     assert "trailing bytes do not form a whole batch" in out
+
+
+def test_dump_log_decodes_consumer_offsets_records(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with eoslog.open(str(tmp_path / "data"), background=False) as broker:
+        broker.create_topic("in", 1)
+        consumer = broker.consumer({"group.id": "g", "enable.auto.commit": False})
+        consumer.commit(offsets=[eoslog.TopicPartition("in", 0, 5, metadata="hi")])
+    segment = tmp_path / "data" / "__consumer_offsets-0" / f"{0:020d}.log"
+    assert cli.main(["dump-log", str(segment), "--records"]) == 0
+    out = capsys.readouterr().out
+    assert 'key: {"type": "1", "data": {"group": "g", "topic": "in", "partition": 0}}' in out
+    assert 'payload: {"version": "3", "data": {"offset": 5, "metadata": "hi"' in out
