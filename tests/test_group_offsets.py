@@ -305,6 +305,7 @@ CRASH_POINTS = (
     "marker.before",
     "marker.after",
     "coordinator.complete.after",
+    "offsets.commit.after",
 )
 
 

@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, NamedTuple
 
+from eoslog import crashpoints
 from eoslog.coordinator import log_replay
 from eoslog.coordinator.assignors import ASSIGNORS, Partition
 from eoslog.coordinator.group_membership import Group, GroupState, Member
@@ -194,6 +195,7 @@ class GroupCoordinator:
         with self._lock:
             self._validate_member(metadata, transactional=False)
             info = offsets_log.append_batch(batch)
+        crashpoints.hit("offsets.commit.after")
         if self._durability != "none":
             offsets_log.flush_through(info.last_offset + 1)
         with self._changed:
@@ -232,6 +234,7 @@ class GroupCoordinator:
             count = builder.record_count()
             batch = builder.build()
             info = offsets_log.append_batch(batch)
+            crashpoints.hit("offsets.commit.after")
             self._sequences[producer_id] = (producer_epoch, sequence + count)
             self._replay_appended(batch, info.base_offset, producer_id, transactional=True)
 
