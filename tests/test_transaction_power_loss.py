@@ -263,3 +263,30 @@ def test_an_aborted_transaction_in_a_rolled_segment_survives_a_power_loss() -> N
         assert committed_values(reopened, 0) == [b"committed"]
     producer.close()
     broker.close()
+
+
+def test_transactional_offsets_are_fsynced_before_prepare_commit() -> None:
+    """send_offsets_to_transaction appends to `__consumer_offsets`: those records are data
+    of the transaction, so commit_transaction fsyncs them before the Prepare* fsync (a
+    power loss in between must not commit a transaction whose offsets are lost)."""
+    twin, broker = new_twin(6)
+    consumer = broker.consumer({"group.id": "g", "enable.auto.commit": False})
+    producer = initialized_producer(broker)
+    producer.begin_transaction()
+    producer.produce(TOPIC, b"v", partition=0)
+    producer.send_offsets_to_transaction(
+        [eoslog.TopicPartition(TOPIC, 1, 7)], consumer.consumer_group_metadata()
+    )
+    start = twin.calls
+    producer.commit_transaction()
+    syncs = [
+        path.split("/")[-2]
+        for operation, path in twin.recorded_calls()[start:]
+        if operation == "sync" and path.endswith(".log")
+    ]
+    offsets_dir = "{}-{}".format(*broker.groups.offsets_partition("g"))
+    state = next(index for index, name in enumerate(syncs) if name.startswith(STATE_TOPIC))
+    assert offsets_dir in syncs[:state], syncs
+    consumer.close()
+    producer.close()
+    broker.close()

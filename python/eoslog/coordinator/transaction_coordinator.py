@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from eoslog import crashpoints
 from eoslog._ext.producer_state import NO_OFFSET
+from eoslog.coordinator import log_replay
 from eoslog.coordinator.producer_ids import ProducerIdManager
 from eoslog.coordinator.transaction_decisions import (
     Decision,
@@ -72,13 +73,14 @@ from eoslog.errors import (
     UnknownTopicOrPartitionError,
 )
 from eoslog.record import codec
-from eoslog.record.types import Record
 
 if TYPE_CHECKING:
     from eoslog.log.partition import PartitionLog
 
 S = TransactionState
 LogOf = Callable[[str, int], "PartitionLog"]
+# Told of every marker written: (topic, partition, producer id, commit, marker offset).
+MarkerListener = Callable[[str, int, int, bool, int], None]
 
 
 class TransactionCoordinator:
@@ -96,8 +98,11 @@ class TransactionCoordinator:
         durability: str,
         txn_timeout_ms_max: int,
         transactional_id_expiration_ms: int,
+        marker_listener: MarkerListener | None = None,
     ) -> None:
         self._state_logs = state_logs
+        # The group coordinator: a marker in `__consumer_offsets` ends pending offsets.
+        self._marker_listener = marker_listener
         self._log_of = log_of
         self._all_logs = all_logs
         self._producer_ids = producer_ids
@@ -228,6 +233,8 @@ class TransactionCoordinator:
             producer_id, marker_epoch, self.coordinator_epoch, commit, sync=self._sync_markers
         )
         self._marker_written(log, offset)
+        if self._marker_listener is not None:
+            self._marker_listener(log.topic, log.partition, producer_id, commit, offset)
         crashpoints.hit("marker.after")
 
     # --- requests --------------------------------------------------------------------------
@@ -599,6 +606,8 @@ class TransactionCoordinator:
             except (InvalidProducerEpochError, TransactionCoordinatorFencedError):
                 return
             self._marker_written(log, offset)
+            if self._marker_listener is not None:
+                self._marker_listener(topic, partition, meta.producer_id, commit, offset)
             crashpoints.hit("marker.after")
         # The end is decided once Prepare* is durable (Kafka's EndTxn answers then too).
         # Complete* is applied now but its record is deferred to the next append to this
@@ -634,22 +643,10 @@ def _check_transactional_id(transactional_id: object) -> None:
 
 def _records(state_log: PartitionLog) -> Iterator[tuple[bytes, bytes | None]]:
     """Every (key, value) of a `__transaction_state` partition, in log order."""
-    offset = state_log.log_start_offset
-    while offset < state_log.log_end_offset:
-        fetched = state_log.read(offset, 1 << 20, isolation_level="read_uncommitted")
-        data = bytes(fetched.records)
-        if not data:
-            return
-        for _, header in codec.iter_headers(data):
-            offset = header.last_offset + 1
-        for record in _batch_records(data):
+    for header, records in log_replay.batches(state_log):
+        if header.is_control:
+            continue
+        for record in records:
             if record.key is None:
                 raise KafkaException(f"a {state_log.topic} record without a key")
             yield record.key, record.value
-
-
-def _batch_records(data: bytes) -> Iterator[Record]:
-    for position, header in codec.iter_headers(data):
-        if header.is_control:
-            continue
-        yield from codec.batch_records(data[position : position + header.size_in_bytes])
