@@ -123,8 +123,9 @@ _VERSION_FLEXIBLE_BYTES: Final = INT16.pack(VALUE_VERSION_FLEXIBLE)
 
 # The last partitions array encoded, (elements, flexible, bytes): a transaction's Ongoing and
 # Prepare* records carry the same elements object (see log_value_of), so the second is free.
-# Replaced whole, so threads may share it.
-_last_partitions: tuple[object, bool, bytes] = ((), True, b"")
+# Replaced whole, so threads may share it. It starts on a key no caller can pass (an empty
+# tuple there once made the first Complete* record's array vanish).
+_last_partitions: tuple[object, bool, bytes] = (object(), True, b"")
 
 
 def _partitions(value: tuple[TopicPartitions, ...] | None, flexible: bool) -> bytes:
