@@ -37,6 +37,7 @@ from eoslog.errors import (
 )
 from eoslog.log.partition import AppendInfo, FetchResult
 from eoslog.log.recovery import repair_truncate
+from eoslog.offline import scan
 
 __version__ = "0.1.0"
 
@@ -76,4 +77,5 @@ __all__ = [
     "__version__",
     "open",
     "repair_truncate",
+    "scan",
 ]
