@@ -17,9 +17,7 @@ PARTITIONS = 3
 SEGMENT_BYTES = 3 * 1024
 
 
-def fill(
-    broker: eoslog.Broker, seed: int, transactions: int = 45
-) -> tuple[eoslog.Producer, int]:
+def fill(broker: eoslog.Broker, seed: int, transactions: int = 45) -> tuple[eoslog.Producer, int]:
     """Write the workload; returns the producer whose transaction stays open at the tail, and
     the base of the record timestamps: transaction n's records are stamped base + n s (+ the
     record's index in ms), ahead of the wall clock that stamps the markers, so timestamps

@@ -42,7 +42,7 @@ def decode_batches(
             position = 0
             while position < len(data):
                 columns = codec.decode_columns(
-                    memoryview(data)[position:], include_headers=include_headers
+                    memoryview(data).cast("B")[position:], include_headers=include_headers
                 )
                 if columns.end_position == 0:
                     break
