@@ -137,26 +137,23 @@ def test_pushed_down_filters_give_the_same_rows_as_spark_filtering(spark, owned)
     assert len(pushed) > 0
 
 
-def test_decode_batches_udf_decodes_raw_segment_bytes(owned) -> None:  # type: ignore[no-untyped-def]
-    """The mapInArrow function over a binary column of segment files (as binaryFile reads
-    them; Spark's mapInArrow itself needs pandas, so the function is driven directly)."""
+def test_decode_batches_in_map_in_arrow_equals_scan(spark, owned) -> None:  # type: ignore[no-untyped-def]
+    """decode_batches as a user runs it: segment files read with binaryFile, decoded by
+    DataFrame.mapInArrow in Spark's Python workers, equal eoslog.scan read_uncommitted
+    (decode_batches sees raw batches: it keeps aborted records and drops control ones)."""
     import eoslog_spark
+    from eoslog_spark.source import HEADERS_DDL, SCHEMA_DDL
 
     path, _ = owned
-    directory = os.path.join(path, f"{scanlog.TOPIC}-1")
-    names = sorted(name for name in os.listdir(directory) if name.endswith(".log"))
-    contents = []
-    for name in names:
-        with open(os.path.join(directory, name), "rb") as file:
-            contents.append(file.read())
-    raw = pa.record_batch([pa.array(contents, pa.binary())], names=["content"])
-    got = pa.Table.from_batches(
-        list(
-            eoslog_spark.decode_batches(
-                iter([raw]), topic=scanlog.TOPIC, partition=1, include_headers=True
-            )
-        )
-    )
+    topic = scanlog.TOPIC  # a local: the function is pickled to Spark's workers by value
+    directory = os.path.join(path, f"{topic}-1")
+
+    def decode(batches):  # type: ignore[no-untyped-def]
+        return eoslog_spark.decode_batches(batches, topic=topic, partition=1, include_headers=True)
+
+    files = spark.read.format("binaryFile").option("pathGlobFilter", "*.log").load(directory)
+    assert files.count() > 1  # several segments, so several cells
+    decoded = files.select("content").mapInArrow(decode, SCHEMA_DDL + HEADERS_DDL)
     scanned = eoslog.scan(
         path,
         partitions=[(scanlog.TOPIC, 1)],
@@ -164,11 +161,60 @@ def test_decode_batches_udf_decodes_raw_segment_bytes(owned) -> None:  # type: i
         include_headers=True,
     )
     want = pa.Table.from_batches(list(scanned))
-    assert got.equals(want)
-    values = eoslog_spark.header_value(got.column("headers"), "trace").to_pylist()
-    expected = [
-        None if headers is None else dict((h["key"], h["value"]) for h in headers).get("trace")
-        for headers in got.column("headers").to_pylist()
-    ]
-    assert values == expected
-    assert any(value is not None for value in values)
+    got = decoded.orderBy("offset").toArrow()
+    assert got.num_rows == want.num_rows > 0
+    assert _rows(got) == _rows(want)
+    assert got.column("timestamp").to_pylist() == want.column("timestamp").to_pylist()
+    assert got.column("headers").to_pylist() == want.column("headers").to_pylist()
+
+
+def test_header_value_as_arrow_udf_equals_first_matching_header(spark, owned) -> None:  # type: ignore[no-untyped-def]
+    """header_value inside an arrow_udf over the source's headers column: per record the
+    value of its first header named "trace", null when it has none."""
+    from pyspark.sql.functions import arrow_udf
+
+    import eoslog_spark
+
+    path, _ = owned
+
+    @arrow_udf("binary")  # type: ignore[misc]
+    def trace(headers: pa.Array) -> pa.Array:
+        return eoslog_spark.header_value(headers, "trace")
+
+    frame = (
+        spark.read.format("eoslog")
+        .option("subscribe", scanlog.TOPIC)
+        .option("includeHeaders", "true")
+        .load(path)
+    )
+    got = frame.select("partition", "offset", "headers", trace("headers").alias("trace"))
+    rows = got.toArrow().to_pylist()
+    want = pa.Table.from_batches(list(eoslog.scan(path, [scanlog.TOPIC], include_headers=True)))
+    assert len(rows) == want.num_rows > 0
+    for row in rows:
+        first = None
+        for header in row["headers"] or []:
+            if header["key"] == "trace":
+                first = header["value"]
+                break
+        assert row["trace"] == first, row
+    assert any(row["trace"] is not None for row in rows)
+    assert any(row["trace"] is None for row in rows)
+
+    header = pa.struct([("key", pa.string()), ("value", pa.binary())])
+    made = pa.table(
+        {
+            "headers": pa.array(
+                [
+                    [("trace", b"first"), ("trace", b"second")],
+                    None,
+                    [],
+                    [("other", b"x"), ("trace", None), ("trace", b"late")],
+                    [("other", b"y")],
+                ],
+                pa.list_(header),
+            )
+        }
+    )
+    picked = spark.createDataFrame(made).select(trace("headers").alias("trace")).toArrow()
+    assert picked.column("trace").to_pylist() == [b"first", None, None, None, None]
