@@ -36,6 +36,14 @@ ISOLATION_LEVELS: Final = ("read_committed", "read_uncommitted")
 # `<topic>-<partition>` (FORMAT.md §5.1); a directory being deleted has a longer suffix.
 _PARTITION_DIRECTORY: Final = re.compile(r"(.+)-(\d+)")
 _INTERNAL_TOPICS: Final = ("__transaction_state", "__consumer_offsets")
+# A read yields RecordBatches of at least this many rows (but the last), gathered from the
+# decoded runs: under read_committed a run ends at every aborted batch, and each batch a
+# Spark task yields costs an Arrow IPC message and a JVM-side batch, so small ones slowed
+# the eoslog source to below the aiokafka-based reader (bench/RESULTS-spark.md).
+YIELD_ROWS_MIN: Final = 65_536
+# ... and of at most about this many bytes, so a gathered batch stays well inside Arrow's
+# 2 GiB binary-column limit and a reader's memory flat.
+YIELD_BYTES_MAX: Final = 64 * 1024 * 1024
 
 OffsetSpec = str | int | Mapping[str, Mapping[int | str, int]] | None
 
@@ -232,15 +240,43 @@ def read_range(
     directory = os.path.join(scan_range.path, f"{topic}-{partition}")
     aborted = None if scan_range.aborted is None else list(scan_range.aborted)
     with PartitionView(fs, directory, topic, partition) as view:
-        for columns in view.read_arrow(
+        decoded = view.read_arrow(
             scan_range.start,
             scan_range.stop,
             aborted,
             include_headers=include_headers,
             verify_crc=verify_crc,
             chunk_bytes=chunk_bytes,
-        ):
-            yield columns.to_arrow(topic, partition)
+        )
+        yield from _gathered(columns.to_arrow(topic, partition) for columns in decoded)
+
+
+def _gathered(pieces: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The pieces joined into batches of at least YIELD_ROWS_MIN rows (the last may be
+    smaller) and about YIELD_BYTES_MAX bytes at most; a piece large enough alone is passed on
+    uncopied."""
+    pending: list[pa.RecordBatch] = []
+    rows = size = 0
+    for piece in pieces:
+        if pending and size + piece.nbytes > YIELD_BYTES_MAX:
+            yield _joined(pending)
+            pending, rows, size = [], 0, 0
+        pending.append(piece)
+        rows += piece.num_rows
+        size += piece.nbytes
+        if rows >= YIELD_ROWS_MIN:
+            yield _joined(pending)
+            pending, rows, size = [], 0, 0
+    if pending:
+        yield _joined(pending)
+
+
+def _joined(pieces: list[pa.RecordBatch]) -> pa.RecordBatch:
+    if len(pieces) == 1:
+        return pieces[0]
+    joined = pa.Table.from_batches(pieces).combine_chunks().to_batches()
+    assert len(joined) == 1, "combine_chunks leaves one chunk per column"
+    return joined[0]
 
 
 def scan(
