@@ -91,3 +91,43 @@ def consumer_view(
 def scanned(batches: object, include_headers: bool = False) -> pa.Table:
     schema = SPARK_SCHEMA_WITH_HEADERS if include_headers else SPARK_SCHEMA
     return pa.Table.from_batches(list(batches), schema=schema)  # type: ignore[call-overload]
+
+
+class RetainedLog:
+    """One partition of topic RETAINED under retention.ms, on a clock the test moves: the
+    first half of the records is old enough to expire, the second half is not. expire()
+    moves the clock and lets the owner's retention delete the old segments."""
+
+    TOPIC = "retained"
+    RETENTION_MS = 60_000
+    RECORDS = 200
+
+    def __init__(self, path: str) -> None:
+        self.now_ms = 1_800_000_000_000
+        self.broker = eoslog.open(
+            path, durability="none", background=False, clock_ms=lambda: self.now_ms
+        )
+        self.broker.create_topic(
+            self.TOPIC,
+            num_partitions=1,
+            config={"segment.bytes": 2048, "retention.ms": self.RETENTION_MS},
+        )
+        producer = self.broker.producer({"enable.idempotence": True})
+        for index in range(self.RECORDS):
+            young = index >= self.RECORDS // 2
+            producer.produce(
+                self.TOPIC,
+                value=b"r%d-" % index + b"y" * 40,
+                partition=0,
+                timestamp=self.now_ms + (2 * self.RETENTION_MS if young else 0),
+            )
+            producer.flush()
+        producer.close()
+
+    def expire(self) -> int:
+        """Run retention past the old half; the new log start offset."""
+        self.now_ms += 2 * self.RETENTION_MS + 1
+        self.broker.run_maintenance()
+        log = self.broker.log(self.TOPIC, 0)
+        assert 0 < log.log_start_offset < self.RECORDS, "retention kept or deleted everything"
+        return int(log.log_start_offset)

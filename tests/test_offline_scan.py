@@ -16,6 +16,8 @@ import pytest
 
 import eoslog
 import scanlog
+from eoslog import offline
+from eoslog.errors import OffsetOutOfRangeError
 from eoslog.fs import PosixFileSystem
 from eoslog.log.offset_index import OffsetIndex
 from eoslog.log.partition_view import PartitionView
@@ -180,3 +182,28 @@ def test_scans_while_a_subprocess_writes_are_prefixes_of_the_final_view(tmp_path
             assert mine.equals(whole.slice(0, mine.num_rows))
             offsets = mine.column("offset").to_numpy()
             assert np.all(np.diff(offsets) > 0)
+
+
+def test_retention_between_plan_and_read_fails_or_skips_the_lost_records(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Kafka's Spark source's failOnDataLoss: records planned, then deleted by the owner's
+    retention before the read, fail the read (OffsetOutOfRangeError) by default, or are
+    skipped with fail_on_data_loss=False; a range planned above the new log start reads."""
+    retained = scanlog.RetainedLog(str(tmp_path))
+    topic = retained.TOPIC
+    try:
+        (whole,) = offline.plan_ranges(str(tmp_path), [(topic, 0)])
+        late = offline.plan_ranges(str(tmp_path), [(topic, 0)], start_offsets=retained.RECORDS - 10)
+        assert whole.start == 0 and whole.stop == retained.RECORDS
+        log_start = retained.expire()
+        with pytest.raises(OffsetOutOfRangeError, match="retention deleted"):
+            next(offline.read_range(whole))
+        skipped = scanlog.scanned(offline.read_range(whole, fail_on_data_loss=False))
+        assert skipped.column("offset").to_pylist() == list(range(log_start, retained.RECORDS))
+        assert skipped.column("value")[0].as_py().startswith(b"r%d-" % log_start)
+        (kept,) = late
+        tail = scanlog.scanned(offline.read_range(kept))
+        assert tail.column("offset").to_pylist() == list(range(kept.start, retained.RECORDS))
+        replanned = scanlog.scanned(eoslog.scan(str(tmp_path), [topic]))
+        assert replanned.equals(skipped)  # a fresh plan starts at the new log start
+    finally:
+        retained.broker.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import sys
 
 import pyarrow as pa
@@ -218,3 +219,32 @@ def test_header_value_as_arrow_udf_equals_first_matching_header(spark, owned) ->
     )
     picked = spark.createDataFrame(made).select(trace("headers").alias("trace")).toArrow()
     assert picked.column("trace").to_pylist() == [b"first", None, None, None, None]
+
+
+@pytest.mark.parametrize("fail_on_data_loss", ["true", "false"])
+def test_fail_on_data_loss_when_retention_deletes_planned_segments(
+    tmp_path: pathlib.Path, fail_on_data_loss: str
+) -> None:
+    """What a task does when the owner's retention deleted segments after the driver planned
+    them: failOnDataLoss true (the default) fails it with OffsetOutOfRangeError, false skips
+    the lost records (the reader's partitions() and read() as Spark calls them)."""
+    from eoslog.errors import OffsetOutOfRangeError
+    from eoslog_spark.source import EoslogDataSource, EoslogReader
+
+    retained = scanlog.RetainedLog(str(tmp_path))
+    try:
+        options = {"path": str(tmp_path), "subscribe": retained.TOPIC}
+        if fail_on_data_loss == "false":
+            options["failOnDataLoss"] = "false"
+        reader = EoslogDataSource(options).reader(None)
+        assert isinstance(reader, EoslogReader)
+        (planned,) = reader.partitions()
+        log_start = retained.expire()
+        if fail_on_data_loss == "true":
+            with pytest.raises(OffsetOutOfRangeError, match="failOnDataLoss=false"):
+                list(reader.read(planned))
+        else:
+            got = pa.Table.from_batches(list(reader.read(planned)))
+            assert got.column("offset").to_pylist() == list(range(log_start, retained.RECORDS))
+    finally:
+        retained.broker.close()

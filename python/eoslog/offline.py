@@ -21,7 +21,7 @@ from typing import Final, NamedTuple
 
 import pyarrow as pa
 
-from eoslog.errors import UnknownTopicOrPartitionError
+from eoslog.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from eoslog.fs import FileSystem, PosixFileSystem
 from eoslog.log import checkpoints
 from eoslog.log.partition_view import READ_CHUNK_BYTES, PartitionView
@@ -231,15 +231,29 @@ def read_range(
     verify_crc: bool = True,
     chunk_bytes: int = READ_CHUNK_BYTES,
     fs: FileSystem | None = None,
+    fail_on_data_loss: bool = True,
 ) -> Iterator[pa.RecordBatch]:
-    """The records of one planned range as RecordBatches in the Spark Kafka source's schema.
-    Records the owner's retention deleted since the plan are skipped (the range starts at the
-    log start offset then); nothing past scan_range.stop is read."""
+    """The records of one planned range as RecordBatches in the Spark Kafka source's schema;
+    nothing past scan_range.stop is read.
+
+    When the owner's retention deleted segments holding planned offsets between the plan and
+    this read (the range starts below the view's first segment), the records are gone:
+    fail_on_data_loss (the default, as Spark's Kafka source) raises OffsetOutOfRangeError
+    before yielding anything; otherwise the lost offsets are skipped and the range is read
+    from the first offset still held."""
     fs = fs or PosixFileSystem()
     topic, partition = scan_range.topic, scan_range.partition
     directory = os.path.join(scan_range.path, f"{topic}-{partition}")
     aborted = None if scan_range.aborted is None else list(scan_range.aborted)
     with PartitionView(fs, directory, topic, partition) as view:
+        if fail_on_data_loss and view.log_start_offset > scan_range.start:
+            lost_end = min(view.log_start_offset, scan_range.stop)
+            raise OffsetOutOfRangeError(
+                f"{topic}-{partition}: offsets {scan_range.start} to {lost_end - 1} were "
+                "planned but retention deleted them before the read (the log now starts at "
+                f"{view.log_start_offset}); fail_on_data_loss=False (Spark option "
+                "failOnDataLoss=false) skips them"
+            )
         decoded = view.read_arrow(
             scan_range.start,
             scan_range.stop,
@@ -292,6 +306,7 @@ def scan(
     partitions: Iterable[tuple[str, int]] | None = None,
     include_headers: bool = False,
     verify_crc: bool = True,
+    fail_on_data_loss: bool = True,
 ) -> Iterator[pa.RecordBatch]:
     """Read a log directory without opening it: pyarrow.RecordBatches in the Spark Kafka
     source's schema (API.md "Spark"), partition after partition in offset order.
@@ -305,8 +320,13 @@ def scan(
     Offsets: "earliest" / "latest" or {topic: {partition: offset}} with -2 / -1 for
     earliest / latest (Spark's JSON); end offsets are exclusive. Timestamps are ms.
 
+    Every partition is planned before the first is read. If the owner's retention deletes
+    planned records before they are read, OffsetOutOfRangeError is raised, or with
+    fail_on_data_loss=False the lost records are skipped (Spark's failOnDataLoss).
+
     Raises UnknownTopicOrPartitionError for a topic or partition with no directory,
-    ValueError for a bad option, CorruptRecordError where the files are damaged."""
+    ValueError for a bad option, CorruptRecordError where the files are damaged,
+    OffsetOutOfRangeError for planned records retention deleted (see above)."""
     if topics is None and pattern is None and partitions is None:
         pattern = ".*"
     pairs = list_partitions(path, topics, pattern=pattern, partitions=partitions)
@@ -320,7 +340,12 @@ def scan(
         end_timestamp=end_timestamp,
     )
     for scan_range in ranges:
-        yield from read_range(scan_range, include_headers=include_headers, verify_crc=verify_crc)
+        yield from read_range(
+            scan_range,
+            include_headers=include_headers,
+            verify_crc=verify_crc,
+            fail_on_data_loss=fail_on_data_loss,
+        )
 
 
 def arrow_schema(include_headers: bool = False) -> pa.Schema:

@@ -7,7 +7,9 @@ files); each InputPartition carries one ScanRange, and read() decodes it in C in
 pyarrow.RecordBatches in the Spark Kafka source's schema. Options follow the Spark Kafka
 source: subscribe / assign / subscribePattern, isolationLevel, startingOffsets /
 endingOffsets, startingTimestamp / endingTimestamp, includeHeaders, minPartitions,
-maxRecordsPerPartition.
+maxRecordsPerPartition, failOnDataLoss (default true: a task whose planned records the owner's
+retention deleted before it read them fails the query with OffsetOutOfRangeError; false: the
+lost records are skipped).
 
 Filter pushdown (PySpark >= 4.1 with spark.sql.python.filterPushdown.enabled): predicates on
 partition and offset narrow the plan and are handled here; predicates on timestamp move the
@@ -65,6 +67,7 @@ class ScanOptions:
     include_headers: bool
     min_partitions: int | None
     records_per_partition_max: int | None
+    fail_on_data_loss: bool
 
     @classmethod
     def parse(cls, options: dict[str, str]) -> ScanOptions:
@@ -100,6 +103,7 @@ class ScanOptions:
             include_headers=lowered.get("includeheaders", "false").lower() == "true",
             min_partitions=_optional_int(lowered.get("minpartitions")),
             records_per_partition_max=_optional_int(lowered.get("maxrecordsperpartition")),
+            fail_on_data_loss=_flag(lowered.get("failondataloss", "true")),
         )
 
 
@@ -108,6 +112,12 @@ def _offsets(text: str | None) -> offline.OffsetSpec:
         return text
     spec: dict[str, dict[int | str, int]] = json.loads(text)
     return spec
+
+
+def _flag(text: str) -> bool:
+    if text.lower() not in ("true", "false"):
+        raise ValueError(f"expected true or false, not {text!r}")
+    return text.lower() == "true"
 
 
 def _optional_int(text: str | None) -> int | None:
@@ -148,7 +158,11 @@ class EoslogReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, EoslogPartition), "partitions() made every partition"
         scan_range = partition.scan_range
-        yield from offline.read_range(scan_range, include_headers=self.options.include_headers)
+        yield from offline.read_range(
+            scan_range,
+            include_headers=self.options.include_headers,
+            fail_on_data_loss=self.options.fail_on_data_loss,
+        )
 
 
 class EoslogPushdownReader(EoslogReader):
