@@ -169,7 +169,7 @@ class PartitionView:
         first = max(bisect.bisect_right(self._bases, start) - 1, 0)
         for number in range(first, len(self._handles)):
             segment = self.segment(number)
-            rows = segment.scan_from(segment.scan_position(start))
+            rows = segment.scan_from(segment.scan_position(start), chunk_bytes=READ_CHUNK_BYTES)
             rows = rows[rows["base_offset"] >= start]
             controls = rows[(rows["attributes"] & layout.CONTROL_MASK) != 0]
             batches = {

@@ -122,14 +122,17 @@ class SegmentReads:
                 infos, _, status = scan.scan_batches(chunk, verify_crc=False)
         return infos, chunk
 
-    def scan_from(self, position: int, end: int | None = None) -> np.ndarray:
+    def scan_from(
+        self, position: int, end: int | None = None, chunk_bytes: int = SCAN_CHUNK_BYTES
+    ) -> np.ndarray:
         """The batches (scan.BATCH_INFO rows, positions relative to this segment) whole in
-        [position, end) of the .log. Stops quietly at damage or a torn tail: recovery, not
-        reading, judges those."""
+        [position, end) of the .log, read chunk_bytes at a time (a walk over a whole segment
+        wants large chunks: with the default, every batch larger than a chunk is read twice).
+        Stops quietly at damage or a torn tail: recovery, not reading, judges those."""
         end = self.size if end is None else end
         rows = []
         while position < end:
-            infos, _ = self._batches_at(position, end)
+            infos, _ = self._batches_at(position, end, chunk_bytes)
             if len(infos) == 0:
                 break
             infos["position"] += position
