@@ -72,7 +72,7 @@ TITLE = (
     "# eoslog Spark benchmarks: the eoslog data source against aiokafka-decoded segments and "
     "prebuilt Arrow"
 )
-ROUNDS_DEFAULT = 5
+ROUNDS_DEFAULT = 7
 ROUNDS_MIN = 3
 PARTITIONS_DEFAULT = 4
 PLAN_REPEATS = 5
