@@ -35,8 +35,8 @@ SCHEMA_DDL = (
     "key binary, value binary, topic string, partition int, offset long, "
     "timestamp timestamp, timestampType int"
 )
-# Rows per RecordBatch a peer yields: the size eoslog's reader yields at most once per read
-# chunk, so the peers are not slowed by many small batches.
+# Rows per RecordBatch a peer yields: at least what eoslog's reader yields
+# (eoslog.offline.YIELD_ROWS_MIN), so the peers are not slowed by smaller batches.
 ROWS_PER_BATCH = 100_000
 # Kafka's batch attributes (FORMAT.md §4.1).
 TRANSACTIONAL_BIT = 0x10
