@@ -317,9 +317,8 @@ class PartitionView:
         below the last stable offset) or None (read_uncommitted). Control records never
         appear; aborted transactional batches are dropped whole (FORMAT.md §6.4)."""
         for data, offset in self.read_batches(start, stop, chunk_bytes):
-            if aborted is None:
-                runs = [(0, len(data))]
-            else:
+            skips = None
+            if aborted is not None:
                 # Kafka's rule for the aborted transactions a fetch from `offset` is told
                 # about (FORMAT.md §6.3): those not ended before it, begun before its end.
                 pending = [
@@ -328,21 +327,38 @@ class PartitionView:
                     if txn.last_offset >= offset and txn.first_offset < stop
                 ]
                 runs = readcommitted.plan_fetch(data, offset, pending)[0]
-            for run_start, run_end in runs:
-                position = run_start
-                while position < run_end:
-                    columns = codec.decode_columns(
-                        data[position:run_end],
-                        include_headers=include_headers,
-                        verify_crc=verify_crc,
-                        offset_min=offset,
-                        offset_end=stop,
-                    )
-                    if columns.end_position <= 0:
-                        raise AssertionError("a column limit stopped the first batch")
-                    position += columns.end_position
-                    if columns.count:
-                        yield columns
+                skips = _gaps(runs, len(data))
+            # One call decodes the whole read around the dropped batches, so a read yields
+            # one batch of columns, not one per run between aborted batches.
+            position = 0
+            while position < len(data):
+                columns = codec.decode_columns(
+                    data,
+                    position,
+                    include_headers=include_headers,
+                    verify_crc=verify_crc,
+                    offset_min=offset,
+                    offset_end=stop,
+                    skips=skips,
+                )
+                if columns.end_position <= position:
+                    raise AssertionError("a column limit stopped the first batch")
+                position = columns.end_position
+                if columns.count:
+                    yield columns
+
+
+def _gaps(runs: list[tuple[int, int]], size: int) -> list[tuple[int, int]]:
+    """The byte ranges of [0, size) outside the ascending runs."""
+    gaps = []
+    position = 0
+    for run_start, run_end in runs:
+        if run_start > position:
+            gaps.append((position, run_start))
+        position = run_end
+    if position < size:
+        gaps.append((position, size))
+    return gaps
 
 
 def _whole_batches(
