@@ -37,9 +37,8 @@ ISOLATION_LEVELS: Final = ("read_committed", "read_uncommitted")
 _PARTITION_DIRECTORY: Final = re.compile(r"(.+)-(\d+)")
 _INTERNAL_TOPICS: Final = ("__transaction_state", "__consumer_offsets")
 # A read yields RecordBatches of at least this many rows (but the last), gathered from the
-# decoded runs: under read_committed a run ends at every aborted batch, and each batch a
-# Spark task yields costs an Arrow IPC message and a JVM-side batch, so small ones slowed
-# the eoslog source to below the aiokafka-based reader (bench/RESULTS-spark.md).
+# view's decoded reads (one per read chunk, and a short one at every segment's end): each
+# batch a Spark task yields costs an Arrow IPC message and a JVM-side batch.
 YIELD_ROWS_MIN: Final = 65_536
 # ... and of at most about this many bytes, so a gathered batch stays well inside Arrow's
 # 2 GiB binary-column limit and a reader's memory flat.
