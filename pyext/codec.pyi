@@ -85,11 +85,15 @@ def decode_columns(
     include_control: bool = False,
     offset_min: int = 0,
     offset_end: int = ...,
+    skips: Sequence[tuple[int, int]] | None = None,
 ) -> ColumnarRecords:
     """Decode the run of whole batches from `position` into Arrow-layout columns, with no
     Python object per record. Keeps records with offset_min <= offset < offset_end; skips
-    control batches unless include_control. Stops at a partial trailing batch or before a
-    batch that would push a column past limits.column_bytes_max (see end_position).
+    control batches unless include_control. skips: ascending byte ranges [start, end) of
+    whole batches to jump over unread (a read_committed plan's aborted batches), so one call
+    decodes around them; ValueError if one starts inside a batch. Stops at a partial trailing
+    batch or before a batch that would push a column past limits.column_bytes_max (see
+    end_position).
     Raises as validate_batch does for a batch that is corrupt or malformed (CRC checked when
     verify_crc)."""
 

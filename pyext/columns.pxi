@@ -190,6 +190,17 @@ def _grow(array, used, capacity):
     return grown_array
 
 
+def _skip_ranges(skips):
+    """skips as an (n, 2) int64 array of [start, end) byte ranges, ascending."""
+    if skips is None:
+        return np.empty((0, 2), dtype=np.int64)
+    ranges = np.ascontiguousarray(np.asarray(skips, dtype=np.int64).reshape(-1, 2))
+    if len(ranges) and (np.any(ranges[:, 1] < ranges[:, 0])
+                        or np.any(ranges[1:, 0] < ranges[:-1, 1])):
+        raise ValueError("skips must be ascending, non-overlapping [start, end) ranges")
+    return ranges
+
+
 def _bitmap(bits, n):
     """The first n bits, with the unused high bits of the last byte cleared (a rolled-back
     batch may have left bits there), so equal columns have equal bytes."""
@@ -201,7 +212,7 @@ def _bitmap(bits, n):
 
 def decode_columns(data, Py_ssize_t position=0, *, bint include_headers=False,
                    bint verify_crc=True, bint include_control=False,
-                   int64_t offset_min=0, int64_t offset_end=INT64_MAX):
+                   int64_t offset_min=0, int64_t offset_end=INT64_MAX, skips=None):
     cdef const uint8_t[::1] view = data
     cdef Py_ssize_t size = view.shape[0]
     cdef size_t batch_size = 0
@@ -211,8 +222,24 @@ def decode_columns(data, Py_ssize_t position=0, *, bint include_headers=False,
     cdef _ColumnBuffers columns = _ColumnBuffers(include_headers)
     cdef eos_columns saved
     cdef const uint8_t *batch
+    cdef const int64_t[:, ::1] skip_ranges = _skip_ranges(skips)
+    cdef Py_ssize_t skip_index = 0
+    cdef Py_ssize_t first = position
     check_position(position)
     while True:
+        # Jump over the skipped ranges that start here; one that starts inside a batch
+        # decoded already (or covers the starting position) is the caller's error.
+        while skip_index < skip_ranges.shape[0] and skip_ranges[skip_index, 0] <= position:
+            if skip_ranges[skip_index, 1] > size:
+                raise ValueError(f"skipped range ends at {skip_ranges[skip_index, 1]}, past "
+                                 f"the data's {size} bytes")
+            if skip_ranges[skip_index, 0] == position:
+                position = max(position, <Py_ssize_t>skip_ranges[skip_index, 1])
+            elif skip_ranges[skip_index, 0] >= first or skip_ranges[skip_index, 1] > first:
+                raise ValueError(
+                    f"skipped range {skip_ranges[skip_index, 0]}-{skip_ranges[skip_index, 1]} "
+                    f"does not start at a batch boundary (next batch at {position})")
+            skip_index += 1
         batch = at(view, position)
         status = eos_frame_batch(batch, remaining_after(position, size), &batch_size)
         if status == EOS_TRUNCATED_BATCH:

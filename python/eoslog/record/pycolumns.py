@@ -26,6 +26,8 @@ from eoslog.record.pywalk import (
 from eoslog.record.types import BatchHeader
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from typing_extensions import Buffer
 
 
@@ -194,11 +196,14 @@ def decode_columns(
     include_control: bool = False,
     offset_min: int = 0,
     offset_end: int = INT64_MAX,
+    skips: Sequence[tuple[int, int]] | None = None,
 ) -> ColumnarRecords:
     """Decode the run of whole batches from `position` into Arrow-layout columns. Keeps
     records with offset_min <= offset < offset_end; skips control batches unless
-    include_control. Stops at a partial trailing batch or before a batch that would push a
-    column past limits.column_bytes_max (see end_position).
+    include_control; jumps over the byte ranges [start, end) of `skips` (ascending, each
+    whole batches; ValueError if one starts inside a batch). Stops at a partial trailing
+    batch or before a batch that would push a column past limits.column_bytes_max (see
+    end_position).
 
     Per batch, in order: framing as iter_headers; CRC if verify_crc (skipped batches too);
     a skipped control batch ends there; otherwise the record checks of batch_records. Errors
@@ -218,7 +223,10 @@ def decode_columns(
             return header, []
         return header, _batch_rows(view, cursor, header, include_headers, offset_range)
 
+    ranges = _skip_ranges(skips)
+    first = position
     while True:
+        position = _past_skips(ranges, position, first, len(view))
         batch = at_batch(position, rows_at, position)
         if batch is None:
             break
@@ -228,3 +236,29 @@ def decode_columns(
         columns.add(rows)
         position += header.size_in_bytes
     return columns.finish(position)
+
+
+def _skip_ranges(skips: Sequence[tuple[int, int]] | None) -> list[tuple[int, int]]:
+    ranges = [(int(start), int(end)) for start, end in skips or ()]
+    for index, (start, end) in enumerate(ranges):
+        if end < start or (index and start < ranges[index - 1][1]):
+            raise ValueError("skips must be ascending, non-overlapping [start, end) ranges")
+    ranges.reverse()  # popped from the end, lowest first
+    return ranges
+
+
+def _past_skips(ranges: list[tuple[int, int]], position: int, first: int, size: int) -> int:
+    """position moved past the skipped ranges that start there (ranges consumed as passed);
+    ValueError for one that started inside a batch decoded from `first` on, or covers it."""
+    while ranges and ranges[-1][0] <= position:
+        start, end = ranges.pop()
+        if end > size:
+            raise ValueError(f"skipped range ends at {end}, past the data's {size} bytes")
+        if start == position:
+            position = max(position, end)
+        elif start >= first or end > first:
+            raise ValueError(
+                f"skipped range {start}-{end} does not start at a batch boundary "
+                f"(next batch at {position})"
+            )
+    return position
