@@ -525,6 +525,53 @@ int eos_decode_records(eos_columns *c, const uint8_t *records, size_t len,
     return EOS_OK;
 }
 
+int eos_index_records(eos_record_ref *refs, int64_t capacity, int64_t *count,
+                      const uint8_t *records, size_t len, const eos_batch_header *h,
+                      int64_t offset_min, int64_t offset_end) {
+    const uint8_t *cursor = records, *end = records + len;
+    int64_t n = *count; /* published only when the whole batch is indexed */
+    int32_t log_append_time = (h->attributes & EOS_TIMESTAMP_TYPE_MASK) != 0;
+    EOS_VERIFY(n >= 0 && n <= capacity);
+    if (h->records_count < 0) return EOS_NEGATIVE_COUNT;
+    for (int32_t i = 0; i < h->records_count; i++) {
+        eos_record r;
+        int status = eos_parse_record(&cursor, end, &r);
+        if (status != EOS_OK) return status;
+        int64_t offset = wrapping_add(h->base_offset, r.offset_delta);
+        if (offset < offset_min || offset >= offset_end) continue;
+        if (n >= capacity) return EOS_NEED_SPACE;
+        eos_record_ref *ref = &refs[n++];
+        ref->offset = offset;
+        ref->timestamp_ms = log_append_time ? h->max_timestamp
+                                            : wrapping_add(h->base_timestamp, r.timestamp_delta);
+        ref->key = r.key_length >= 0 ? r.key : NULL;
+        ref->value = r.value_length >= 0 ? r.value : NULL;
+        ref->headers = r.headers;
+        ref->end = r.end;
+        ref->key_length = r.key_length;
+        ref->value_length = r.value_length;
+        ref->headers_count = r.headers_count;
+        ref->timestamp_type = log_append_time;
+    }
+    if (cursor != end) return EOS_RECORDS_REMAINING;
+    EOS_VERIFY(n >= *count && n <= capacity);
+    *count = n;
+    return EOS_OK;
+}
+
+const uint8_t *eos_next_header(const uint8_t *p, const uint8_t *end, const uint8_t **key,
+                               int32_t *key_length, const uint8_t **value,
+                               int32_t *value_length) {
+    checked_header h;
+    const uint8_t *next = next_checked_header(p, end, &h);
+    EOS_VERIFY(next <= end && h.key_length >= 0);
+    *key = h.key;
+    *key_length = h.key_length;
+    *value = h.value_length >= 0 ? h.value : NULL;
+    *value_length = h.value_length;
+    return next;
+}
+
 size_t eos_record_body_size(int64_t timestamp_delta, int32_t offset_delta, int32_t key_length,
                             int32_t value_length, int32_t headers_count, size_t headers_size) {
     size_t size = 1 + eos_size_of_varlong(timestamp_delta) + eos_size_of_varint(offset_delta);

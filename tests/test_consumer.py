@@ -183,6 +183,23 @@ def test_messages_stay_valid_after_later_fetches(broker: eoslog.Broker, log: Par
     assert offsets(rest) == list(range(5, 200))
 
 
+def test_messages_stay_readable_after_truncation_and_close(
+    broker: eoslog.Broker, log: PartitionLog
+) -> None:
+    # A Message reads its record from the fetched view of the mapped segment, not a copy: a
+    # truncation under it, and closing the log, must leave that view intact (mapped_log.py).
+    append(log, [(b"k", b"kept", [("h", b"1")]), *values(1, 9)])
+    append(log, values(10, 10), compression=layout.COMPRESSION_LZ4)
+    made = consumer(broker)
+    found = drain(made)
+    made.close()
+    log.truncate_to(0)
+    broker.close()
+    assert (found[0].key(), found[0].value(), found[0].headers()) == (b"k", b"kept", [("h", b"1")])
+    assert [m.value() for m in found[1:]] == [b"v%d" % i for i in range(1, 20)]
+    assert offsets(found) == list(range(20))
+
+
 def test_poll_returns_one_record_at_a_time(broker: eoslog.Broker, log: PartitionLog) -> None:
     append(log, values(0, 3))
     made = consumer(broker)
@@ -229,6 +246,29 @@ def test_a_fetch_of_only_control_batches_moves_on_to_the_records_after_them(
     append(log, values(4, 1))
     made = consumer(broker, 1, max_partition_fetch_bytes=1)  # one batch per read
     assert offsets(made.consume(5, timeout=0)) == [4]
+
+
+def flip_value_byte(log: PartitionLog, value: bytes) -> None:
+    """Damage the first copy of `value` in the partition's last segment file, in place."""
+    path = log.segments[-1].path(".log")
+    with open(path, "r+b") as file:
+        data = file.read()
+        at = data.index(value)
+        file.seek(at)
+        file.write(bytes([data[at] ^ 0x01]))
+
+
+def test_consume_raises_for_a_crc_mismatch_unless_check_crcs_is_off(
+    broker: eoslog.Broker, log: PartitionLog
+) -> None:
+    append(log, [(None, b"damaged value", None)])
+    flip_value_byte(log, b"damaged value")
+    with pytest.raises(eoslog.CorruptRecordError):
+        consumer(broker).consume(10, timeout=0)
+    with pytest.raises(eoslog.CorruptRecordError):
+        consumer(broker).poll(0)
+    unchecked = consumer(broker, check_crcs=False).consume(10, timeout=0)
+    assert [m.value() for m in unchecked] == [b"eamaged value"]
 
 
 def test_seek_inside_a_batch_skips_its_earlier_records(

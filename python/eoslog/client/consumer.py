@@ -4,9 +4,11 @@ consume_arrow for columnar reads in the Spark Kafka source's schema.
 
 Data path (DESIGN.md "Fetch"): PartitionLog.read returns whole v2 batches up to the last
 stable offset (read_committed) or the high watermark (read_uncommitted) with the aborted
-transactions; fetch.plan_fetch picks the batches to deliver; codec.decode_columns decodes them
-in C into Arrow-layout columns with no Python object per record; consume() then makes exactly
-one Message per record (message.py), and consume_arrow() none.
+transactions, as a view of the mapped segment; fetch.plan_fetch picks the batches to deliver.
+consume() and poll() index those batches in C (message.index_records: CRC and record checks,
+one reference per record into the fetched bytes, nothing copied) and make exactly one Message
+per record; consume_arrow() decodes them with codec.decode_columns into Arrow-layout columns,
+with no Python object per record.
 
 Thread safety: like confluent's, a Consumer is used from one thread. Appends from other
 threads (or the same one) are safe: reads take no lock and see only whole batches.
@@ -25,7 +27,7 @@ from typing import TYPE_CHECKING, Final, NoReturn, Protocol
 
 import pyarrow as pa
 
-from eoslog.client.fetch import plan_fetch
+from eoslog.client.fetch import FetchPlan, plan_fetch
 from eoslog.client.message import (
     OFFSET_BEGINNING,
     OFFSET_END,
@@ -33,7 +35,10 @@ from eoslog.client.message import (
     OFFSET_STORED,
     FetchedRecords,
     Message,
+    MessageBatch,
+    RecordRefs,
     TopicPartition,
+    index_records,
     make_messages,
 )
 from eoslog.errors import InvalidConfigError, KafkaError, KafkaException, OffsetOutOfRangeError
@@ -48,6 +53,25 @@ class LogSource(Protocol):
     """What the consumer needs of the Broker."""
 
     def log(self, topic: str, partition: int) -> PartitionLog: ...
+
+
+# What a partition's buffered records are held as: MessageBatch for consume() and poll(),
+# FetchedRecords (Arrow-layout columns) for consume_arrow(), with or without headers. A
+# buffered fetch serves the kinds in _SERVES, else it is fetched again as the kind wanted.
+MESSAGES: Final = "messages"
+ARROW: Final = "arrow"
+ARROW_HEADERS: Final = "arrow with headers"
+_SERVES: Final = {
+    MESSAGES: (MESSAGES,),
+    ARROW: (ARROW, ARROW_HEADERS),
+    ARROW_HEADERS: (ARROW_HEADERS,),
+}
+
+
+def _kind_of(fetched: FetchedRecords | MessageBatch) -> str:
+    if isinstance(fetched, MessageBatch):
+        return MESSAGES
+    return ARROW if fetched.columns.headers is None else ARROW_HEADERS
 
 
 # librdkafka's local error codes (rdkafka.h RD_KAFKA_RESP_ERR__*), as confluent reports them.
@@ -173,7 +197,7 @@ class _Assigned:
         # The next offset to fetch when nothing is buffered; OFFSET_STORED/OFFSET_INVALID
         # until the reset policy resolves it (it raises under auto.offset.reset=error).
         self.position = position
-        self.fetched: list[FetchedRecords] = []
+        self.fetched: list[FetchedRecords | MessageBatch] = []
         self.index = 0  # next record of fetched[0] to deliver
         # Bytes of log per record delivered, seen so far: sizes consume_arrow's reads.
         self.bytes_per_record = 0.0
@@ -346,7 +370,7 @@ class Consumer:
         while True:
             for assigned in self._rotation():
                 while total < max_records and self._fill(
-                    assigned, max_records - total, include_headers
+                    assigned, max_records - total, ARROW_HEADERS if include_headers else ARROW
                 ):
                     piece = self._take_arrow(assigned, max_records - total, include_headers)
                     pieces.append(piece)
@@ -465,15 +489,15 @@ class Consumer:
             )
 
     def _fill(
-        self, assigned: _Assigned, records_wanted: int | None = None, headers: bool = True
+        self, assigned: _Assigned, records_wanted: int | None = None, kind: str = MESSAGES
     ) -> bool:
-        """Make sure decoded records are buffered for this partition, fetching as needed;
-        False when nothing is readable below the bound. records_wanted (consume_arrow) sizes
-        the read and stops planning once that many records are covered. headers: the records
-        must carry their headers (Messages always do; consume_arrow only when asked, since
-        decoding them costs time). Buffered records decoded without them are fetched again
-        from the current position."""
-        if headers and assigned.fetched and assigned.fetched[0].columns.headers is None:
+        """Make sure records are buffered for this partition, fetching as needed; False when
+        nothing is readable below the bound. records_wanted (consume_arrow) sizes the read and
+        stops planning once that many records are covered. kind: what the records must be
+        buffered as, MESSAGES (consume, poll), ARROW or ARROW_HEADERS (consume_arrow, which
+        decodes headers only when asked, since that costs time). Buffered records of another
+        kind are fetched again from the current position."""
+        if assigned.fetched and _kind_of(assigned.fetched[0]) not in _SERVES[kind]:
             assigned.position = assigned.current_position()
             assigned.drop_fetched()
         while not assigned.fetched:
@@ -494,12 +518,7 @@ class Consumer:
             if not len(result.records):
                 return False
             self._decode(
-                assigned,
-                result.records,
-                offset,
-                result.aborted_transactions,
-                records_wanted,
-                headers,
+                assigned, result.records, offset, result.aborted_transactions, records_wanted, kind
             )
         return True
 
@@ -519,9 +538,44 @@ class Consumer:
         offset: int,
         aborted: list[tuple[int, int]] | None,
         records_wanted: int | None,
-        headers: bool,
+        kind: str,
     ) -> None:
         plan = plan_fetch(records, offset, aborted, records_wanted)
+        if kind == MESSAGES:
+            fetched = self._index_messages(assigned, records, offset, plan)
+        else:
+            fetched = self._decode_columns(assigned, records, offset, plan, kind == ARROW_HEADERS)
+        assigned.fetched = fetched
+        assigned.index = 0
+        assigned.position = offset if fetched else plan.next_offset
+        if plan.records:
+            assigned.bytes_per_record = plan.planned_bytes / plan.records
+
+    def _index_messages(
+        self, assigned: _Assigned, records: memoryview, offset: int, plan: FetchPlan
+    ) -> list[FetchedRecords | MessageBatch]:
+        """The planned records as one MessageBatch of references into `records` (no copy)."""
+        # plan.records counts the records the runs hold at or after offset (more when
+        # compaction left gaps), so the references fit without growing.
+        refs = RecordRefs(plan.records)
+        owners: list[object] = [records]
+        for start, end in plan.runs:
+            index_records(
+                records,
+                start,
+                end,
+                refs,
+                owners,
+                verify_crc=self._config.check_crcs,
+                offset_min=offset,
+            )
+        if not refs.count:
+            return []
+        return [MessageBatch(assigned.topic, assigned.partition, refs, owners, plan.next_offset)]
+
+    def _decode_columns(
+        self, assigned: _Assigned, records: memoryview, offset: int, plan: FetchPlan, headers: bool
+    ) -> list[FetchedRecords | MessageBatch]:
         decoded = []
         for start, end in plan.runs:
             position = start
@@ -540,18 +594,15 @@ class Consumer:
         # every batch planned (control and dropped batches after it included).
         next_offsets = [int(columns.offset[-1]) + 1 for columns in decoded[:-1]]
         next_offsets += [plan.next_offset] if decoded else []
-        assigned.fetched = [
+        return [
             FetchedRecords(assigned.topic, assigned.partition, columns, next_offset)
             for columns, next_offset in zip(decoded, next_offsets, strict=True)
         ]
-        assigned.index = 0
-        assigned.position = offset if decoded else plan.next_offset
-        if plan.records:
-            assigned.bytes_per_record = plan.planned_bytes / plan.records
 
     def _take_messages(self, assigned: _Assigned, out: list[Message], limit: int) -> None:
         while len(out) < limit and self._fill(assigned):
             fetched = assigned.fetched[0]
+            assert isinstance(fetched, MessageBatch)
             start = assigned.index
             count = min(limit - len(out), fetched.count - start)
             # One Message per record, made in C: no Python code per record.
@@ -560,6 +611,7 @@ class Consumer:
 
     def _take_arrow(self, assigned: _Assigned, limit: int, include_headers: bool) -> pa.RecordBatch:
         fetched = assigned.fetched[0]
+        assert isinstance(fetched, FetchedRecords)
         start = assigned.index
         count = min(limit, fetched.count - start)
         piece = fetched.to_arrow(start, start + count, include_headers)
