@@ -85,13 +85,25 @@ def decode_columns(
     include_control: bool = False,
     offset_min: int = 0,
     offset_end: int = ...,
+    runs: Sequence[tuple[int, int]] | None = None,
+    records_max: int | None = None,
 ) -> ColumnarRecords:
     """Decode the run of whole batches from `position` into Arrow-layout columns, with no
     Python object per record. Keeps records with offset_min <= offset < offset_end; skips
     control batches unless include_control. Stops at a partial trailing batch or before a
     batch that would push a column past limits.column_bytes_max (see end_position).
     Raises as validate_batch does for a batch that is corrupt or malformed (CRC checked when
-    verify_crc)."""
+    verify_crc).
+
+    runs: instead of everything from `position`, the whole batches inside each [start, end)
+    byte range, in order, into the same columns (a read_committed fetch's plan: the ranges
+    skip the aborted batches); the columns are then sized once for all of them. ValueError
+    for ranges out of order, overlapping or outside the data.
+
+    records_max (>= 1): stop once that many records are decoded. The batch that reaches it
+    is cut after its records_max-th record if it holds one record per offset (every batch
+    eoslog appends); end_position is then that batch's position, so a caller goes on from the
+    last offset + 1. A batch with offset gaps is decoded whole. ValueError below 1."""
 
 class BatchBuilder:
     """Builds one v2 batch record by record. Not thread-safe: one builder per thread."""

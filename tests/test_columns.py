@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import datetime
+import itertools
 from types import ModuleType
 
 import numpy as np
@@ -157,6 +158,59 @@ def test_decode_columns_starts_at_the_given_position(codec: ModuleType) -> None:
     columns = codec.decode_columns(run, start, include_headers=True)
     assert _rows(columns) == [r for r in records if r.offset >= ABORT_OFFSET]
     assert columns.end_position == len(run)
+
+
+def test_decode_columns_of_runs_decodes_only_the_batches_inside_them(codec: ModuleType) -> None:
+    # A read_committed fetch's plan: the aborted LZ4 batch between the runs is never decoded.
+    batches, records = _run(codec)
+    run = b"".join(batches)
+    ends = list(itertools.accumulate(len(batch) for batch in batches))
+    runs = [(0, ends[0]), (ends[1], ends[4])]
+    columns = codec.decode_columns(run, include_headers=True, runs=runs)
+    assert _rows(columns) == [r for r in records if r.offset < 3 or 8 <= r.offset < 11]
+    assert columns.end_position == ends[4]
+    assert codec.decode_columns(run, runs=[]).count == 0
+
+
+@pytest.mark.parametrize("runs", [[(10, 5)], [(0, 10**6)], [(50, 60), (0, 10)], [(-1, 4)]])
+def test_decode_columns_rejects_runs_out_of_order_or_outside_the_data(
+    codec: ModuleType, runs: list[tuple[int, int]]
+) -> None:
+    batches, _ = _run(codec)
+    with pytest.raises(ValueError, match="out of order or outside"):
+        codec.decode_columns(b"".join(batches), runs=runs)
+
+
+@pytest.mark.parametrize("records_max", [1, 2, 3, 4, 5, 7, 100])
+def test_decoding_records_max_at_a_time_from_the_last_offset_yields_every_record_once(
+    codec: ModuleType, records_max: int
+) -> None:
+    batches, records = _run(codec)
+    run = b"".join(batches)
+    found: list[Record] = []
+    position = offset_min = 0
+    while position < len(run):
+        columns = codec.decode_columns(
+            run, position, include_headers=True, offset_min=offset_min, records_max=records_max
+        )
+        assert 0 < columns.count <= records_max or columns.end_position == len(run)
+        found += _rows(columns)
+        position = columns.end_position
+        offset_min = found[-1].offset + 1 if found else 0
+    assert found == records
+
+
+def test_records_max_cuts_the_batch_that_reaches_it_and_ends_at_that_batch(
+    codec: ModuleType,
+) -> None:
+    batches, records = _run(codec)
+    columns = codec.decode_columns(b"".join(batches), records_max=len(SAMPLE_RECORDS) + 2)
+    assert columns.offset.tolist() == [r.offset for r in records[: len(SAMPLE_RECORDS) + 2]]
+    assert columns.end_position == len(batches[0])  # the LZ4 batch was cut: start there again
+    whole = codec.decode_columns(b"".join(batches), records_max=len(SAMPLE_RECORDS))
+    assert whole.end_position == len(batches[0])  # reached at a batch's end: past it
+    with pytest.raises(ValueError, match="records_max"):
+        codec.decode_columns(b"".join(batches), records_max=0)
 
 
 def test_decode_columns_of_nothing_is_an_empty_batch_in_the_spark_schema(

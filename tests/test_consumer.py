@@ -329,6 +329,29 @@ def test_read_committed_drops_aborted_batches_until_their_abort_marker(
     assert offsets(found) == [0, 1, 2, 3, 4, 5, 6, 9, 10]
 
 
+def test_read_committed_consume_arrow_skips_aborted_batches_and_stops_inside_a_batch(
+    broker: eoslog.Broker, log: PartitionLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    append(log, values(0, 2), producer_id=7, transactional=True, base_sequence=0)  # 0-1
+    append(log, values(2, 1))  # 2
+    append(log, values(3, 3), producer_id=8, transactional=True, base_sequence=0)  # 3-5
+    append(log, values(6, 2), producer_id=7, transactional=True, base_sequence=2)  # 6-7
+    append_marker(log, layout.CONTROL_ABORT, 7)  # 8
+    append_marker(log, layout.CONTROL_COMMIT, 8)  # 9
+    append(log, values(10, 2))  # 10-11
+    report_aborted(monkeypatch, log, [(7, 0, 8)])
+    made = consumer(broker)
+    # One decode over the runs [2, 3-5] and [10-11]; max_records cuts the batch 3-5.
+    first = made.consume_arrow(3, timeout=0)
+    assert first.column("offset").to_pylist() == [2, 3, 4]
+    assert first.column("value").to_pylist() == [b"v2", b"v3", b"v4"]
+    assert made.position([TopicPartition(TOPIC, 0)])[0].offset == 5
+    rest = made.consume_arrow(100, timeout=0)
+    assert rest.column("offset").to_pylist() == [5, 10, 11]
+    assert rest.column("value").to_pylist() == [b"v5", b"v10", b"v11"]
+    assert made.position([TopicPartition(TOPIC, 0)])[0].offset == 12
+
+
 def test_read_committed_filter_works_fetch_by_fetch(
     broker: eoslog.Broker, log: PartitionLog, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -7,8 +7,9 @@ stable offset (read_committed) or the high watermark (read_uncommitted) with the
 transactions, as a view of the mapped segment; fetch.plan_fetch picks the batches to deliver.
 consume() and poll() index those batches in C (message.index_records: CRC and record checks,
 one reference per record into the fetched bytes, nothing copied) and make exactly one Message
-per record; consume_arrow() decodes them with codec.decode_columns into Arrow-layout columns,
-with no Python object per record.
+per record; consume_arrow() decodes them with one codec.decode_columns call over the plan's
+runs (aborted batches skipped in C, columns sized once, cut at the records wanted) into
+Arrow-layout columns, with no Python object per record or per batch.
 
 Thread safety: like confluent's, a Consumer is used from one thread. Appends from other
 threads (or the same one) are safe: reads take no lock and see only whole batches.
@@ -509,6 +510,8 @@ class Consumer:
             if self._bound(assigned.log) <= offset <= assigned.log.log_end_offset:
                 return False
             try:
+                if records_wanted is not None and not assigned.bytes_per_record:
+                    self._probe_record_size(assigned, offset)
                 result = assigned.log.read(
                     offset, self._read_bytes(assigned, records_wanted), self._config.isolation_level
                 )
@@ -521,6 +524,16 @@ class Consumer:
                 assigned, result.records, offset, result.aborted_transactions, records_wanted, kind
             )
         return True
+
+    def _probe_record_size(self, assigned: _Assigned, offset: int) -> None:
+        """Size a partition's first consume_arrow read from the batch holding `offset` (one
+        header read): a first read of only max.partition.fetch.bytes would bring a fraction of
+        the records wanted, and the fetch after it a second piece to concatenate."""
+        found = assigned.log.read(offset, 1, "read_uncommitted").records
+        if len(found):
+            header = codec.read_header(found)
+            if header.records_count > 0 and not header.is_control:
+                assigned.bytes_per_record = header.size_in_bytes / header.records_count
 
     def _read_bytes(self, assigned: _Assigned, records_wanted: int | None) -> int:
         config = self._config
@@ -544,7 +557,9 @@ class Consumer:
         if kind == MESSAGES:
             fetched = self._index_messages(assigned, records, offset, plan)
         else:
-            fetched = self._decode_columns(assigned, records, offset, plan, kind == ARROW_HEADERS)
+            fetched = self._decode_columns(
+                assigned, records, offset, plan, kind == ARROW_HEADERS, records_wanted
+            )
         assigned.fetched = fetched
         assigned.index = 0
         assigned.position = offset if fetched else plan.next_offset
@@ -574,30 +589,34 @@ class Consumer:
         return [MessageBatch(assigned.topic, assigned.partition, refs, owners, plan.next_offset)]
 
     def _decode_columns(
-        self, assigned: _Assigned, records: memoryview, offset: int, plan: FetchPlan, headers: bool
+        self,
+        assigned: _Assigned,
+        records: memoryview,
+        offset: int,
+        plan: FetchPlan,
+        headers: bool,
+        records_wanted: int | None,
     ) -> list[FetchedRecords | MessageBatch]:
-        decoded = []
-        for start, end in plan.runs:
-            position = start
-            while position < end:
-                columns = codec.decode_columns(
-                    records[position:end],
-                    include_headers=headers,
-                    verify_crc=self._config.check_crcs,
-                    offset_min=offset,
-                )
-                assert columns.end_position > 0, "a column limit stopped the first batch"
-                position += columns.end_position
-                if columns.count:
-                    decoded.append(columns)
-        # Each piece moves the position past its last record; the last piece moves it past
-        # every batch planned (control and dropped batches after it included).
-        next_offsets = [int(columns.offset[-1]) + 1 for columns in decoded[:-1]]
-        next_offsets += [plan.next_offset] if decoded else []
-        return [
-            FetchedRecords(assigned.topic, assigned.partition, columns, next_offset)
-            for columns, next_offset in zip(decoded, next_offsets, strict=True)
-        ]
+        """The planned records, at most records_wanted, as one FetchedRecords: one decode in
+        C over every run of the plan (aborted batches between runs skipped there), values
+        copied once into columns sized once, so consume_arrow slices nothing and
+        concatenates nothing for a partition."""
+        columns = codec.decode_columns(
+            records,
+            include_headers=headers,
+            verify_crc=self._config.check_crcs,
+            offset_min=offset,
+            runs=plan.runs,
+            records_max=records_wanted,
+        )
+        if not columns.count:
+            return []
+        # Past every batch planned once all were decoded (control and dropped batches after
+        # the last record included); else (records_wanted cut a batch, or a column reached
+        # its size limit) just past the last record, where the next fetch goes on.
+        whole = columns.end_position >= plan.runs[-1][1]
+        next_offset = plan.next_offset if whole else int(columns.offset[-1]) + 1
+        return [FetchedRecords(assigned.topic, assigned.partition, columns, next_offset)]
 
     def _take_messages(self, assigned: _Assigned, out: list[Message], limit: int) -> None:
         while len(out) < limit and self._fill(assigned):

@@ -26,6 +26,8 @@ from eoslog.record.pywalk import (
 from eoslog.record.types import BatchHeader
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from typing_extensions import Buffer
 
 
@@ -194,37 +196,72 @@ def decode_columns(
     include_control: bool = False,
     offset_min: int = 0,
     offset_end: int = INT64_MAX,
+    runs: Sequence[tuple[int, int]] | None = None,
+    records_max: int | None = None,
 ) -> ColumnarRecords:
     """Decode the run of whole batches from `position` into Arrow-layout columns. Keeps
     records with offset_min <= offset < offset_end; skips control batches unless
     include_control. Stops at a partial trailing batch or before a batch that would push a
-    column past limits.column_bytes_max (see end_position).
+    column past limits.column_bytes_max (see end_position). runs and records_max: as in
+    pyext/codec.pyi (the batches of several byte ranges into one set of columns; a cap on
+    the records decoded, cutting the batch that reaches it when it has one record per
+    offset).
 
     Per batch, in order: framing as iter_headers; CRC if verify_crc (skipped batches too);
     a skipped control batch ends there; otherwise the record checks of batch_records. Errors
     name the offending batch's position."""
-    check_position(position)
+    if records_max is not None and records_max < 1:
+        raise ValueError(f"records_max must be at least 1, got {records_max}")
     view = byte_view(data)
+    ranges = _checked_runs(runs, position, len(view))
     columns = _ColumnBuilder(include_headers)
     offset_range = range(offset_min, max(offset_min, offset_end))
 
-    def rows_at(cursor: int) -> tuple[BatchHeader, list[_Row]] | None:
-        header = next_batch(view, cursor)
+    def rows_at(run: memoryview, cursor: int) -> tuple[BatchHeader, list[_Row]] | None:
+        header = next_batch(run, cursor)
         if header is None:
             return None
         if verify_crc:
-            check_crc(view, cursor, header)
+            check_crc(run, cursor, header)
         if header.is_control and not include_control:
             return header, []
-        return header, _batch_rows(view, cursor, header, include_headers, offset_range)
+        return header, _batch_rows(run, cursor, header, include_headers, offset_range)
 
-    while True:
-        batch = at_batch(position, rows_at, position)
-        if batch is None:
-            break
-        header, rows = batch
-        if not columns.fits(rows):
-            break
-        columns.add(rows)
-        position += header.size_in_bytes
+    for position, run_end in ranges:
+        run = view[:run_end]
+        while True:
+            batch = at_batch(position, rows_at, run, position)
+            if batch is None:
+                break
+            header, rows = batch
+            cut = False
+            if records_max is not None and not (header.is_control and not include_control):
+                left = records_max - len(columns.offsets)
+                one_per_offset = header.last_offset_delta + 1 == header.records_count
+                cut = one_per_offset and len(rows) > left
+                rows = rows[:left] if cut else rows
+            if not columns.fits(rows):
+                return columns.finish(position)
+            columns.add(rows)
+            if cut:
+                return columns.finish(position)  # a next call starts in this batch
+            position += header.size_in_bytes
+            if records_max is not None and len(columns.offsets) == records_max:
+                return columns.finish(position)
     return columns.finish(position)
+
+
+def _checked_runs(
+    runs: Sequence[tuple[int, int]] | None, position: int, size: int
+) -> list[tuple[int, int]]:
+    """[(position, size)] without runs, else the runs, checked to be ascending,
+    non-overlapping ranges inside the data (ValueError otherwise)."""
+    if runs is None:
+        check_position(position)
+        return [(position, size)]
+    previous = 0
+    for start, end in runs:
+        if start < previous or end < start or end > size:
+            raise ValueError(f"run [{start}, {end}) is out of order or outside {size} bytes")
+        previous = end
+    return list(runs)
