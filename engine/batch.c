@@ -98,7 +98,9 @@ static inline int64_t wrapping_add(int64_t base, int64_t delta) {
     return (int64_t)((uint64_t)base + (uint64_t)delta);
 }
 
-int eos_parse_record(const uint8_t **cursor, const uint8_t *end, eos_record *r) {
+/* eos_parse_record's body, inlined into the decode loops below: a call per record cost
+ * about a fifth of a columnar decode (perf on the read_committed bench's fetches). */
+static inline int parse_record(const uint8_t **cursor, const uint8_t *end, eos_record *r) {
     const uint8_t *p = *cursor;
     if (p >= end) return EOS_RECORD_OVERRUN; /* the section ended before the declared count */
     int32_t length;
@@ -146,6 +148,10 @@ int eos_parse_record(const uint8_t **cursor, const uint8_t *end, eos_record *r) 
     r->end = record_end;
     *cursor = record_end;
     return EOS_OK;
+}
+
+int eos_parse_record(const uint8_t **cursor, const uint8_t *end, eos_record *r) {
+    return parse_record(cursor, end, r);
 }
 
 int eos_utf8_valid(const uint8_t *p, size_t len) {
@@ -484,7 +490,7 @@ int eos_decode_records(eos_columns *c, const uint8_t *records, size_t len,
     if (h->records_count < 0) return EOS_NEGATIVE_COUNT;
     for (int32_t i = 0; i < h->records_count; i++) {
         eos_record r;
-        int status = eos_parse_record(&cursor, end, &r);
+        int status = parse_record(&cursor, end, &r);
         if (status != EOS_OK) return status;
         int64_t offset = wrapping_add(h->base_offset, r.offset_delta);
         if (offset < offset_min || offset >= offset_end) continue;
@@ -535,7 +541,7 @@ int eos_index_records(eos_record_ref *refs, int64_t capacity, int64_t *count,
     if (h->records_count < 0) return EOS_NEGATIVE_COUNT;
     for (int32_t i = 0; i < h->records_count; i++) {
         eos_record r;
-        int status = eos_parse_record(&cursor, end, &r);
+        int status = parse_record(&cursor, end, &r);
         if (status != EOS_OK) return status;
         int64_t offset = wrapping_add(h->base_offset, r.offset_delta);
         if (offset < offset_min || offset >= offset_end) continue;

@@ -526,14 +526,16 @@ class Consumer:
         return True
 
     def _probe_record_size(self, assigned: _Assigned, offset: int) -> None:
-        """Size a partition's first consume_arrow read from the batch holding `offset` (one
-        header read): a first read of only max.partition.fetch.bytes would bring a fraction of
-        the records wanted, and the fetch after it a second piece to concatenate."""
-        found = assigned.log.read(offset, 1, "read_uncommitted").records
-        if len(found):
-            header = codec.read_header(found)
-            if header.records_count > 0 and not header.is_control:
-                assigned.bytes_per_record = header.size_in_bytes / header.records_count
+        """Size a partition's first consume_arrow read from a plan of the usual first read
+        (max.partition.fetch.bytes, a view: nothing is copied or decoded), dropped batches
+        counted in the bytes per record: decoding that read would bring a fraction of the
+        records wanted, and the fetch after it a second piece to concatenate."""
+        result = assigned.log.read(
+            offset, self._config.partition_fetch_bytes_max, self._config.isolation_level
+        )
+        plan = plan_fetch(result.records, offset, result.aborted_transactions)
+        if plan.records:
+            assigned.bytes_per_record = plan.planned_bytes / plan.records
 
     def _read_bytes(self, assigned: _Assigned, records_wanted: int | None) -> int:
         config = self._config
