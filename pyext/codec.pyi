@@ -105,6 +105,35 @@ def decode_columns(
     eoslog appends); end_position is then that batch's position, so a caller goes on from the
     last offset + 1. A batch with offset gaps is decoded whole. ValueError below 1."""
 
+class ColumnDecoder:
+    """Columns filled by decode() calls over one or more buffers, then taken once by
+    finish(): records that arrive in several reads (a consumer's fetches from successive
+    segments) end in one set of columns, each value copied once. decode_columns(data, ...)
+    is ColumnDecoder(include_headers).decode(data, ...) then finish(). Not thread-safe."""
+
+    def __init__(self, include_headers: bool = False) -> None: ...
+    @property
+    def count(self) -> int:
+        """Records decoded so far."""
+    def decode(
+        self,
+        data: Buffer,
+        position: int = 0,
+        *,
+        verify_crc: bool = True,
+        include_control: bool = False,
+        offset_min: int = 0,
+        offset_end: int = ...,
+        runs: Sequence[tuple[int, int]] | None = None,
+        records_max: int | None = None,
+    ) -> int:
+        """Add the records of `data` as decode_columns would decode them, records_max
+        counting every record held (earlier calls' too); returns where decoding stopped in
+        `data` (decode_columns' end_position). Raises as decode_columns does, adding nothing
+        from the failing batch; ValueError after finish()."""
+    def finish(self) -> ColumnarRecords:
+        """The columns, with the last decode's end position. ValueError if called twice."""
+
 class BatchBuilder:
     """Builds one v2 batch record by record. Not thread-safe: one builder per thread."""
 

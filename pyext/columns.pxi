@@ -255,17 +255,63 @@ cdef int64_t clipped_end(const eos_batch_header *h, int64_t offset_min, int64_t 
     return first + records_left if first + records_left < offset_end else offset_end
 
 
+@cython.final
+cdef class ColumnDecoder:
+    """Columns being filled by decode calls over one or more buffers (a consumer's fetches
+    from successive segments), so records that arrive in several reads end in one set of
+    columns, each value copied once. See pyext/codec.pyi. Not thread-safe."""
+
+    cdef _ColumnBuffers columns
+    cdef Py_ssize_t end_position
+    cdef bint finished
+
+    def __cinit__(self, bint include_headers=False):
+        self.columns = _ColumnBuffers(include_headers)
+        self.end_position = 0
+        self.finished = False
+
+    @property
+    def count(self):
+        return self.columns.c.records
+
+    def decode(self, data, Py_ssize_t position=0, *, bint verify_crc=True,
+               bint include_control=False, int64_t offset_min=0,
+               int64_t offset_end=INT64_MAX, runs=None, records_max=None):
+        if self.finished:
+            raise ValueError("this ColumnDecoder has finished")
+        self.end_position = decode_into(self.columns, data, position, verify_crc,
+                                        include_control, offset_min, offset_end, runs,
+                                        records_max)
+        return self.end_position
+
+    def finish(self):
+        if self.finished:
+            raise ValueError("this ColumnDecoder has finished")
+        self.finished = True
+        return self.columns.result(self.end_position)
+
+
 def decode_columns(data, Py_ssize_t position=0, *, bint include_headers=False,
                    bint verify_crc=True, bint include_control=False,
                    int64_t offset_min=0, int64_t offset_end=INT64_MAX, runs=None,
                    records_max=None):
+    cdef _ColumnBuffers columns = _ColumnBuffers(include_headers)
+    end_position = decode_into(columns, data, position, verify_crc, include_control,
+                               offset_min, offset_end, runs, records_max)
+    return columns.result(end_position)
+
+
+cdef Py_ssize_t decode_into(_ColumnBuffers columns, data, Py_ssize_t position,
+                            bint verify_crc, bint include_control, int64_t offset_min,
+                            int64_t offset_end, runs, records_max) except -1:
+    """decode_columns' loop, adding to `columns`; returns the end position. records_max
+    counts every record the columns hold, earlier calls' included."""
     cdef const uint8_t[::1] view = data
     cdef Py_ssize_t size = view.shape[0]
     cdef size_t batch_size = 0
     cdef eos_batch_header h
     cdef int status
     cdef _RecordsSection section
-    cdef _ColumnBuffers columns = _ColumnBuffers(include_headers)
     cdef eos_columns saved
     cdef const uint8_t *batch
     cdef Py_ssize_t run_end
@@ -275,6 +321,8 @@ def decode_columns(data, Py_ssize_t position=0, *, bint include_headers=False,
         if limit < 1:
             raise ValueError(f"records_max must be at least 1, got {records_max}")
     cdef list ranges = checked_runs(runs, position, size)
+    if limit >= 0 and columns.c.records >= limit:
+        return ranges[0][0] if ranges else position
     if runs is not None:
         reserve_runs(columns, view, ranges)
     for position, run_end in ranges:
@@ -314,11 +362,11 @@ def decode_columns(data, Py_ssize_t position=0, *, bint include_headers=False,
                     or columns.c.header_key_bytes > limits.column_bytes_max
                     or columns.c.header_value_bytes > limits.column_bytes_max):
                 columns.c = saved  # this batch goes in the next call, so offsets stay int32
-                return columns.result(position)
+                return position
             if batch_end < offset_end or columns.c.records == limit:
                 # records_max reached: a batch cut short is where a next call starts.
                 if batch_end >= offset_end:
                     position += <Py_ssize_t>batch_size
-                return columns.result(position)
+                return position
             position += <Py_ssize_t>batch_size
-    return columns.result(position)
+    return position

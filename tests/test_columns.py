@@ -213,6 +213,35 @@ def test_records_max_cuts_the_batch_that_reaches_it_and_ends_at_that_batch(
         codec.decode_columns(b"".join(batches), records_max=0)
 
 
+def test_a_column_decoder_fills_one_set_of_columns_from_several_buffers(
+    codec: ModuleType,
+) -> None:
+    batches, records = _run(codec)
+    split = 3
+    decoder = codec.ColumnDecoder(True)
+    assert decoder.decode(b"".join(batches[:split])) == sum(len(b) for b in batches[:split])
+    later = b"".join(batches[split:])
+    assert decoder.decode(later, offset_min=9) == len(later)
+    columns = decoder.finish()
+    assert _rows(columns) == [r for r in records if r.offset < 7 or r.offset >= 9]
+    assert columns.end_position == len(later)
+    with pytest.raises(ValueError, match="finished"):
+        decoder.finish()
+    with pytest.raises(ValueError, match="finished"):
+        decoder.decode(later)
+
+
+def test_a_column_decoders_records_max_counts_every_record_it_holds(codec: ModuleType) -> None:
+    batches, records = _run(codec)
+    decoder = codec.ColumnDecoder()
+    decoder.decode(batches[0], records_max=len(SAMPLE_RECORDS) + 1)
+    assert decoder.count == len(SAMPLE_RECORDS)
+    assert decoder.decode(batches[1], records_max=len(SAMPLE_RECORDS) + 1) == 0  # cut in it
+    assert decoder.decode(batches[1], records_max=len(SAMPLE_RECORDS) + 1) == 0  # full
+    columns = decoder.finish()
+    assert columns.offset.tolist() == [r.offset for r in records[: len(SAMPLE_RECORDS) + 1]]
+
+
 def test_decode_columns_of_nothing_is_an_empty_batch_in_the_spark_schema(
     codec: ModuleType,
 ) -> None:

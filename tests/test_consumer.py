@@ -20,6 +20,7 @@ import pytest
 
 import eoslog
 from eoslog import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED, TopicPartition
+from eoslog.client import consumer as consumer_module
 from eoslog.client.fetch import plan_fetch
 from eoslog.errors import InvalidConfigError, KafkaException, OffsetOutOfRangeError
 from eoslog.log.partition import FetchResult, PartitionLog
@@ -496,6 +497,33 @@ def test_consume_arrow_gathers_up_to_max_records_across_fetches(
     assert rest.column("offset").to_pylist() == list(range(25, 100))
     empty = made.consume_arrow(10, timeout=0)
     assert empty.num_rows == 0 and empty.schema == SPARK_SCHEMA
+
+
+def test_consume_arrow_reads_on_across_segments_into_one_piece(
+    broker: eoslog.Broker, log: PartitionLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 4 KiB segments of ~1.1 KiB batches: a 25-record call spans several segments (reads),
+    # all decoded into one set of columns, so nothing is concatenated.
+    for i in range(10):
+        append(log, [(None, b"%d" % (i * 10 + j) * 100, None) for j in range(10)])
+    assert len(log.segments) > 3
+    pieces: list[int] = []
+    one_batch = consumer_module._one_batch
+
+    def counted(found: list[pa.RecordBatch], include_headers: bool) -> pa.RecordBatch:
+        pieces.append(len(found))
+        return one_batch(found, include_headers)
+
+    monkeypatch.setattr(consumer_module, "_one_batch", counted)
+    made = consumer(broker)
+    first = made.consume_arrow(25, timeout=0)
+    assert first.column("offset").to_pylist() == list(range(25))
+    assert first.column("value").to_pylist() == [b"%d" % i * 100 for i in range(25)]
+    assert made.position([TopicPartition(TOPIC, 0)])[0].offset == 25
+    rest = made.consume_arrow(1000, timeout=0)
+    assert rest.column("offset").to_pylist() == list(range(25, 100))
+    assert made.position([TopicPartition(TOPIC, 0)])[0].offset == 100
+    assert pieces == [1, 1]
 
 
 def test_consume_and_consume_arrow_share_one_position(

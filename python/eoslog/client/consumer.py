@@ -558,13 +558,14 @@ class Consumer:
         plan = plan_fetch(records, offset, aborted, records_wanted)
         if kind == MESSAGES:
             fetched = self._index_messages(assigned, records, offset, plan)
+            next_offset = plan.next_offset
         else:
-            fetched = self._decode_columns(
+            fetched, next_offset = self._decode_columns(
                 assigned, records, offset, plan, kind == ARROW_HEADERS, records_wanted
             )
         assigned.fetched = fetched
         assigned.index = 0
-        assigned.position = offset if fetched else plan.next_offset
+        assigned.position = offset if fetched else next_offset
         if plan.records:
             assigned.bytes_per_record = plan.planned_bytes / plan.records
 
@@ -598,27 +599,61 @@ class Consumer:
         plan: FetchPlan,
         headers: bool,
         records_wanted: int | None,
-    ) -> list[FetchedRecords | MessageBatch]:
-        """The planned records, at most records_wanted, as one FetchedRecords: one decode in
-        C over every run of the plan (aborted batches between runs skipped there), values
-        copied once into columns sized once, so consume_arrow slices nothing and
-        concatenates nothing for a partition."""
-        columns = codec.decode_columns(
-            records,
-            include_headers=headers,
-            verify_crc=self._config.check_crcs,
-            offset_min=offset,
-            runs=plan.runs,
-            records_max=records_wanted,
-        )
+    ) -> tuple[list[FetchedRecords | MessageBatch], int]:
+        """The planned records, at most records_wanted, as one FetchedRecords, and the offset
+        past them. One decode in C per read, over every run of its plan (aborted batches
+        between runs skipped there), into columns sized once; when a read ends (at a segment's
+        end, usually) short of records_wanted, the next read is decoded into the same
+        columns. So a consume_arrow() of one partition copies each value once and slices and
+        concatenates nothing."""
+        decoder = codec.ColumnDecoder(headers)
+        cut = False
+        while True:
+            end = decoder.decode(
+                records,
+                verify_crc=self._config.check_crcs,
+                offset_min=offset,
+                runs=plan.runs,
+                records_max=records_wanted,
+            )
+            # Stopped inside the plan: records_wanted cut a batch, or a column is full.
+            cut = bool(plan.runs) and end < plan.runs[-1][1]
+            offset = plan.next_offset
+            if cut or records_wanted is None or decoder.count >= records_wanted:
+                break
+            found = self._read_on(assigned, offset, records_wanted - decoder.count)
+            if found is None:
+                break
+            records, plan = found
+        columns = decoder.finish()
         if not columns.count:
-            return []
-        # Past every batch planned once all were decoded (control and dropped batches after
-        # the last record included); else (records_wanted cut a batch, or a column reached
-        # its size limit) just past the last record, where the next fetch goes on.
-        whole = columns.end_position >= plan.runs[-1][1]
-        next_offset = plan.next_offset if whole else int(columns.offset[-1]) + 1
-        return [FetchedRecords(assigned.topic, assigned.partition, columns, next_offset)]
+            return [], offset
+        # Past every batch planned when all were decoded (control and dropped batches after
+        # the last record included); else just past the last record, where the next fetch
+        # goes on.
+        next_offset = int(columns.offset[-1]) + 1 if cut else offset
+        fetched = FetchedRecords(assigned.topic, assigned.partition, columns, next_offset)
+        return [fetched], next_offset
+
+    def _read_on(
+        self, assigned: _Assigned, offset: int, records_wanted: int
+    ) -> tuple[memoryview, FetchPlan] | None:
+        """The next read of a consume_arrow() fetch, from `offset`, and its plan; None when
+        nothing more is readable now (the next _fill looks again, and resets the position
+        if the log was truncated under it)."""
+        log = assigned.log
+        if offset >= self._bound(log):
+            return None
+        try:
+            result = log.read(
+                offset, self._read_bytes(assigned, records_wanted), self._config.isolation_level
+            )
+        except OffsetOutOfRangeError:
+            return None
+        if not len(result.records):
+            return None
+        plan = plan_fetch(result.records, offset, result.aborted_transactions, records_wanted)
+        return result.records, plan
 
     def _take_messages(self, assigned: _Assigned, out: list[Message], limit: int) -> None:
         while len(out) < limit and self._fill(assigned):

@@ -26,7 +26,7 @@ from eoslog.record.pywalk import (
 from eoslog.record.types import BatchHeader
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from typing_extensions import Buffer
 
@@ -210,45 +210,109 @@ def decode_columns(
     Per batch, in order: framing as iter_headers; CRC if verify_crc (skipped batches too);
     a skipped control batch ends there; otherwise the record checks of batch_records. Errors
     name the offending batch's position."""
-    if records_max is not None and records_max < 1:
-        raise ValueError(f"records_max must be at least 1, got {records_max}")
-    view = byte_view(data)
-    ranges = _checked_runs(runs, position, len(view))
-    columns = _ColumnBuilder(include_headers)
-    offset_range = range(offset_min, max(offset_min, offset_end))
+    decoder = ColumnDecoder(include_headers)
+    decoder.decode(
+        data,
+        position,
+        verify_crc=verify_crc,
+        include_control=include_control,
+        offset_min=offset_min,
+        offset_end=offset_end,
+        runs=runs,
+        records_max=records_max,
+    )
+    return decoder.finish()
 
-    def rows_at(run: memoryview, cursor: int) -> tuple[BatchHeader, list[_Row]] | None:
-        header = next_batch(run, cursor)
-        if header is None:
-            return None
-        if verify_crc:
-            check_crc(run, cursor, header)
-        if header.is_control and not include_control:
-            return header, []
-        return header, _batch_rows(run, cursor, header, include_headers, offset_range)
 
-    for position, run_end in ranges:
-        run = view[:run_end]
-        while True:
-            batch = at_batch(position, rows_at, run, position)
-            if batch is None:
-                break
-            header, rows = batch
-            cut = False
-            if records_max is not None and not (header.is_control and not include_control):
-                left = records_max - len(columns.offsets)
-                one_per_offset = header.last_offset_delta + 1 == header.records_count
-                cut = one_per_offset and len(rows) > left
-                rows = rows[:left] if cut else rows
-            if not columns.fits(rows):
-                return columns.finish(position)
-            columns.add(rows)
-            if cut:
-                return columns.finish(position)  # a next call starts in this batch
-            position += header.size_in_bytes
-            if records_max is not None and len(columns.offsets) == records_max:
-                return columns.finish(position)
-    return columns.finish(position)
+class ColumnDecoder:
+    """Columns filled by decode() calls over one or more buffers, then taken by finish()
+    (contract: pyext/codec.pyi). Not thread-safe."""
+
+    def __init__(self, include_headers: bool = False) -> None:
+        self._columns = _ColumnBuilder(include_headers)
+        self._include_headers = include_headers
+        self._end_position = 0
+        self._finished = False
+
+    @property
+    def count(self) -> int:
+        return len(self._columns.offsets)
+
+    def decode(
+        self,
+        data: Buffer,
+        position: int = 0,
+        *,
+        verify_crc: bool = True,
+        include_control: bool = False,
+        offset_min: int = 0,
+        offset_end: int = INT64_MAX,
+        runs: Sequence[tuple[int, int]] | None = None,
+        records_max: int | None = None,
+    ) -> int:
+        if self._finished:
+            raise ValueError("this ColumnDecoder has finished")
+        if records_max is not None and records_max < 1:
+            raise ValueError(f"records_max must be at least 1, got {records_max}")
+        view = byte_view(data)
+        ranges = _checked_runs(runs, position, len(view))
+        if records_max is not None and self.count >= records_max:
+            self._end_position = ranges[0][0] if ranges else position
+            return self._end_position
+        include_headers = self._include_headers
+        offset_range = range(offset_min, max(offset_min, offset_end))
+
+        def rows_at(run: memoryview, cursor: int) -> tuple[BatchHeader, list[_Row]] | None:
+            header = next_batch(run, cursor)
+            if header is None:
+                return None
+            if verify_crc:
+                check_crc(run, cursor, header)
+            if header.is_control and not include_control:
+                return header, []
+            return header, _batch_rows(run, cursor, header, include_headers, offset_range)
+
+        found = self._decode_runs(view, ranges, rows_at, records_max) if ranges else position
+        self._end_position = found
+        return found
+
+    def _decode_runs(
+        self,
+        view: memoryview,
+        ranges: list[tuple[int, int]],
+        rows_at: Callable[[memoryview, int], tuple[BatchHeader, list[_Row]] | None],
+        records_max: int | None,
+    ) -> int:
+        columns = self._columns
+        position = 0
+        for position, run_end in ranges:
+            run = view[:run_end]
+            while True:
+                batch = at_batch(position, rows_at, run, position)
+                if batch is None:
+                    break
+                header, rows = batch
+                cut = False
+                if records_max is not None and rows:
+                    left = records_max - len(columns.offsets)
+                    one_per_offset = header.last_offset_delta + 1 == header.records_count
+                    cut = one_per_offset and len(rows) > left
+                    rows = rows[:left] if cut else rows
+                if not columns.fits(rows):
+                    return position
+                columns.add(rows)
+                if cut:
+                    return position  # a next call starts in this batch
+                position += header.size_in_bytes
+                if records_max is not None and len(columns.offsets) == records_max:
+                    return position
+        return position
+
+    def finish(self) -> ColumnarRecords:
+        if self._finished:
+            raise ValueError("this ColumnDecoder has finished")
+        self._finished = True
+        return self._columns.finish(self._end_position)
 
 
 def _checked_runs(
