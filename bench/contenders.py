@@ -1,5 +1,5 @@
 """The benchmarked paths, their contenders and targets, shared by test_codec_bench.py
-(pytest-benchmark) and write_results.py (alternating rounds, RESULTS.md).
+(pytest-benchmark) and write_results.py (alternating rounds, RESULTS-codec.md).
 
 A path is one comparison: its contenders consume the same input (the same chunks of records,
 the same segment bytes, the same batches) and are timed in the same run. Each contender is a

@@ -1,4 +1,4 @@
-"""Measure eoslog's codec against its peers in one process and write bench/RESULTS.md.
+"""Measure eoslog's codec against its peers in one process and write bench/RESULTS-codec.md.
 
     python bench/write_results.py [--records N] [--rounds R] [--key-bytes 8] [--paths a,b]
 
@@ -426,7 +426,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         default="off",
         help="cyclic GC during timed runs (default off: the peers' best case)",
     )
-    parser.add_argument("--output", type=FilePath, default=BENCH_DIR / "RESULTS.md")
+    parser.add_argument("--output", type=FilePath, default=BENCH_DIR / "RESULTS-codec.md")
     args = parser.parse_args(argv)
     if args.rounds < ROUNDS_MIN:
         parser.error(f"--rounds must be at least {ROUNDS_MIN} (BENCH.md)")
