@@ -526,6 +526,31 @@ def test_consume_arrow_reads_on_across_segments_into_one_piece(
     assert pieces == [1, 1]
 
 
+@pytest.mark.parametrize("arrow", [True, False], ids=["consume_arrow", "consume"])
+def test_records_before_damage_in_a_later_fetch_are_delivered_then_the_damage_raises(
+    broker: eoslog.Broker, log: PartitionLog, arrow: bool
+) -> None:
+    # Regression: the records taken before a fetch that raised were dropped with the call
+    # while their position had moved past them, so they were never delivered.
+    for i in range(10):
+        append(log, [(None, b"%d" % (i * 10 + j) * 100, None) for j in range(10)])
+    first_damaged = log.segments[-1].base_offset
+    assert first_damaged > 0
+    flip_value_byte(log, b"%d" % first_damaged * 100)
+    made = consumer(broker)
+
+    def read() -> list[int]:
+        if arrow:
+            return made.consume_arrow(1000, timeout=0).column("offset").to_pylist()
+        return offsets(made.consume(1000, timeout=0))
+
+    assert read() == list(range(first_damaged))
+    for _ in range(2):
+        with pytest.raises(eoslog.CorruptRecordError):
+            read()
+        assert made.position([TopicPartition(TOPIC, 0)])[0].offset == first_damaged
+
+
 def test_consume_and_consume_arrow_share_one_position(
     broker: eoslog.Broker, log: PartitionLog
 ) -> None:

@@ -338,7 +338,8 @@ class Consumer:
         """Up to num_messages records (1 .. 1,000,000). Like confluent's, it returns once
         num_messages are collected or the timeout expires (negative: wait indefinitely; 0:
         return what is readable now), so the list may be short or empty. Partitions are
-        served in turn, each delivering in offset order."""
+        served in turn, each delivering in offset order. A fetch that fails after records
+        were collected ends the call with those records; the next call raises the error."""
         self._check_open()
         if not 1 <= num_messages <= CONSUME_MESSAGES_MAX:
             raise ValueError(f"num_messages must be in 1..{CONSUME_MESSAGES_MAX}")
@@ -349,7 +350,14 @@ class Consumer:
             for assigned in self._rotation():
                 if len(out) >= num_messages:
                     break
-                self._take_messages(assigned, out, num_messages)
+                try:
+                    self._take_messages(assigned, out, num_messages)
+                except KafkaException:
+                    if not out:
+                        raise
+                    # The records taken have moved their positions: deliver them. The failing
+                    # fetch is at its partition's position, so the next call raises it.
+                    return out
             if len(out) >= num_messages or not self._wait(deadline, sleep_s):
                 return out
             sleep_s = min(sleep_s * 2, WAIT_SLEEP_S_MAX)
@@ -370,12 +378,17 @@ class Consumer:
         sleep_s = WAIT_SLEEP_S_MIN
         while True:
             for assigned in self._rotation():
-                while total < max_records and self._fill(
-                    assigned, max_records - total, ARROW_HEADERS if include_headers else ARROW
-                ):
-                    piece = self._take_arrow(assigned, max_records - total, include_headers)
-                    pieces.append(piece)
-                    total += piece.num_rows
+                try:
+                    while total < max_records and self._fill(
+                        assigned, max_records - total, ARROW_HEADERS if include_headers else ARROW
+                    ):
+                        piece = self._take_arrow(assigned, max_records - total, include_headers)
+                        pieces.append(piece)
+                        total += piece.num_rows
+                except KafkaException:
+                    if not total:
+                        raise
+                    return _one_batch(pieces, include_headers)  # as in consume()
             if total >= max_records or not self._wait(deadline, sleep_s):
                 return _one_batch(pieces, include_headers)
             sleep_s = min(sleep_s * 2, WAIT_SLEEP_S_MAX)
@@ -607,15 +620,23 @@ class Consumer:
         columns. So a consume_arrow() of one partition copies each value once and slices and
         concatenates nothing."""
         decoder = codec.ColumnDecoder(headers)
-        cut = False
+        first = True
         while True:
-            end = decoder.decode(
-                records,
-                verify_crc=self._config.check_crcs,
-                offset_min=offset,
-                runs=plan.runs,
-                records_max=records_wanted,
-            )
+            try:
+                end = decoder.decode(
+                    records,
+                    verify_crc=self._config.check_crcs,
+                    offset_min=offset,
+                    runs=plan.runs,
+                    records_max=records_wanted,
+                )
+            except KafkaException:
+                if first or not decoder.count:
+                    raise
+                # Damage in a later read: deliver what came before it; the next fetch starts
+                # at the bad batch and raises there.
+                cut = True
+                break
             # Stopped inside the plan: records_wanted cut a batch, or a column is full.
             cut = bool(plan.runs) and end < plan.runs[-1][1]
             offset = plan.next_offset
@@ -625,6 +646,7 @@ class Consumer:
             if found is None:
                 break
             records, plan = found
+            first = False
         columns = decoder.finish()
         if not columns.count:
             return [], offset
@@ -639,8 +661,8 @@ class Consumer:
         self, assigned: _Assigned, offset: int, records_wanted: int
     ) -> tuple[memoryview, FetchPlan] | None:
         """The next read of a consume_arrow() fetch, from `offset`, and its plan; None when
-        nothing more is readable now (the next _fill looks again, and resets the position
-        if the log was truncated under it)."""
+        nothing more is readable now or the read fails (the next _fill reads there again,
+        and resets the position or raises)."""
         log = assigned.log
         if offset >= self._bound(log):
             return None
@@ -648,11 +670,13 @@ class Consumer:
             result = log.read(
                 offset, self._read_bytes(assigned, records_wanted), self._config.isolation_level
             )
-        except OffsetOutOfRangeError:
+            if not len(result.records):
+                return None
+            plan = plan_fetch(result.records, offset, result.aborted_transactions, records_wanted)
+        except KafkaException:
+            # Out of range (truncated meanwhile) or damaged: the records decoded so far are
+            # delivered, and the next fetch, from here, resets or raises.
             return None
-        if not len(result.records):
-            return None
-        plan = plan_fetch(result.records, offset, result.aborted_transactions, records_wanted)
         return result.records, plan
 
     def _take_messages(self, assigned: _Assigned, out: list[Message], limit: int) -> None:
