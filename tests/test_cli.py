@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+import eoslog
 from eoslog import cli
 from eoslog.record import codec
 
@@ -24,11 +25,16 @@ def _segment(tmp_path: Path, batches: int = 3) -> Path:
     return path
 
 
-def test_demo_writes_reads_back_and_reports_damage(
+def test_demo_runs_the_pipeline_under_kill_9_then_writes_reads_back_and_reports_damage(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli.main(["demo", "--dir", str(tmp_path), "--records", "5000"]) == 0
+    arguments = ["--records", "5000", "--pipeline-records", "3000", "--kills", "2"]
+    assert cli.main(["demo", "--dir", str(tmp_path), *arguments]) == 0
     out = capsys.readouterr().out
+    # The main job: the exactly-once pipeline, its copier killed twice and restarted.
+    assert out.count("killed (SIGKILL) in its next transaction") == 2
+    assert "input 3,000 records, output 3,000 records" in out
+    assert "no record lost, none twice" in out
     assert "wrote 5,000 records" in out
     assert "decoded 5,000 data records to Arrow" in out
     assert "a single flipped bit at byte 200 is caught: CorruptRecordError" in out
@@ -84,3 +90,17 @@ def test_verify_reports_a_torn_tail_without_failing(
     out = capsys.readouterr().out
     assert "2 batches, 20 records, all valid" in out
     assert "trailing bytes do not form a whole batch" in out
+
+
+def test_dump_log_decodes_consumer_offsets_records(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with eoslog.open(str(tmp_path / "data"), background=False) as broker:
+        broker.create_topic("in", 1)
+        consumer = broker.consumer({"group.id": "g", "enable.auto.commit": False})
+        consumer.commit(offsets=[eoslog.TopicPartition("in", 0, 5, metadata="hi")])
+    segment = tmp_path / "data" / "__consumer_offsets-0" / f"{0:020d}.log"
+    assert cli.main(["dump-log", str(segment), "--records"]) == 0
+    out = capsys.readouterr().out
+    assert 'key: {"type": "1", "data": {"group": "g", "topic": "in", "partition": 0}}' in out
+    assert 'payload: {"version": "3", "data": {"offset": 5, "metadata": "hi"' in out

@@ -636,11 +636,12 @@ def test_assign_checks_partitions_before_changing_anything(
     assert made.assignment() == [TopicPartition(TOPIC, 0)]
 
 
-def test_groups_are_not_implemented_yet(broker: eoslog.Broker, log: PartitionLog) -> None:
-    made = broker.consumer({"group.id": "g1", "enable.auto.commit": False})
+def test_group_calls_without_a_group_id_raise_invalid_group_id(
+    broker: eoslog.Broker, log: PartitionLog
+) -> None:
+    made = broker.consumer({"enable.auto.commit": False})
     calls: list[Callable[[], object]] = [
         lambda: made.subscribe([TOPIC]),
-        made.unsubscribe,
         made.commit,
         lambda: made.committed([TopicPartition(TOPIC, 0)]),
         made.consumer_group_metadata,
@@ -648,8 +649,9 @@ def test_groups_are_not_implemented_yet(broker: eoslog.Broker, log: PartitionLog
     for call in calls:
         with pytest.raises(KafkaException) as raised:
             call()
-        assert raised.value.error.code() == -170
-    assert made.config.group_id == "g1"
+        assert raised.value.error.code() == 24  # INVALID_GROUP_ID
+    made.unsubscribe()  # nothing subscribed: nothing to do
+    assert made.config.group_id is None
 
 
 def test_a_closed_consumer_raises_runtime_error(broker: eoslog.Broker, log: PartitionLog) -> None:

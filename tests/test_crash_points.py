@@ -28,6 +28,7 @@ CHILD = textwrap.dedent(
     """
     import json, random, sys
     import eoslog
+    from eoslog.coordinator.group_coordinator import ConsumerGroupMetadata, OffsetToCommit
     from eoslog.record import codec
 
     root, seed = sys.argv[1], int(sys.argv[2])
@@ -56,6 +57,10 @@ CHILD = textwrap.dedent(
         print(json.dumps({{"ending": tag, "commit": commit}}), flush=True)
         producer = coordinator.end_transaction({txn!r}, *producer, commit)
         print(json.dumps({{"ended": tag, "commit": commit}}), flush=True)
+        broker.groups.commit_offsets(
+            ConsumerGroupMetadata("bank-audit"), [OffsetToCommit("debits", 0, number + 1)]
+        )
+        print(json.dumps({{"offset": number + 1}}), flush=True)
         audit = codec.BatchBuilder()
         audit.append({ts}, None, tag.encode() * 8)
         broker.log("audit", 0).append_batch(audit.build())
@@ -78,8 +83,12 @@ def committed_view(broker: eoslog.Broker, topic: str) -> dict[str, int]:
     return seen
 
 
-def check(root: str, committed: set[str], aborted: set[str], label: str) -> None:
+def check(root: str, committed: set[str], aborted: set[str], offset_acked: int, label: str) -> None:
     with eoslog.open(root, background=False, clock_ms=lambda: TS) as broker:
+        stored = broker.groups.fetch_offsets("bank-audit", [("debits", 0)], require_stable=True)
+        offset = stored[("debits", 0)]
+        found = 0 if offset is None else offset.offset
+        assert found >= offset_acked, f"{label}: acknowledged offset {offset_acked} lost"
         # Re-initializing the id aborts whatever transaction the kill left open.
         broker.transactions.init_producer_id(TXN, 60_000)
         for topic in ("debits", "credits"):
@@ -103,6 +112,7 @@ def test_a_kill_at_any_crash_point_keeps_transactions_all_or_nothing(
         root = os.path.join(tmp_path, f"hit-{hit}")
         committed: set[str] = set()
         aborted: set[str] = set()
+        offset_acked = 0
         for run in range(2):  # a crashed run, then a clean one continuing on its files
             os.environ[ENV] = f"{point}:{hit}" if run == 0 else ""
             try:
@@ -111,11 +121,12 @@ def test_a_kill_at_any_crash_point_keeps_transactions_all_or_nothing(
                 os.environ.pop(ENV, None)
             killed += child.killed
             for line in child.lines:
+                offset_acked = max(offset_acked, line.get("offset", 0))
                 if "ended" in line:
                     (committed if line["commit"] else aborted).add(line["ended"])
                 elif "ending" in line and not line["commit"]:
                     aborted.add(line["ending"])  # an abort the kill interrupted stays aborted
-            check(root, committed, aborted, f"{point}:{hit} run {run}")
+            check(root, committed, aborted, offset_acked, f"{point}:{hit} run {run}")
     print(f"\n{point}: {killed} of {HITS_MAX} runs killed at the point")
     assert killed == HITS_MAX, f"{point} was hit fewer than {HITS_MAX} times"
 

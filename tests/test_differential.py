@@ -270,6 +270,17 @@ def test_twins_agree_on_every_decode_of_bad_bytes(codecs: Twins, data: bytes) ->
     _same_everywhere(codecs, data)
 
 
+def test_twins_agree_when_a_bad_utf8_header_key_comes_before_an_overrun(codecs: Twins) -> None:
+    # Found by the test above: the pure walk reported the key's UTF-8 before the later
+    # header that runs past the record; the native walk checks the structure first.
+    data = bytes.fromhex(
+        "00000000000000000000006800000000022275ea620000000000020000018bcfe568000000018bcf"
+        "e56807ffffffffffffffffffffffffffff0000000348000000046b301666697273742076616c7565"
+        "040a0000008074726162630a656d707479010c000e020100001400060400010204c3a900"
+    )
+    _same_everywhere(codecs, data)
+
+
 @FAST
 @given(
     data=st.lists(st.sampled_from(sorted(SEED_BATCHES)), min_size=1, max_size=4),

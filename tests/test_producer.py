@@ -22,7 +22,6 @@ from eoslog.errors import (
     KafkaException,
     OutOfOrderSequenceError,
     ProducerStateError,
-    TransactionsNotAvailableError,
     UnknownTopicOrPartitionError,
 )
 from eoslog.record import layout
@@ -426,16 +425,15 @@ def test_transaction_calls_without_a_transactional_id_raise_state_errors(
             call()
 
 
-def test_send_offsets_to_transaction_says_it_arrives_with_consumer_groups(
+def test_send_offsets_to_transaction_refuses_metadata_not_from_a_consumer(
     broker: eoslog.Broker,
 ) -> None:
     broker.create_topic("t", 1)
     producer = broker.producer({"transactional.id": "copier-0"})
-    assert producer.settings.transactional_id == "copier-0"
     producer.init_transactions()
     producer.begin_transaction()
-    with pytest.raises(TransactionsNotAvailableError, match="consumer groups"):
-        producer.send_offsets_to_transaction([], None)
+    with pytest.raises(TypeError, match="consumer_group_metadata"):
+        producer.send_offsets_to_transaction([eoslog.TopicPartition("t", 0, 1)], None)  # type: ignore[arg-type]
     assert producer.transaction_state == "IN_TRANSACTION"
 
 

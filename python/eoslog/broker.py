@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, NamedTuple
 
+from eoslog.coordinator.group_coordinator import GroupCoordinator
 from eoslog.coordinator.producer_ids import ProducerIdManager
 from eoslog.coordinator.transaction_coordinator import TransactionCoordinator
 from eoslog.errors import (
@@ -136,7 +137,11 @@ class Broker:
             self._producer_ids = ProducerIdManager(
                 self._next_producer_id_block, self._persist_producer_id_block
             )
+            self.groups = self._make_group_coordinator()
             self.transactions = self._open_transaction_coordinator()
+            # After the transaction coordinator finished what a crash left in Prepare*: the
+            # markers it wrote are in the log the group coordinator replays.
+            self.groups.load()
         except OSError as error:
             self._release_after_failed_open()
             raise KafkaStorageError(f"loading {self.path} failed: {error}") from error
@@ -152,6 +157,16 @@ class Broker:
             self._maintenance.start()
 
     # --- loading ---------------------------------------------------------------------------
+
+    def _make_group_coordinator(self) -> GroupCoordinator:
+        partitions = self._topics[CONSUMER_OFFSETS_TOPIC].num_partitions
+        return GroupCoordinator(
+            offsets_logs=[self.log(CONSUMER_OFFSETS_TOPIC, p) for p in range(partitions)],
+            log_of=self.log,
+            partition_counts=self.partition_counts,
+            clock_ms=self.clock_ms,
+            durability=self.durability,
+        )
 
     def _open_transaction_coordinator(self) -> TransactionCoordinator:
         """A coordinator epoch one above the last process's, persisted before any marker can
@@ -169,6 +184,7 @@ class Broker:
             durability=self.durability,
             txn_timeout_ms_max=self.settings["transaction.max.timeout.ms"],
             transactional_id_expiration_ms=self.settings["transactional.id.expiration.ms"],
+            marker_listener=self.groups.on_marker,
         )
         coordinator.load()
         return coordinator
@@ -194,10 +210,13 @@ class Broker:
             (CONSUMER_OFFSETS_TOPIC, "offsets.topic.num.partitions", "offsets.topic.segment.bytes"),
         ):
             if name not in self._topics:
+                # Kafka compacts its internal topics and never deletes their records by age;
+                # eoslog has no compaction, so it keeps them whole: a committed offset or a
+                # transaction's state must not vanish because it is old (retention.ms -1).
                 self._topics[name] = TopicMetadata(
                     name,
                     self.settings[partitions],
-                    {"segment.bytes": self.settings[segment_key]},
+                    {"segment.bytes": self.settings[segment_key], "retention.ms": -1},
                 )
                 self._write_meta()
         for metadata in self._topics.values():
@@ -371,6 +390,16 @@ class Broker:
                 for name, meta in self._topics.items()
             }
 
+    def partition_counts(self) -> dict[str, int]:
+        """{topic: partition count} of the user topics (internal ones left out), cheaply:
+        what group assignment and pattern subscriptions read at every rebalance."""
+        with self._lock:
+            return {
+                name: meta.num_partitions
+                for name, meta in self._topics.items()
+                if name not in (TRANSACTION_STATE_TOPIC, CONSUMER_OFFSETS_TOPIC)
+            }
+
     def delete_topic(self, name: str) -> None:
         """Delete a user topic and its files; internal topics cannot be deleted."""
         validate_topic_name(name)
@@ -454,11 +483,13 @@ class Broker:
 
     def run_transaction_maintenance(self) -> None:
         """Abort transactions past their timeout and expire idle transactional ids
-        (COORDINATOR.md §4). The maintenance thread calls it every
+        (COORDINATOR.md §4), and remove group members past their max.poll.interval.ms. The
+        maintenance thread calls it every
         transaction.abort.timed.out.transaction.cleanup.interval.ms."""
         self._check_open()
         self.transactions.abort_timed_out_transactions()
         self.transactions.expire_transactional_ids()
+        self.groups.expire_members()
 
     def _maintenance_loop(self) -> None:
         """Two schedules on one thread: the log pass every log.retention.check.interval.ms,

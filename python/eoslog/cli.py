@@ -15,9 +15,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="eoslog", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
-    demo_parser = commands.add_parser("demo", help="build, write, read back and check batches")
+    demo_parser = commands.add_parser(
+        "demo",
+        help="the exactly-once pipeline under kill -9, then batches written, read back, checked",
+    )
     demo_parser.add_argument("--dir", help="where to write (default: a new temporary directory)")
-    demo_parser.add_argument("--records", type=int, default=200_000)
+    demo_parser.add_argument("--records", type=int, default=200_000, help="codec demo records")
+    demo_parser.add_argument(
+        "--pipeline-records", type=int, default=20_000, help="input records of the pipeline"
+    )
+    demo_parser.add_argument("--kills", type=int, default=3, help="SIGKILLs of the copier")
 
     dump = commands.add_parser("dump-log", help="print the batches and records of a .log file")
     dump.add_argument("file")
@@ -36,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = parser.parse_args(argv)
     if args.command == "demo":
-        return demo.run(args.dir, args.records)
+        return demo.run(args.dir, args.records, args.pipeline_records, args.kills)
     if args.command == "dump-log":
         return tools.dump_log(args.file, print_records=args.records)
     if args.command == "verify":

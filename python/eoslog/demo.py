@@ -1,8 +1,8 @@
-"""`make demo`: build Kafka v2 batches, write them to a segment file, read them back, check
-every batch and decode them to Arrow, show that damage is caught; then the partition log: a
-topic across several segments whose writer is killed mid-write, reopened with the torn tail
-cut and reported, and read back (eoslog.demo_crash). Later issues grow this into the
-exactly-once pipeline."""
+"""`make demo`: first the main job, the exactly-once consume-transform-produce pipeline whose
+copier is killed with SIGKILL and restarted (eoslog.demo_pipeline); then the layers under it:
+Kafka v2 batches built, written to a segment file, read back, checked and decoded to Arrow,
+damage caught; and the partition log: a topic across several segments whose writer is killed
+mid-write, reopened with the torn tail cut and reported, and read back (eoslog.demo_crash)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from eoslog import demo_crash
+from eoslog import demo_crash, demo_pipeline
 from eoslog.errors import KafkaException
 from eoslog.record import USING_EXTENSIONS, codec, layout, primitives
 
@@ -61,8 +61,12 @@ def _write_segment(path: Path, records: int) -> tuple[int, int]:
     return batches, offset
 
 
-def run(directory: str | None, records: int) -> int:
+def run(directory: str | None, records: int, pipeline_records: int = 20_000, kills: int = 3) -> int:
     root = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="eoslog-demo-"))
+    status = demo_pipeline.run(str(root / "pipeline"), pipeline_records, kills)
+    print()
+    if status:
+        return status
     partition = root / "demo-0"
     partition.mkdir(parents=True, exist_ok=True)
     segment = partition / f"{0:020d}.log"

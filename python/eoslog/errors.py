@@ -218,9 +218,72 @@ class TransactionCoordinatorFencedError(KafkaException):
 
 
 class UnstableOffsetCommitError(KafkaException):
+    """Committed offsets asked for with require_stable (a read_committed consumer) while a
+    transaction holds offsets for the partition that are not yet committed or aborted
+    (KIP-447, COORDINATOR.md §6.2). Retriable: ask again once the transaction ends."""
+
     code = 88
     error_name = "UNSTABLE_OFFSET_COMMIT"
     retriable = True
+
+
+class CommitFailedError(KafkaException):
+    """An offset commit the group coordinator refused because the committer is no longer the
+    member it claims to be (Kafka's CommitFailedException, COORDINATOR.md §3.5, §6.3): its
+    generation is over or it was removed from the group. Inside a transaction the transaction
+    must be aborted (abortable, as Kafka's TxnOffsetCommitHandler treats it); a consumer
+    rejoins the group at its next poll. The subclasses carry Kafka's codes."""
+
+    code = -1
+    error_name = "COMMIT_FAILED"
+    txn_requires_abort = True
+
+
+class IllegalGenerationError(CommitFailedError):
+    """A commit, or transactional offsets, from a generation of the group that is over (a
+    zombie consumer after a rebalance: KIP-447 fencing)."""
+
+    code = 22
+    error_name = "ILLEGAL_GENERATION"
+
+
+class UnknownMemberIdError(CommitFailedError):
+    """A commit or heartbeat from a member id the group does not have (never joined, left, or
+    removed after max.poll.interval.ms without a poll)."""
+
+    code = 25
+    error_name = "UNKNOWN_MEMBER_ID"
+
+
+class InconsistentGroupProtocolError(KafkaException, ValueError):
+    """A member joining a group with no assignment strategy in common with its members
+    (partition.assignment.strategy)."""
+
+    code = 23
+    error_name = "INCONSISTENT_GROUP_PROTOCOL"
+
+
+class InvalidGroupIdError(KafkaException, ValueError):
+    """An empty or missing group id where a group is needed (commit, subscribe,
+    send_offsets_to_transaction)."""
+
+    code = 24
+    error_name = "INVALID_GROUP_ID"
+
+
+class OffsetMetadataTooLargeError(KafkaException, ValueError):
+    """Commit metadata longer than offset.metadata.max.bytes (Kafka's default 4096)."""
+
+    code = 12
+    error_name = "OFFSET_METADATA_TOO_LARGE"
+
+
+class CorruptOffsetsLogError(KafkaException, ValueError):
+    """A `__consumer_offsets` record that cannot be decoded (bad bytes or an unknown key
+    version): its loader stops with this rather than guess (UNKNOWN_SERVER_ERROR on the
+    wire, as for `__transaction_state`)."""
+
+    code = -1
 
 
 class ProducerFencedError(KafkaException):

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from eoslog.coordinator import offsets_log
 from eoslog.errors import KafkaException
 from eoslog.record import codec, layout
 from eoslog.record.types import BatchHeader
@@ -31,8 +33,35 @@ def _codec_name(codec_id: int) -> str:
     return {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}.get(codec_id, "unknown")
 
 
+def describe_offsets_record(key: bytes | None, value: bytes | None) -> str:
+    """A `__consumer_offsets` record decoded as Kafka's dump tool prints it with its offsets
+    decoder: the key's type and fields, then the value's version and fields (null for a
+    tombstone). Bytes that do not decode are reported, not raised."""
+    try:
+        if key is None:
+            return " key: null"
+        decoded = offsets_log.decode_key(key)
+        version = int.from_bytes(key[:2], "big", signed=True)
+        text = f" key: {json.dumps({'type': str(version), 'data': _fields(decoded)})}"
+        if not isinstance(decoded, offsets_log.OffsetCommitKey):
+            return text + " payload: (group metadata, not decoded)"
+        payload = offsets_log.decode_offset_value(value)
+        if payload is None or value is None:
+            return text + " payload: null"
+        body = {"version": str(int.from_bytes(value[:2], "big")), "data": _fields(payload)}
+        return text + f" payload: {json.dumps(body)}"
+    except KafkaException as error:
+        return f" undecodable: {error}"
+
+
+def _fields(record: object) -> dict[str, object]:
+    names = getattr(record, "__slots__", ())
+    return {name: getattr(record, name) for name in names}
+
+
 def dump_log(path: str, *, print_records: bool = False) -> int:
     data = Path(path).read_bytes()
+    offsets_topic = Path(path).parent.name.startswith(offsets_log.CONSUMER_OFFSETS_TOPIC + "-")
     print(f"Dumping {path}")
     end = 0
     for position, header in codec.iter_headers(data):
@@ -52,6 +81,7 @@ def dump_log(path: str, *, print_records: bool = False) -> int:
                     f"keySize: {-1 if record.key is None else len(record.key)} "
                     f"valueSize: {-1 if record.value is None else len(record.value)} "
                     f"headerKeys: [{','.join(k for k, _ in record.headers)}]"
+                    + (describe_offsets_record(record.key, record.value) if offsets_topic else "")
                 )
     if end < len(data):
         print(f"Found {len(data) - end} bytes at the end that do not form a whole batch")

@@ -1,15 +1,18 @@
-"""The Consumer without groups (API.md "Consumer"): confluent-kafka-python's assign / poll /
-consume / seek / position / get_watermark_offsets over one Broker's partition logs, plus
-consume_arrow for columnar reads in the Spark Kafka source's schema.
+"""The Consumer (API.md "Consumer"): confluent-kafka-python's assign / poll / consume / seek /
+position / get_watermark_offsets over one Broker's partition logs, consume_arrow for columnar
+reads in the Spark Kafka source's schema, and consumer groups: subscribe / commit / committed
+/ consumer_group_metadata (membership in eoslog.client.group_member, offsets in the broker's
+group coordinator).
 
 Data path (DESIGN.md "Fetch"): PartitionLog.read returns whole v2 batches up to the last
 stable offset (read_committed) or the high watermark (read_uncommitted) with the aborted
 transactions, as a view of the mapped segment; fetch.plan_fetch picks the batches to deliver.
 consume() and poll() index those batches in C (message.index_records: CRC and record checks,
 one reference per record into the fetched bytes, nothing copied) and make exactly one Message
-per record; consume_arrow() decodes them with one codec.decode_columns call over the plan's
-runs (aborted batches skipped in C, columns sized once, cut at the records wanted) into
-Arrow-layout columns, with no Python object per record or per batch.
+per record; consume_arrow() decodes them with one codec.ColumnDecoder per partition and call,
+one decode per read over the plan's runs (aborted batches skipped in C, columns sized once,
+cut at the records wanted), into Arrow-layout columns, with no Python object per record or
+per batch.
 
 Thread safety: like confluent's, a Consumer is used from one thread. Appends from other
 threads (or the same one) are safe: reads take no lock and see only whole batches.
@@ -24,11 +27,12 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Final, NoReturn, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 import pyarrow as pa
 
 from eoslog.client.fetch import FetchPlan, plan_fetch
+from eoslog.client.group_member import GroupMember, RebalanceCallback
 from eoslog.client.message import (
     OFFSET_BEGINNING,
     OFFSET_END,
@@ -42,18 +46,34 @@ from eoslog.client.message import (
     index_records,
     make_messages,
 )
-from eoslog.errors import InvalidConfigError, KafkaError, KafkaException, OffsetOutOfRangeError
+from eoslog.coordinator.assignors import ASSIGNORS
+from eoslog.coordinator.group_coordinator import ConsumerGroupMetadata, OffsetToCommit
+from eoslog.errors import (
+    InvalidConfigError,
+    InvalidGroupIdError,
+    KafkaError,
+    KafkaException,
+    OffsetOutOfRangeError,
+    UnstableOffsetCommitError,
+)
 from eoslog.record import codec
 from eoslog.record.columns import SPARK_SCHEMA, SPARK_SCHEMA_WITH_HEADERS
 
 if TYPE_CHECKING:
+    from eoslog.coordinator.group_coordinator import GroupCoordinator
     from eoslog.log.partition import PartitionLog
 
 
 class LogSource(Protocol):
     """What the consumer needs of the Broker."""
 
+    groups: GroupCoordinator
+
     def log(self, topic: str, partition: int) -> PartitionLog: ...
+
+    def partition_counts(self) -> dict[str, int]: ...
+
+    def clock_ms(self) -> int: ...
 
 
 # What a partition's buffered records are held as: MessageBatch for consume() and poll(),
@@ -77,7 +97,7 @@ def _kind_of(fetched: FetchedRecords | MessageBatch) -> str:
 
 # librdkafka's local error codes (rdkafka.h RD_KAFKA_RESP_ERR__*), as confluent reports them.
 ERR_STATE: Final = -172
-ERR_NOT_IMPLEMENTED: Final = -170
+ERR_NO_OFFSET: Final = -168
 ERR_AUTO_OFFSET_RESET: Final = -140
 
 # Kafka's consumer defaults (ConsumerConfig): fetch.max.bytes 50 MiB,
@@ -100,16 +120,20 @@ RESET_POLICIES: Final = {
     "error": "error",
 }
 ISOLATION_LEVELS: Final = ("read_committed", "read_uncommitted")
+# librdkafka's default partition.assignment.strategy; the strategies eoslog has are
+# eoslog.coordinator.assignors.ASSIGNORS.
+ASSIGNMENT_STRATEGIES_DEFAULT: Final = ("range", "roundrobin")
+# Kafka's defaults (ConsumerConfig): max.poll.interval.ms 5 minutes, auto-commit every 5 s.
+MAX_POLL_INTERVAL_MS_DEFAULT: Final = 300_000
+AUTO_COMMIT_INTERVAL_MS_DEFAULT: Final = 5_000
 # Common confluent/librdkafka consumer keys accepted so that configs carry over unchanged,
-# with no effect here: there is no network, no group (yet) and no background thread.
+# with no effect here: there is no network and no background thread.
 IGNORED_KEYS: Final = frozenset(
     {
         "bootstrap.servers",
         "client.id",
         "session.timeout.ms",
         "heartbeat.interval.ms",
-        "max.poll.interval.ms",
-        "auto.commit.interval.ms",
         "enable.auto.offset.store",
         "socket.timeout.ms",
         "request.timeout.ms",
@@ -123,12 +147,15 @@ class ConsumerConfig:
     """The parsed consumer properties. InvalidConfigError names the first bad key."""
 
     __slots__ = (
+        "assignment_strategies",
+        "auto_commit_interval_ms",
         "auto_offset_reset",
         "check_crcs",
         "enable_auto_commit",
         "fetch_bytes_max",
         "group_id",
         "isolation_level",
+        "max_poll_interval_ms",
         "partition_fetch_bytes_max",
     )
 
@@ -138,6 +165,9 @@ class ConsumerConfig:
         # Kafka's default (ConsumerConfig auto.offset.reset = latest).
         self.auto_offset_reset = "latest"
         self.enable_auto_commit = True
+        self.auto_commit_interval_ms = AUTO_COMMIT_INTERVAL_MS_DEFAULT
+        self.max_poll_interval_ms = MAX_POLL_INTERVAL_MS_DEFAULT
+        self.assignment_strategies: tuple[str, ...] = ASSIGNMENT_STRATEGIES_DEFAULT
         self.check_crcs = True
         self.fetch_bytes_max = FETCH_MAX_BYTES_DEFAULT
         self.partition_fetch_bytes_max = PARTITION_FETCH_BYTES_DEFAULT
@@ -161,6 +191,12 @@ class ConsumerConfig:
             self.auto_offset_reset = RESET_POLICIES[value]
         elif key == "enable.auto.commit":
             self.enable_auto_commit = _boolean(key, value)
+        elif key == "auto.commit.interval.ms":
+            self.auto_commit_interval_ms = _positive(key, value)
+        elif key == "max.poll.interval.ms":
+            self.max_poll_interval_ms = _positive(key, value)
+        elif key == "partition.assignment.strategy":
+            self.assignment_strategies = _strategies(value)
         elif key == "check.crcs":
             self.check_crcs = _boolean(key, value)
         elif key == "fetch.max.bytes":
@@ -177,6 +213,22 @@ def _boolean(key: str, value: object) -> bool:
     if value in ("true", "false"):
         return value == "true"
     raise InvalidConfigError(f"{key} must be a boolean, not {value!r}")
+
+
+def _strategies(value: object) -> tuple[str, ...]:
+    names = value.split(",") if isinstance(value, str) else value
+    if not isinstance(names, (list, tuple)) or not names:
+        raise InvalidConfigError(
+            f"partition.assignment.strategy must be a comma-separated list, not {value!r}"
+        )
+    strategies = tuple(str(name).strip() for name in names)
+    unknown = [name for name in strategies if name not in ASSIGNORS]
+    if unknown:
+        raise InvalidConfigError(
+            f"partition.assignment.strategy: {unknown} not supported; use {sorted(ASSIGNORS)}"
+            " (cooperative-sticky is not implemented)"
+        )
+    return strategies
 
 
 def _positive(key: str, value: object) -> int:
@@ -226,16 +278,24 @@ class _Assigned:
 
 
 class Consumer:
-    """Reads records from assigned partitions (confluent_kafka.Consumer without groups).
+    """Reads records from assigned or subscribed partitions (confluent_kafka.Consumer).
 
-    Create with Broker.consumer(config). Config keys: `group.id` (stored; consumer groups
-    arrive in a later issue), `isolation.level` (read_committed, the default, or
-    read_uncommitted), `auto.offset.reset` (earliest | latest | error, and Kafka's aliases
-    smallest, beginning, largest, end; default latest as in Kafka), `enable.auto.commit`
-    (accepted; nothing to commit without groups), `check.crcs` (default true),
-    `fetch.max.bytes`, `max.partition.fetch.bytes`. A few common client keys with no meaning
-    here (bootstrap.servers, client.id, session.timeout.ms, ...) are accepted and ignored;
-    any other key raises InvalidConfigError.
+    Create with Broker.consumer(config). Config keys: `group.id` (needed by subscribe,
+    commit, committed and consumer_group_metadata), `isolation.level` (read_committed, the
+    default, or read_uncommitted), `auto.offset.reset` (earliest | latest | error, and Kafka's
+    aliases smallest, beginning, largest, end; default latest as in Kafka; used where the group
+    has no committed offset), `enable.auto.commit` (default true: the positions are committed
+    every `auto.commit.interval.ms`, default 5000, at a poll, before partitions are revoked
+    and at close), `max.poll.interval.ms` (default 300000: a member that does not poll for
+    that long is removed from its group), `partition.assignment.strategy` ("range",
+    "roundrobin" or a comma-separated preference list; default "range,roundrobin"),
+    `check.crcs` (default true), `fetch.max.bytes`, `max.partition.fetch.bytes`. A few common
+    client keys with no meaning here (bootstrap.servers, client.id, session.timeout.ms, ...)
+    are accepted and ignored; any other key raises InvalidConfigError.
+
+    Under read_committed a partition that starts at the group's committed offset waits while
+    a transaction holds offsets for it (KIP-447: never a stale offset); committed() likewise
+    waits up to its timeout, then raises UnstableOffsetCommitError.
 
     Used from one thread. After close() every method raises RuntimeError."""
 
@@ -246,6 +306,16 @@ class Consumer:
         self._order: list[_Assigned] = []
         self._turn = 0  # where the next round over the partitions starts (fairness)
         self._closed = False
+        # Counts assign()/unassign() calls: tells the group whether on_assign assigned.
+        self.assignment_generation = 0
+        self._group: GroupMember | None = None
+        if self._config.group_id is not None:
+            self._group = GroupMember(
+                self,
+                broker.groups,
+                lambda: list(broker.partition_counts()),
+                broker.clock_ms,
+            )
 
     @property
     def config(self) -> ConsumerConfig:
@@ -256,9 +326,10 @@ class Consumer:
     def assign(self, partitions: Sequence[TopicPartition]) -> None:
         """Replace the assignment. Each partition starts at its offset: a real offset,
         OFFSET_BEGINNING (the log start), OFFSET_END (the LSO under read_committed, the high
-        watermark under read_uncommitted), or OFFSET_STORED / OFFSET_INVALID (no stored
-        offsets yet: the auto.offset.reset policy). An offset outside the log is reset by the
-        policy at the first fetch. UnknownTopicOrPartitionError for a partition that does
+        watermark under read_uncommitted), or OFFSET_STORED / OFFSET_INVALID (the group's
+        committed offset, looked up at the first fetch; without one, or without a group.id,
+        the auto.offset.reset policy). An offset outside the log is reset by the policy at
+        the first fetch. UnknownTopicOrPartitionError for a partition that does
         not exist (nothing changes then); ValueError for a partition given twice."""
         self._check_open()
         assigned: dict[tuple[str, int], _Assigned] = {}
@@ -273,12 +344,14 @@ class Consumer:
         self._assigned = assigned
         self._order = list(assigned.values())
         self._turn = 0
+        self.assignment_generation += 1
 
     def unassign(self) -> None:
         """Drop the whole assignment (buffered records are discarded)."""
         self._check_open()
         self._assigned = {}
         self._order = []
+        self.assignment_generation += 1
 
     def assignment(self) -> list[TopicPartition]:
         """The assigned partitions (offsets are not reported here, as in confluent)."""
@@ -310,7 +383,8 @@ class Consumer:
         for tp in partitions:
             assigned = self._assigned.get((tp.topic, tp.partition))
             offset = OFFSET_INVALID if assigned is None else assigned.current_position()
-            out.append(TopicPartition(tp.topic, tp.partition, offset))
+            known = offset if offset >= 0 else OFFSET_INVALID
+            out.append(TopicPartition(tp.topic, tp.partition, known))
         return out
 
     def get_watermark_offsets(
@@ -347,6 +421,11 @@ class Consumer:
         out: list[Message] = []
         sleep_s = WAIT_SLEEP_S_MIN
         while True:
+            if self._group is not None and not self._group.step():
+                if not self._wait(deadline, sleep_s):
+                    return out
+                sleep_s = min(sleep_s * 2, WAIT_SLEEP_S_MAX)
+                continue
             for assigned in self._rotation():
                 if len(out) >= num_messages:
                     break
@@ -377,6 +456,11 @@ class Consumer:
         total = 0
         sleep_s = WAIT_SLEEP_S_MIN
         while True:
+            if self._group is not None and not self._group.step():
+                if not self._wait(deadline, sleep_s):
+                    return _one_batch(pieces, include_headers)
+                sleep_s = min(sleep_s * 2, WAIT_SLEEP_S_MAX)
+                continue
             for assigned in self._rotation():
                 try:
                     while total < max_records and self._fill(
@@ -396,8 +480,12 @@ class Consumer:
     # --- lifecycle --------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Drop the assignment and release the buffered records. Idempotent; any other call
-        afterwards raises RuntimeError."""
+        """Auto-commit the positions (if enabled), leave the group (its other members
+        rebalance), drop the assignment and release the buffered records. Idempotent; any
+        other call afterwards raises RuntimeError."""
+        if self._group is not None and not self._closed:
+            group, self._group = self._group, None
+            group.close()
         self._assigned = {}
         self._order = []
         self._closed = True
@@ -413,40 +501,104 @@ class Consumer:
     ) -> None:
         self.close()
 
-    # --- groups (a later issue) ---------------------------------------------------------------
+    # --- groups -----------------------------------------------------------------------------
 
-    def subscribe(self, topics: Sequence[str], **callbacks: object) -> None:
-        """Consumer groups are not implemented yet: raises KafkaException (_NOT_IMPLEMENTED).
-        Use assign()."""
-        self._not_implemented("subscribe")
+    def subscribe(
+        self,
+        topics: Sequence[str],
+        on_assign: RebalanceCallback | None = None,
+        on_revoke: RebalanceCallback | None = None,
+        on_lost: RebalanceCallback | None = None,
+    ) -> None:
+        """Join the group (group.id) with these topics: names, or regular expressions
+        starting with "^" matched against the broker's topics (new matching topics join the
+        subscription at a later poll). Partitions are assigned at the next poll, once every
+        member has rejoined: on_assign(consumer, partitions) is called then, and
+        on_revoke(consumer, partitions) before partitions are taken away (on_lost, if given,
+        instead when the member was removed for not polling within max.poll.interval.ms).
+        An on_assign that does not call assign() gets the partitions assigned after it
+        returns, each at the group's committed offset. Replaces an earlier subscription or
+        assign(). InvalidGroupIdError without a group.id; re.error for a bad pattern."""
+        group = self._require_group("subscribe")
+        group.subscribe(topics, on_assign, on_revoke, on_lost)
+        if self._order:
+            self.unassign()
 
     def unsubscribe(self) -> None:
-        self._not_implemented("unsubscribe")
+        """Give up the partitions (on_revoke) and leave the group."""
+        self._check_open()
+        if self._group is not None:
+            self._group.unsubscribe()
+        if self._order:
+            self.unassign()
 
     def commit(
-        self, message: Message | None = None, offsets: object = None, asynchronous: bool = False
-    ) -> None:
-        self._not_implemented("commit")
+        self,
+        message: Message | None = None,
+        offsets: Sequence[TopicPartition] | None = None,
+        asynchronous: bool = False,
+    ) -> list[TopicPartition] | None:
+        """Commit offsets for the group: `offsets` as given (each the offset of the next
+        record to read), or `message`'s offset + 1, or by default the position of every
+        assigned partition. Returns once the commit is durable (durability "commit" and
+        "always": fsynced), with the committed list; None when asynchronous (the commit is
+        made before it returns all the same). Raises InvalidGroupIdError without a
+        group.id; KafkaException _NO_OFFSET when there is nothing to commit;
+        CommitFailedError (UnknownMemberIdError, IllegalGenerationError) when the group
+        has moved on without this member (it rejoins at the next poll)."""
+        group = self._require_group("commit")
+        if message is not None:
+            targets = [TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
+        elif offsets is not None:
+            targets = list(offsets)
+        else:
+            targets = [tp for tp in self.position(self.assignment()) if tp.offset >= 0]
+        if not targets:
+            raise KafkaException(KafkaError(ERR_NO_OFFSET, "_NO_OFFSET", "no offset to commit"))
+        group.commit(
+            [OffsetToCommit(tp.topic, tp.partition, tp.offset, tp.metadata or "") for tp in targets]
+        )
+        return None if asynchronous else targets
 
     def committed(
         self, partitions: Sequence[TopicPartition], timeout: float | None = None
     ) -> list[TopicPartition]:
-        self._not_implemented("committed")
+        """The group's committed offset of each partition (OFFSET_INVALID where none was
+        committed), with its metadata. Under read_committed (require_stable, KIP-447) this
+        waits up to `timeout` seconds (None: as long as it takes) while a transaction holds
+        offsets for one of them, then raises UnstableOffsetCommitError; under
+        read_uncommitted pending offsets are not seen and it never waits."""
+        group = self._require_group("committed")
+        wanted = [(tp.topic, tp.partition) for tp in partitions]
+        coordinator = self._broker.groups
+        if self._config.isolation_level == "read_committed":
+            found = coordinator.fetch_stable_offsets(group.group_id, wanted, timeout)
+        else:
+            found = coordinator.fetch_offsets(group.group_id, wanted, require_stable=False)
+        out = []
+        for topic, partition in wanted:
+            stored = found[(topic, partition)]
+            if stored is None:
+                out.append(TopicPartition(topic, partition, OFFSET_INVALID))
+            else:
+                out.append(TopicPartition(topic, partition, stored.offset, stored.metadata))
+        return out
 
-    def consumer_group_metadata(self) -> object:
-        self._not_implemented("consumer_group_metadata")
+    def consumer_group_metadata(self) -> ConsumerGroupMetadata:
+        """The group, member id and generation this consumer reads under, for
+        Producer.send_offsets_to_transaction: the coordinator refuses offsets sent with it
+        once the group has moved to a newer generation or dropped the member (zombie
+        fencing, KIP-447). A consumer that only assign()s reports generation -1, no member.
+        InvalidGroupIdError without a group.id."""
+        return self._require_group("consumer_group_metadata").metadata()
 
     # --- internals --------------------------------------------------------------------------
 
-    def _not_implemented(self, name: str) -> NoReturn:
+    def _require_group(self, name: str) -> GroupMember:
         self._check_open()
-        raise KafkaException(
-            KafkaError(
-                ERR_NOT_IMPLEMENTED,
-                "_NOT_IMPLEMENTED",
-                f"Consumer.{name}: consumer groups are not implemented yet; use assign()",
-            )
-        )
+        if self._group is None:
+            raise InvalidGroupIdError(f"Consumer.{name} needs a group.id in the configuration")
+        return self._group
 
     def _check_open(self) -> None:
         if self._closed:
@@ -474,14 +626,38 @@ class Consumer:
             assigned.position = assigned.log.log_start_offset
         elif offset == OFFSET_END:
             assigned.position = self._bound(assigned.log)
+        elif offset in (OFFSET_STORED, OFFSET_INVALID) and self._group is not None:
+            assigned.position = OFFSET_STORED  # the group's committed offset, at first fetch
         elif offset in (OFFSET_STORED, OFFSET_INVALID):
-            # No stored offsets without groups: the reset policy decides (at the first fetch
+            # No stored offsets without a group: the reset policy decides (at the first fetch
             # for "error", so the error surfaces from poll/consume, as in librdkafka).
             assigned.position = OFFSET_INVALID
             if self._config.auto_offset_reset != "error":
                 self._reset(assigned)
         else:
             raise ValueError(f"offset {offset} is neither an offset nor a special offset")
+
+    def _start_position(self, assigned: _Assigned) -> bool:
+        """Resolve a position not known yet: the group's committed offset, else the reset
+        policy. False while a transaction holds offsets for the partition under
+        read_committed: the fetch waits for its end (KIP-447), never reading from a stale
+        offset."""
+        if assigned.position == OFFSET_STORED and self._group is not None:
+            key = (assigned.topic, assigned.partition)
+            try:
+                found = self._broker.groups.fetch_offsets(
+                    self._group.group_id,
+                    [key],
+                    require_stable=self._config.isolation_level == "read_committed",
+                )
+            except UnstableOffsetCommitError:
+                return False
+            stored = found[key]
+            if stored is not None:
+                assigned.position = stored.offset
+                return True
+        self._reset(assigned)
+        return True
 
     def _reset(self, assigned: _Assigned, cause: Exception | None = None) -> None:
         policy = self._config.auto_offset_reset
@@ -515,8 +691,8 @@ class Consumer:
             assigned.position = assigned.current_position()
             assigned.drop_fetched()
         while not assigned.fetched:
-            if assigned.position < 0:
-                self._reset(assigned)
+            if assigned.position < 0 and not self._start_position(assigned):
+                return False
             offset = assigned.position
             # Nothing to read at or past the bound; past the log end is out of range (the log
             # may have been truncated), which the read below raises and the policy resets.

@@ -61,7 +61,7 @@ import struct
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -77,8 +77,10 @@ from eoslog.client.delivery import (
     DeliveryReport,
     Headers,
 )
+from eoslog.client.message import TopicPartition
 from eoslog.client.producer_config import ProducerSettings, parse
 from eoslog.client.transaction_manager import TransactionManager, TxnState
+from eoslog.coordinator.group_coordinator import ConsumerGroupMetadata, OffsetToCommit
 from eoslog.errors import (
     ConcurrentTransactionsError,
     InvalidProducerEpochError,
@@ -93,7 +95,6 @@ from eoslog.errors import (
     ProducerFencedError,
     ProducerStateError,
     RecordTooLargeError,
-    TransactionsNotAvailableError,
     UnknownTopicOrPartitionError,
 )
 from eoslog.record import USING_EXTENSIONS, accumulator, codec, layout
@@ -124,10 +125,6 @@ ProducerBatch = accumulator.ProducerBatch
 PartitionState = accumulator.PartitionState
 _REPORT_STRIDE: Final = accumulator.REPORT_STRIDE
 _NO_REPORT: Final = accumulator.NO_REPORT
-_OFFSETS_LATER: Final = (
-    "send_offsets_to_transaction arrives with eoslog's consumer groups (the group "
-    "coordinator, a later issue); transactions without offsets work now"
-)
 
 
 def next_sequence(sequence: int, records: int) -> int:
@@ -145,8 +142,7 @@ class Producer:
     keys `bootstrap.servers`, `socket.timeout.ms`, `request.timeout.ms` and
     `metadata.max.age.ms` are accepted and ignored; `acks` other than all/-1 is accepted only
     without idempotence and changes nothing (one node: an append is acknowledged when it is in
-    the log); send_offsets_to_transaction raises TransactionsNotAvailableError until consumer
-    groups exist. Transactions: see "Transactions" below and
+    the log). Transactions: see "Transactions" below and
     eoslog.client.transaction_manager for the states and the errors of each call."""
 
     def __init__(
@@ -593,14 +589,18 @@ class Producer:
         return reported
 
     def _add_to_transaction(
-        self, partition: tuple[str, int], producer_id: int, producer_epoch: int
+        self,
+        partition: tuple[str, int],
+        producer_id: int,
+        producer_epoch: int,
+        timeout: float | None = None,
     ) -> KafkaException | None:
         """AddPartitionsToTxn for one partition (no lock held; the partition's send lock
         is); None once added, else the error (retried while CONCURRENT_TRANSACTIONS, up to
-        max.block.ms)."""
+        `timeout` s, by default max.block.ms)."""
         transactional_id = self._settings.transactional_id
         assert transactional_id is not None and self._txn is not None
-        deadline = time.monotonic() + self._settings.max_block_ms / 1000
+        deadline = self._deadline(timeout)
         try:
             self._retry_concurrent(
                 lambda: self._broker.transactions.add_partitions(
@@ -823,17 +823,49 @@ class Producer:
             txn.transition(TxnState.IN_TRANSACTION)
 
     def send_offsets_to_transaction(
-        self, offsets: Any, group_metadata: Any, timeout: float | None = None
+        self,
+        offsets: Sequence[TopicPartition],
+        group_metadata: ConsumerGroupMetadata,
+        timeout: float | None = None,
     ) -> None:
-        """Checks the state as Kafka does (only inside a transaction), then raises
-        TransactionsNotAvailableError: consumer-group offsets arrive with the group
-        coordinator. The transaction is left as it was."""
+        """Commit the group's offsets as part of the open transaction (COORDINATOR.md §3.4,
+        §3.5, §6.4): each TopicPartition's offset is the next record to read. The group's
+        `__consumer_offsets` partition joins the transaction (AddOffsetsToTxn) and the
+        offsets are written pending: committed() does not show them until the transaction
+        commits, and they are dropped if it aborts. `group_metadata` is the consuming
+        consumer's consumer_group_metadata(): offsets from a member the group has dropped or
+        from an older generation raise CommitFailedError (UnknownMemberIdError,
+        IllegalGenerationError; abortable: abort_transaction() and carry on, as a fenced
+        zombie must). TypeError / ValueError for bad arguments, changing nothing.
+        InvalidGroupIdError for an empty group id. `timeout` bounds the partition add (None:
+        max.block.ms). Any thread; one transaction call runs at a time."""
         self._require_transactional("send_offsets_to_transaction")
-        assert self._txn is not None
-        with self._lock:
-            self._check_open()
-            self._txn.check_call("send_offsets_to_transaction")
-        raise TransactionsNotAvailableError(_OFFSETS_LATER)
+        txn = self._txn
+        assert txn is not None
+        if not isinstance(group_metadata, ConsumerGroupMetadata):
+            raise TypeError("group_metadata must come from Consumer.consumer_group_metadata()")
+        wanted = [_offset_to_commit(tp) for tp in offsets]
+        groups = self._broker.groups
+        with self._txn_call_lock:
+            with self._lock:
+                self._check_open()
+                txn.check_call("send_offsets_to_transaction")
+                producer_id, producer_epoch = self._producer_id, self._producer_epoch
+            if not wanted:
+                return
+            partition = groups.offsets_partition(group_metadata.group_id)
+            if partition not in txn.partitions:
+                error = self._add_to_transaction(partition, producer_id, producer_epoch, timeout)
+                if error is not None:
+                    with self._lock:
+                        raise self._txn_failed(error) from error
+            try:
+                groups.commit_transactional_offsets(
+                    producer_id, producer_epoch, group_metadata, wanted
+                )
+            except KafkaException as error:
+                with self._lock:
+                    raise self._txn_failed(_coordinator_error(error)) from error
 
     def commit_transaction(self, timeout: float | None = None) -> None:
         """Flush every batch of the transaction (delivery callbacks run here), then EndTxn
@@ -1005,6 +1037,14 @@ def _coordinator_error(error: KafkaException) -> KafkaException:
     if isinstance(error, InvalidProducerEpochError):
         return ProducerFencedError(f"fenced: {error.error.str()}")
     return error
+
+
+def _offset_to_commit(tp: TopicPartition) -> OffsetToCommit:
+    if not isinstance(tp, TopicPartition):
+        raise TypeError(f"offsets must be TopicPartitions, not {type(tp).__name__}")
+    if tp.offset < 0:
+        raise ValueError(f"{tp.topic}-{tp.partition}: offset {tp.offset} is not an offset")
+    return OffsetToCommit(tp.topic, tp.partition, tp.offset, tp.metadata or "")
 
 
 def _fill(

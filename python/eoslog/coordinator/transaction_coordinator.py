@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from eoslog import crashpoints
+from eoslog.coordinator import log_replay
 from eoslog.coordinator.producer_ids import ProducerIdManager
 from eoslog.coordinator.transaction_decisions import (
     Decision,
@@ -64,13 +65,14 @@ from eoslog.errors import (
     UnknownTopicOrPartitionError,
 )
 from eoslog.record import codec
-from eoslog.record.types import Record
 
 if TYPE_CHECKING:
     from eoslog.log.partition import PartitionLog
 
 S = TransactionState
 LogOf = Callable[[str, int], "PartitionLog"]
+# Told of every marker written: (topic, partition, producer id, commit, marker offset).
+MarkerListener = Callable[[str, int, int, bool, int], None]
 
 
 class TransactionCoordinator:
@@ -87,8 +89,11 @@ class TransactionCoordinator:
         durability: str,
         txn_timeout_ms_max: int,
         transactional_id_expiration_ms: int,
+        marker_listener: MarkerListener | None = None,
     ) -> None:
         self._state_logs = state_logs
+        # The group coordinator: a marker in `__consumer_offsets` ends pending offsets.
+        self._marker_listener = marker_listener
         self._log_of = log_of
         self._producer_ids = producer_ids
         self.coordinator_epoch = coordinator_epoch
@@ -385,11 +390,13 @@ class TransactionCoordinator:
                 continue  # a deleted topic counts as done (§3.7 step 2)
             crashpoints.hit("marker.before")
             try:
-                log.append_marker(
+                marker_offset = log.append_marker(
                     meta.producer_id, meta.producer_epoch, self.coordinator_epoch, commit
                 )
             except (InvalidProducerEpochError, TransactionCoordinatorFencedError):
                 return
+            if self._marker_listener is not None:
+                self._marker_listener(topic, partition, meta.producer_id, commit, marker_offset)
             crashpoints.hit("marker.after")
         # Complete* is not synced of its own: until it is durable (the next record of this
         # state partition synced, or a clean close) the durable Prepare* stands for it, and
@@ -407,22 +414,10 @@ def _check_transactional_id(transactional_id: object) -> None:
 
 def _records(state_log: PartitionLog) -> Iterator[tuple[bytes, bytes | None]]:
     """Every (key, value) of a `__transaction_state` partition, in log order."""
-    offset = state_log.log_start_offset
-    while offset < state_log.log_end_offset:
-        fetched = state_log.read(offset, 1 << 20, isolation_level="read_uncommitted")
-        data = bytes(fetched.records)
-        if not data:
-            return
-        for _, header in codec.iter_headers(data):
-            offset = header.last_offset + 1
-        for record in _batch_records(data):
+    for header, records in log_replay.batches(state_log):
+        if header.is_control:
+            continue
+        for record in records:
             if record.key is None:
                 raise KafkaException(f"a {state_log.topic} record without a key")
             yield record.key, record.value
-
-
-def _batch_records(data: bytes) -> Iterator[Record]:
-    for position, header in codec.iter_headers(data):
-        if header.is_control:
-            continue
-        yield from codec.batch_records(data[position : position + header.size_in_bytes])

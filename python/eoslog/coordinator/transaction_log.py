@@ -26,8 +26,18 @@ import struct
 from dataclasses import dataclass
 from typing import Final
 
+from eoslog.coordinator.message_fields import (
+    INT8,
+    INT16,
+    INT32,
+    INT64,
+    Reader,
+    array_count,
+    pack,
+    string,
+    uvarint,
+)
 from eoslog.errors import CorruptTransactionLogError, UnknownTransactionLogKeyVersionError
-from eoslog.record.pyprimitives import VARINT_BYTES_MAX
 
 TRANSACTION_STATE_TOPIC: Final = "__transaction_state"
 # transaction.state.log.num.partitions (TransactionLogConfig); fixed once a log exists.
@@ -40,12 +50,6 @@ VALUE_VERSION_WRITTEN: Final = VALUE_VERSION_FLEXIBLE
 
 NO_PRODUCER_ID: Final = -1
 NO_PRODUCER_EPOCH: Final = -1
-
-_INT8: Final = struct.Struct(">b")
-_INT16: Final = struct.Struct(">h")
-_INT32: Final = struct.Struct(">i")
-_INT64: Final = struct.Struct(">q")
-_STRING_BYTES_MAX: Final = (1 << 15) - 1  # Kafka strings carry an int16 length
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,80 +82,50 @@ class TransactionLogValue:
 # The value's fields in wire order, after the version: (attribute, fixed-size type), with
 # None standing for the TransactionPartitions array. Shared by encoder and decoder.
 _VALUE_FIELDS: Final[tuple[tuple[str, struct.Struct | None], ...]] = (
-    ("producer_id", _INT64),
-    ("producer_epoch", _INT16),
-    ("transaction_timeout_ms", _INT32),
-    ("transaction_status", _INT8),
+    ("producer_id", INT64),
+    ("producer_epoch", INT16),
+    ("transaction_timeout_ms", INT32),
+    ("transaction_status", INT8),
     ("transaction_partitions", None),
-    ("transaction_last_update_timestamp_ms", _INT64),
-    ("transaction_start_timestamp_ms", _INT64),
+    ("transaction_last_update_timestamp_ms", INT64),
+    ("transaction_start_timestamp_ms", INT64),
 )
 # The value's tagged fields (version 1+): (tag, attribute, type, default), ascending by tag.
 _VALUE_TAGGED_FIELDS: Final[tuple[tuple[int, str, struct.Struct, int], ...]] = (
-    (0, "previous_producer_id", _INT64, NO_PRODUCER_ID),
-    (1, "next_producer_id", _INT64, NO_PRODUCER_ID),
-    (2, "client_transaction_version", _INT16, 0),
+    (0, "previous_producer_id", INT64, NO_PRODUCER_ID),
+    (1, "next_producer_id", INT64, NO_PRODUCER_ID),
+    (2, "client_transaction_version", INT16, 0),
 )
 
 
 # --- encoding -------------------------------------------------------------------------------
 
 
-def _pack(kind: struct.Struct, value: int, name: str) -> bytes:
-    try:
-        return kind.pack(value)
-    except struct.error:
-        raise ValueError(f"{name} = {value} does not fit a {kind.size}-byte integer") from None
-
-
-def _uvarint(value: int) -> bytes:
-    """Kafka's unsigned varint (ByteUtils.writeUnsignedVarint): 7 bits a byte, low first."""
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _string(text: str, flexible: bool) -> bytes:
-    data = text.encode("utf-8")
-    if len(data) > _STRING_BYTES_MAX:
-        raise ValueError(f"string of {len(data)} UTF-8 bytes is longer than {_STRING_BYTES_MAX}")
-    return (_uvarint(len(data) + 1) if flexible else _INT16.pack(len(data))) + data
-
-
-def _array_count(count: int | None, flexible: bool) -> bytes:
-    if flexible:
-        return _uvarint(0 if count is None else count + 1)
-    return _INT32.pack(-1 if count is None else count)
-
-
 def _partitions(value: tuple[TopicPartitions, ...] | None, flexible: bool) -> bytes:
-    out = bytearray(_array_count(None if value is None else len(value), flexible))
+    out = bytearray(array_count(None if value is None else len(value), flexible))
     for element in value or ():
-        out += _string(element.topic, flexible)
-        out += _array_count(len(element.partition_ids), flexible)
+        out += string(element.topic, flexible)
+        out += array_count(len(element.partition_ids), flexible)
         for partition in element.partition_ids:
-            out += _pack(_INT32, partition, "partition id")
+            out += pack(INT32, partition, "partition id")
         if flexible:
-            out += _uvarint(0)  # the element's own tagged fields: none
+            out += uvarint(0)  # the element's own tagged fields: none
     return bytes(out)
 
 
 def _tagged_section(value: TransactionLogValue) -> bytes:
     fields = [
-        _uvarint(tag) + _uvarint(kind.size) + _pack(kind, getattr(value, name), name)
+        uvarint(tag) + uvarint(kind.size) + pack(kind, getattr(value, name), name)
         for tag, name, kind, default in _VALUE_TAGGED_FIELDS
         if getattr(value, name) != default
     ]
-    return _uvarint(len(fields)) + b"".join(fields)
+    return uvarint(len(fields)) + b"".join(fields)
 
 
 def encode_key(transactional_id: str) -> bytes:
     """The record key for `transactional_id`: version 0, then the id. ValueError if its
     UTF-8 form is longer than 32767 bytes."""
-    return _INT16.pack(KEY_VERSION) + _string(transactional_id, flexible=False)
+    return INT16.pack(KEY_VERSION) + string(transactional_id, flexible=False)
 
 
 def encode_value(
@@ -164,12 +138,12 @@ def encode_value(
     if version not in (VALUE_VERSION_NOT_FLEXIBLE, VALUE_VERSION_FLEXIBLE):
         raise ValueError(f"transaction log value version {version} is not 0 or 1")
     flexible = version >= VALUE_VERSION_FLEXIBLE
-    out = bytearray(_INT16.pack(version))
+    out = bytearray(INT16.pack(version))
     for name, kind in _VALUE_FIELDS:
         if kind is None:
             out += _partitions(value.transaction_partitions, flexible)
         else:
-            out += _pack(kind, getattr(value, name), name)
+            out += pack(kind, getattr(value, name), name)
     if flexible:
         out += _tagged_section(value)
     else:
@@ -182,72 +156,7 @@ def encode_value(
 # --- decoding -------------------------------------------------------------------------------
 
 
-class _Reader:
-    """A cursor over one key or value; every read checks the bytes are there."""
-
-    __slots__ = ("_data", "_position", "_what")
-
-    def __init__(self, data: bytes, what: str) -> None:
-        self._data = bytes(data)
-        self._position = 0
-        self._what = what
-
-    def corrupt(self, problem: str) -> CorruptTransactionLogError:
-        return CorruptTransactionLogError(
-            f"transaction log {self._what}: {problem} (at byte {self._position})"
-        )
-
-    def take(self, size: int) -> bytes:
-        end = self._position + size
-        if size < 0 or end > len(self._data):
-            raise self.corrupt(f"truncated: {size} more bytes needed")
-        chunk = self._data[self._position : end]
-        self._position = end
-        return chunk
-
-    def fixed(self, kind: struct.Struct) -> int:
-        value: int = kind.unpack(self.take(kind.size))[0]
-        return value
-
-    def uvarint(self) -> int:
-        value = 0
-        for index in range(VARINT_BYTES_MAX):
-            byte = self.take(1)[0]
-            value |= (byte & 0x7F) << (7 * index)
-            if not byte & 0x80:
-                return value
-        raise self.corrupt("malformed unsigned varint")
-
-    def array_count(self, flexible: bool) -> int | None:
-        count = self.uvarint() - 1 if flexible else self.fixed(_INT32)
-        if count < -1:
-            raise self.corrupt(f"negative array length {count}")
-        # Every element takes at least one byte, so a count past the bytes left is a lie.
-        if count > len(self._data) - self._position:
-            raise self.corrupt(f"array of {count} elements is longer than the bytes left")
-        return None if count == -1 else count
-
-    def string(self, flexible: bool) -> str:
-        length = self.uvarint() - 1 if flexible else self.fixed(_INT16)
-        if length < 0:
-            raise self.corrupt("null or negative length for a non-nullable string")
-        try:
-            return self.take(length).decode("utf-8")
-        except UnicodeDecodeError:
-            raise self.corrupt("string is not UTF-8") from None
-
-    def skip_tagged_fields(self) -> None:
-        """A tagged-field section none of whose tags this version knows (a struct's own)."""
-        for _ in range(self.uvarint()):
-            self.uvarint()
-            self.take(self.uvarint())
-
-    def finish(self) -> None:
-        if self._position != len(self._data):
-            raise self.corrupt(f"{len(self._data) - self._position} trailing bytes")
-
-
-def _read_partitions(reader: _Reader, flexible: bool) -> tuple[TopicPartitions, ...] | None:
+def _read_partitions(reader: Reader, flexible: bool) -> tuple[TopicPartitions, ...] | None:
     count = reader.array_count(flexible)
     if count is None:
         return None
@@ -257,14 +166,14 @@ def _read_partitions(reader: _Reader, flexible: bool) -> tuple[TopicPartitions, 
         ids_count = reader.array_count(flexible)
         if ids_count is None:
             raise reader.corrupt("null PartitionIds array")
-        ids = tuple(reader.fixed(_INT32) for _ in range(ids_count))
+        ids = tuple(reader.fixed(INT32) for _ in range(ids_count))
         if flexible:
             reader.skip_tagged_fields()
         elements.append(TopicPartitions(topic, ids))
     return tuple(elements)
 
 
-def _read_tagged_fields(reader: _Reader) -> dict[str, int]:
+def _read_tagged_fields(reader: Reader) -> dict[str, int]:
     """The top-level tagged fields. Unknown tags are skipped, as Kafka keeps them unread
     (KIP-915: new fields are added as tags); tags must ascend (KIP-482)."""
     known = {tag: (name, kind) for tag, name, kind, _ in _VALUE_TAGGED_FIELDS}
@@ -288,8 +197,8 @@ def _read_tagged_fields(reader: _Reader) -> dict[str, int]:
 def decode_key(data: bytes) -> str:
     """The transactional id in a record key. UnknownTransactionLogKeyVersionError for a key
     version other than 0 (Kafka's loader skips those); CorruptTransactionLogError otherwise."""
-    reader = _Reader(data, "key")
-    version = reader.fixed(_INT16)
+    reader = Reader(data, "transaction log key", CorruptTransactionLogError)
+    version = reader.fixed(INT16)
     if version != KEY_VERSION:
         raise UnknownTransactionLogKeyVersionError(f"transaction log key version {version}")
     transactional_id = reader.string(flexible=False)
@@ -301,8 +210,8 @@ def decode_value(data: bytes | None) -> TransactionLogValue | None:
     """The value in a record, or None for a tombstone (a null value)."""
     if data is None:
         return None
-    reader = _Reader(data, "value")
-    version = reader.fixed(_INT16)
+    reader = Reader(data, "transaction log value", CorruptTransactionLogError)
+    version = reader.fixed(INT16)
     if version not in (VALUE_VERSION_NOT_FLEXIBLE, VALUE_VERSION_FLEXIBLE):
         raise reader.corrupt(f"unknown value version {version}")
     flexible = version >= VALUE_VERSION_FLEXIBLE

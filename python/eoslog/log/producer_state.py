@@ -31,9 +31,10 @@ _CONTROL_KEY = struct.Struct(">hh")  # version int16, type int16: ABORT 0, COMMI
 CONTROL_ABORT = layout.CONTROL_ABORT
 
 
-def _marker_type(key: bytes) -> int:
-    marker_type: int = _CONTROL_KEY.unpack_from(key)[1]
-    return marker_type
+def marker_type(key: bytes) -> int:
+    """The type of a control record (its key): CONTROL_ABORT (0) or CONTROL_COMMIT (1)."""
+    found: int = _CONTROL_KEY.unpack_from(key)[1]
+    return found
 
 
 def aborted_txn(
@@ -197,7 +198,7 @@ class ProducerStateManager:
                     record.timestamp,
                     last_offset,
                 )
-                aborted = record.key is not None and _marker_type(record.key) == CONTROL_ABORT
+                aborted = record.key is not None and marker_type(record.key) == CONTROL_ABORT
                 if txn_index is not None and first is not None and aborted:
                     txn_index.append(aborted_txn(table, producer_id, first, last_offset))
                 continue

@@ -207,13 +207,16 @@ def _read_headers(
         cursor += key_length
         if cursor > end:
             fail(status.RECORD_OVERRUN)
-        if check_utf8:
-            try:
-                bytes(records[key_start:cursor]).decode("utf-8")
-            except UnicodeDecodeError:
-                fail(status.BAD_HEADER_KEY_UTF8)
         value_start, value_length, cursor = _read_field(records, cursor, end)
         headers.append((key_start, key_length, value_start, value_length))
+    # The keys' UTF-8 only once every header is known to fit, as the native walk checks it
+    # (engine/batch.c check_header_keys_utf8): bytes with both faults get the same status.
+    if check_utf8:
+        for key_start, key_length, _, _ in headers:
+            try:
+                bytes(records[key_start : key_start + key_length]).decode("utf-8")
+            except UnicodeDecodeError:
+                fail(status.BAD_HEADER_KEY_UTF8)
     return tuple(headers), cursor
 
 

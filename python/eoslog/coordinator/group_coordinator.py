@@ -1,0 +1,458 @@
+"""The group coordinator of one Broker (COORDINATOR.md §3.5, §6; DESIGN.md "Transactions"):
+consumer-group membership inside this process, and the offsets groups commit, kept in
+`__consumer_offsets` in Kafka's record format (eoslog.coordinator.offsets_log).
+
+Offsets. A plain commit appends a non-transactional batch of OffsetCommit records to the
+group's partition `__consumer_offsets-p(group)`, waits under durability="commit" (and
+"always") until it is durable, then applies it: commit() returns only after its record is
+fsynced. A transactional commit (send_offsets_to_transaction) appends a transactional batch
+carrying the producer's id and epoch; the partition must already be in the producer's
+transaction (the producer adds it, as AddOffsetsToTxn does), which the partition log checks
+with the transaction coordinator. Those offsets are pending (eoslog.coordinator.offset_store)
+until the transaction coordinator's COMMIT or ABORT marker lands in the partition and
+on_marker hears of it. At open the state is rebuilt by replaying every partition of
+`__consumer_offsets` in log order, markers included, so it is what it was before a crash.
+
+Membership (eoslog.coordinator.group_membership): members join with their subscription and
+strategies, the coordinator assigns, and every change of membership starts a rebalance that
+completes once every member has rejoined. Members are removed after max.poll.interval.ms
+without a poll. Membership lives in memory only: every member is a consumer of this process,
+so none outlives it; a new process starts every group at generation 0 with no members.
+
+Fencing (KIP-447, §3.5 step 4, §6.3): a commit naming a member id or a generation >= 0 must
+come from a current member at the current generation (else UnknownMemberIdError or
+IllegalGenerationError); a commit naming neither is accepted for a group with no members,
+and, when transactional, for any group (Kafka's backward-compatible rule).
+
+Thread safety: every public method may be called from any thread; state changes serialize
+on one lock, held across an append and its replay so the replay order is the log order (a
+plain commit's fsync is waited for outside it).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, NamedTuple
+
+from eoslog import crashpoints
+from eoslog.coordinator import log_replay
+from eoslog.coordinator.assignors import ASSIGNORS, Partition
+from eoslog.coordinator.group_membership import Group, GroupState, Member
+from eoslog.coordinator.offset_store import OffsetStore, StoredOffset
+from eoslog.coordinator.offsets_log import (
+    CONSUMER_OFFSETS_TOPIC,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    decode_key,
+    decode_offset_value,
+    encode_offset_key,
+    encode_offset_value,
+    group_partition,
+)
+from eoslog.errors import (
+    IllegalGenerationError,
+    InconsistentGroupProtocolError,
+    InvalidConfigError,
+    InvalidGroupIdError,
+    OffsetMetadataTooLargeError,
+    UnknownMemberIdError,
+    UnstableOffsetCommitError,
+)
+from eoslog.log.producer_state import marker_type
+from eoslog.record import codec, layout
+from eoslog.record.types import Record
+
+if TYPE_CHECKING:
+    from eoslog.log.partition import PartitionLog
+
+# Kafka's offset.metadata.max.bytes default.
+OFFSET_METADATA_BYTES_MAX: Final = 4096
+NO_GENERATION: Final = -1
+NO_MEMBER: Final = ""
+# How often a waiter for stable offsets looks again if no marker wakes it (a transaction
+# can also end by a timeout abort, which wakes it too; this only bounds a missed wake-up).
+_STABLE_WAIT_S_MAX: Final = 0.05
+
+
+class ConsumerGroupMetadata(NamedTuple):
+    """What Consumer.consumer_group_metadata() returns and send_offsets_to_transaction
+    takes (Kafka's ConsumerGroupMetadata): the group, and the member and generation that
+    consumed the offsets, so the coordinator can fence a zombie (KIP-447)."""
+
+    group_id: str
+    generation_id: int = NO_GENERATION
+    member_id: str = NO_MEMBER
+    group_instance_id: str | None = None
+
+
+class OffsetToCommit(NamedTuple):
+    topic: str
+    partition: int
+    offset: int
+    metadata: str = ""
+    leader_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class JoinResult:
+    """The answer to a join: the member id, and once the rebalance is complete the
+    generation and this member's partitions (generation NO_GENERATION while it is not)."""
+
+    member_id: str
+    generation_id: int
+    protocol: str | None
+    assignment: tuple[Partition, ...]
+
+
+LogOf = Callable[[str, int], "PartitionLog"]
+
+
+class GroupCoordinator:
+    """Groups and their offsets for one broker (see the module doc)."""
+
+    def __init__(
+        self,
+        *,
+        offsets_logs: list[PartitionLog],
+        log_of: LogOf,
+        partition_counts: Callable[[], Mapping[str, int]],
+        clock_ms: Callable[[], int],
+        durability: str,
+    ) -> None:
+        self._offsets_logs = offsets_logs
+        self._log_of = log_of
+        self._partition_counts = partition_counts
+        self._clock_ms = clock_ms
+        self._durability = durability
+        self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)  # a marker or a commit applied
+        self._store = OffsetStore()
+        self._groups: dict[str, Group] = {}
+        # producer id -> (epoch, next sequence) of its transactional offset batches here.
+        self._sequences: dict[int, tuple[int, int]] = {}
+        self._loaded = False
+
+    # --- loading ---------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Rebuild the offsets by replaying `__consumer_offsets` (markers included)."""
+        with self._lock:
+            for offsets_log in self._offsets_logs:
+                for header, records in log_replay.batches(offsets_log):
+                    if header.is_control:
+                        if records and records[0].key is not None:
+                            commit = marker_type(records[0].key) == layout.CONTROL_COMMIT
+                            self._store.replay_marker(header.producer_id, commit)
+                        continue
+                    for record in records:
+                        self._replay(header.producer_id, header.is_transactional, record)
+            self._loaded = True
+
+    def _replay(self, producer_id: int, transactional: bool, record: Record) -> None:
+        if record.key is None:
+            return  # not a coordinator record; Kafka's loader skips it likewise
+        key = decode_key(record.key)
+        if isinstance(key, OffsetCommitKey):
+            value = decode_offset_value(record.value)
+            self._store.replay_offset(producer_id, transactional, key, value, record.offset)
+        # Group metadata records (key version 2) come only from Kafka-written logs: the
+        # membership they describe ended with the process that wrote them.
+
+    # --- transaction markers -----------------------------------------------------------------
+
+    def on_marker(
+        self, topic: str, partition: int, producer_id: int, commit: bool, marker_offset: int
+    ) -> None:
+        """The transaction coordinator wrote a COMMIT or ABORT marker at marker_offset: make
+        the producer's pending offsets visible, or drop them. Called for every partition a
+        marker lands in; only `__consumer_offsets` matters here."""
+        if topic != CONSUMER_OFFSETS_TOPIC:
+            return
+        with self._changed:
+            if not self._loaded:
+                return  # load() replays the marker from the log
+            self._store.replay_marker(producer_id, commit)
+            self._changed.notify_all()
+
+    # --- offsets ---------------------------------------------------------------------------
+
+    def commit_offsets(
+        self, metadata: ConsumerGroupMetadata, offsets: Iterable[OffsetToCommit]
+    ) -> None:
+        """A plain OffsetCommit: validated (group, member, generation, topics, metadata
+        size), appended, durable per the broker's durability, then visible to committed().
+        Raises, writing nothing, InvalidGroupIdError, UnknownMemberIdError,
+        IllegalGenerationError, UnknownTopicOrPartitionError, OffsetMetadataTooLargeError."""
+        builder = self._offset_batch(metadata, list(offsets), codec.BatchBuilder())
+        if builder is None:
+            return
+        batch = builder.build()
+        offsets_log = self._offsets_log(metadata.group_id)
+        with self._lock:
+            self._validate_member(metadata, transactional=False)
+            info = offsets_log.append_batch(batch)
+        crashpoints.hit("offsets.commit.after")
+        if self._durability != "none":
+            offsets_log.flush_through(info.last_offset + 1)
+        with self._changed:
+            self._replay_appended(batch, info.base_offset, -1, transactional=False)
+            self._changed.notify_all()
+
+    def commit_transactional_offsets(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        metadata: ConsumerGroupMetadata,
+        offsets: Iterable[OffsetToCommit],
+    ) -> None:
+        """TxnOffsetCommit (§3.5): the offsets held pending for the producer's open
+        transaction, whose partition set must already hold this group's partition. Raises,
+        writing nothing, what commit_offsets raises, InvalidTxnStateError for a partition not
+        in the transaction and InvalidProducerEpochError for a stale epoch."""
+        offsets_log = self._offsets_log(metadata.group_id)
+        with self._lock:
+            known_epoch, sequence = self._sequences.get(producer_id, (producer_epoch, 0))
+            if known_epoch != producer_epoch:
+                sequence = 0  # every epoch starts its sequences at 0
+            builder = self._offset_batch(
+                metadata,
+                list(offsets),
+                codec.BatchBuilder(
+                    is_transactional=True,
+                    producer_id=producer_id,
+                    producer_epoch=producer_epoch,
+                    base_sequence=sequence,
+                ),
+            )
+            if builder is None:
+                return
+            self._validate_member(metadata, transactional=True)
+            count = builder.record_count()
+            batch = builder.build()
+            info = offsets_log.append_batch(batch)
+            crashpoints.hit("offsets.commit.after")
+            self._sequences[producer_id] = (producer_epoch, sequence + count)
+            self._replay_appended(batch, info.base_offset, producer_id, transactional=True)
+
+    def offsets_partition(self, group_id: str) -> tuple[str, int]:
+        """The `__consumer_offsets` partition holding the group's offsets."""
+        return CONSUMER_OFFSETS_TOPIC, group_partition(group_id, len(self._offsets_logs))
+
+    def fetch_offsets(
+        self, group_id: str, partitions: Iterable[Partition], *, require_stable: bool
+    ) -> dict[Partition, StoredOffset | None]:
+        """OffsetFetch: the committed offset of each partition (None if there is none).
+        With require_stable, UnstableOffsetCommitError if an open transaction holds an
+        offset for any of them (§6.2); without, pending offsets are simply not seen."""
+        _check_group_id(group_id)
+        with self._lock:
+            wanted = list(partitions)
+            if require_stable:
+                unstable = [p for p in wanted if self._store.is_unstable(group_id, p)]
+                if unstable:
+                    raise UnstableOffsetCommitError(
+                        f"group {group_id}: a transaction holds offsets for {sorted(unstable)} "
+                        "that it has not committed or aborted yet"
+                    )
+            return {p: self._store.committed(group_id, p) for p in wanted}
+
+    def fetch_stable_offsets(
+        self, group_id: str, partitions: Iterable[Partition], timeout_s: float | None
+    ) -> dict[Partition, StoredOffset | None]:
+        """fetch_offsets(require_stable=True), waiting up to timeout_s seconds (None:
+        indefinitely) while a transaction holds offsets; then UnstableOffsetCommitError."""
+        wanted = list(partitions)
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        with self._changed:
+            while True:
+                try:
+                    return self.fetch_offsets(group_id, wanted, require_stable=True)
+                except UnstableOffsetCommitError:
+                    left = _STABLE_WAIT_S_MAX if deadline is None else deadline - time.monotonic()
+                    if left <= 0:
+                        raise
+                    self._changed.wait(min(left, _STABLE_WAIT_S_MAX))
+
+    def committed_partitions(self, group_id: str) -> dict[Partition, StoredOffset]:
+        with self._lock:
+            return self._store.committed_partitions(group_id)
+
+    def pending_producers(self, group_id: str) -> frozenset[int]:
+        """Producer ids with offsets pending for the group (for inspection and tests)."""
+        with self._lock:
+            return self._store.pending_producers(group_id)
+
+    # --- membership ------------------------------------------------------------------------
+
+    def join_group(
+        self,
+        group_id: str,
+        member_id: str,
+        *,
+        topics: Iterable[str],
+        strategies: tuple[str, ...],
+        rebalance_timeout_ms: int,
+        client_id: str = "eoslog",
+    ) -> JoinResult:
+        """Join (member_id "") or rejoin. Returns the member id and, once every member has
+        rejoined, the generation and this member's assignment; until then generation
+        NO_GENERATION (call again at the next poll). UnknownMemberIdError for a member id
+        the group does not have (removed: join again with ""); InconsistentGroupProtocolError
+        when no strategy is shared with the members."""
+        _check_group_id(group_id)
+        unknown = [s for s in strategies if s not in ASSIGNORS]
+        if not strategies or unknown:
+            raise InvalidConfigError(
+                f"partition.assignment.strategy: {unknown or 'none'} not among {sorted(ASSIGNORS)}"
+            )
+        now = self._clock_ms()
+        with self._lock:
+            group = self._groups.setdefault(group_id, Group(group_id))
+            self._expire(group, now)
+            if member_id and member_id not in group.members:
+                raise UnknownMemberIdError(f"group {group_id} has no member {member_id}")
+            if not group.common_strategies(strategies) and not (
+                len(group.members) == 1 and member_id in group.members
+            ):
+                raise InconsistentGroupProtocolError(
+                    f"group {group_id}: strategies {list(strategies)} share nothing with its "
+                    "members'"
+                )
+            member_id = member_id or f"{client_id}-{uuid.uuid4()}"
+            member = Member(member_id, frozenset(topics), strategies, rebalance_timeout_ms, now)
+            group.join(member, now)
+            group.maybe_complete_rebalance(self._partition_counts())
+            return self._join_result(group, member_id)
+
+    def heartbeat(self, group_id: str, member_id: str, generation_id: int) -> bool:
+        """A member's poll: True if it must rejoin (a rebalance began, or a newer generation
+        exists). UnknownMemberIdError if it is no longer a member. Also removes the group's
+        members that stopped polling."""
+        now = self._clock_ms()
+        with self._lock:
+            group = self._group_with(group_id, member_id)
+            group.members[member_id].last_poll_ms = now
+            self._expire(group, now)
+            return group.needs_rejoin(member_id, generation_id)
+
+    def leave_group(self, group_id: str, member_id: str) -> None:
+        """LeaveGroup: the member goes, the others rebalance. Unknown members are ignored."""
+        with self._lock:
+            group = self._groups.get(group_id)
+            if group is None or member_id not in group.members:
+                return
+            group.remove(member_id, self._clock_ms())
+            group.maybe_complete_rebalance(self._partition_counts())
+
+    def expire_members(self) -> int:
+        """Remove, in every group, the members past their max.poll.interval.ms (the broker's
+        maintenance calls it). Returns how many were removed."""
+        now = self._clock_ms()
+        with self._lock:
+            return sum(self._expire(group, now) for group in self._groups.values())
+
+    def describe_group(
+        self, group_id: str
+    ) -> tuple[GroupState, int, str | None, dict[str, tuple[Partition, ...]]]:
+        """(state, generation, strategy, member id -> assignment), for inspection."""
+        with self._lock:
+            group = self._groups.get(group_id) or Group(group_id)
+            members = {m.member_id: m.assignment for m in group.members.values()}
+            return group.state, group.generation_id, group.protocol, members
+
+    # --- internals -------------------------------------------------------------------------
+
+    def _expire(self, group: Group, now: int) -> int:
+        expired = group.expired_members(now)
+        for member_id in expired:
+            group.remove(member_id, now)
+        group.maybe_complete_rebalance(self._partition_counts())
+        return len(expired)
+
+    def _group_with(self, group_id: str, member_id: str) -> Group:
+        group = self._groups.get(group_id)
+        if group is None or member_id not in group.members:
+            raise UnknownMemberIdError(f"group {group_id} has no member {member_id!r}")
+        return group
+
+    def _join_result(self, group: Group, member_id: str) -> JoinResult:
+        member = group.members[member_id]
+        if group.state is not GroupState.STABLE:
+            return JoinResult(member_id, NO_GENERATION, None, ())
+        return JoinResult(member_id, group.generation_id, group.protocol, member.assignment)
+
+    def _validate_member(self, metadata: ConsumerGroupMetadata, *, transactional: bool) -> None:
+        """Kafka's validateOffsetCommit (§3.5 step 4), lock held."""
+        group = self._groups.get(metadata.group_id)
+        if group is None:
+            if metadata.generation_id >= 0:
+                raise IllegalGenerationError(
+                    f"group {metadata.group_id} has no generation {metadata.generation_id}"
+                )
+            return  # a simple group: offsets without membership (assign() consumers, admin)
+        if metadata.generation_id >= 0 or metadata.member_id:
+            if metadata.member_id not in group.members:
+                raise UnknownMemberIdError(
+                    f"group {metadata.group_id} has no member {metadata.member_id!r}"
+                )
+            if metadata.generation_id != group.generation_id:
+                raise IllegalGenerationError(
+                    f"group {metadata.group_id} is at generation {group.generation_id}, not "
+                    f"{metadata.generation_id}"
+                )
+        elif group.members and not transactional:
+            raise UnknownMemberIdError(
+                f"group {metadata.group_id} has members: a commit must name one of them"
+            )
+
+    def _offset_batch(
+        self,
+        metadata: ConsumerGroupMetadata,
+        offsets: list[OffsetToCommit],
+        builder: codec.BatchBuilder,
+    ) -> codec.BatchBuilder | None:
+        """The OffsetCommit records appended to `builder`, after checking the request;
+        None for nothing to commit."""
+        _check_group_id(metadata.group_id)
+        if not offsets:
+            return None
+        now = self._clock_ms()
+        for item in offsets:
+            self._log_of(item.topic, item.partition)  # UnknownTopicOrPartitionError
+            if item.offset < 0:
+                raise ValueError(f"{item.topic}-{item.partition}: offset {item.offset} < 0")
+            if len(item.metadata.encode()) > OFFSET_METADATA_BYTES_MAX:
+                raise OffsetMetadataTooLargeError(
+                    f"{item.topic}-{item.partition}: metadata longer than "
+                    f"{OFFSET_METADATA_BYTES_MAX} bytes"
+                )
+            key = OffsetCommitKey(metadata.group_id, item.topic, item.partition)
+            value = OffsetCommitValue(item.offset, item.metadata, now, item.leader_epoch)
+            builder.append(now, encode_offset_key(key), encode_offset_value(value))
+        return builder
+
+    def _replay_appended(
+        self, batch: bytes, base_offset: int, producer_id: int, *, transactional: bool
+    ) -> None:
+        """Apply the records of a batch just appended at base_offset (lock held)."""
+        for record in codec.batch_records(_stamped(batch, base_offset)):
+            self._replay(producer_id, transactional, record)
+
+    def _offsets_log(self, group_id: str) -> PartitionLog:
+        return self._offsets_logs[group_partition(group_id, len(self._offsets_logs))]
+
+
+def _check_group_id(group_id: object) -> None:
+    if not isinstance(group_id, str) or not group_id:
+        raise InvalidGroupIdError(f"invalid group id {group_id!r}")
+
+
+def _stamped(batch: bytes | bytearray, base_offset: int) -> bytearray:
+    """The batch with the offsets the log gave it, so its records carry their offsets."""
+    stamped = bytearray(batch)
+    codec.stamp_batch(stamped, base_offset=base_offset, partition_leader_epoch=0)
+    return stamped
