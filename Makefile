@@ -36,14 +36,15 @@ bench: install-test
 	$(BIN)/python -m pytest bench -q --benchmark-only
 
 # Regenerate bench/RESULTS-*.md (medians and ratios against the peers, measured in one run):
-# codec, partition log, producer, consumer, transactions; then gather every target row into
-# bench/RESULTS.md and bench/targets.png.
+# codec, partition log, producer, consumer, transactions, Spark scans; then gather every target
+# row into bench/RESULTS.md and bench/targets.png.
 bench-results: install-test
 	$(BIN)/python bench/write_results.py
 	$(BIN)/python bench/log_bench.py
 	$(BIN)/python bench/producer_bench.py
 	$(BIN)/python bench/consumer_bench.py
 	$(BIN)/python bench/txn_bench.py
+	$(BIN)/python bench/spark_bench.py
 	$(BIN)/python bench/summary.py
 
 clean:

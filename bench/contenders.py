@@ -99,13 +99,16 @@ def arrow_from_lists(
     offsets: list[int],
     timestamps: list[int],
     timestamp_types: list[int],
+    topic: str = TOPIC,
+    partition: int = PARTITION,
 ) -> pa.RecordBatch:
+    """Spark-schema Arrow from per-record lists (timestamps in ms)."""
     n = len(offsets)
     columns = [
         pa.array(keys, pa.binary()),
         pa.array(values, pa.binary()),
-        pa.repeat(pa.scalar(TOPIC, pa.string()), n),
-        pa.repeat(pa.scalar(PARTITION, pa.int32()), n),
+        pa.repeat(pa.scalar(topic, pa.string()), n),
+        pa.repeat(pa.scalar(partition, pa.int32()), n),
         pa.array(offsets, pa.int64()),
         pa.array(np.asarray(timestamps, dtype=np.int64) * 1000, type=TIMESTAMP_TYPE),
         pa.array(timestamp_types, pa.int32()),

@@ -645,11 +645,38 @@ def render(
     seconds: float,
     load_start: tuple[float, float, float],
 ) -> str:
-    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    method = method_lines((__doc__ or "").split("\n\n", 2)[2])
-    lines = [
+    return render_report(
         "# eoslog transaction benchmarks: transactional produce(), single-record transaction "
         "latency, read_committed with aborted data",
+        __doc__ or "",
+        PACKAGES,
+        f"{args.rounds} rounds; the heap is collected before each timed throughput run and the "
+        f"cyclic GC is {args.gc} while timing (latency loops run with the GC as it is).",
+        argv,
+        args,
+        sections,
+        seconds,
+        load_start,
+    )
+
+
+def render_report(
+    title: str,
+    doc: str,
+    packages: Sequence[str],
+    rounds_line: str,
+    argv: Sequence[str],
+    args: argparse.Namespace,
+    sections: list[Section],
+    seconds: float,
+    load_start: tuple[float, float, float],
+) -> str:
+    """A bench script's RESULTS-*.md: header, machine, the method (the docstring after its
+    first two paragraphs), the targets table bench/summary.py reads, then the sections."""
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    method = method_lines(doc.split("\n\n", 2)[2])
+    lines = [
+        title,
         "",
         f"Command: `{command_line(argv)}`  ",
         f"Date: {now}; wall time {seconds:.0f} s  ",
@@ -658,7 +685,7 @@ def render(
         "",
         "## Machine",
         "",
-        *machine_lines(PACKAGES),
+        *machine_lines(packages),
         f"- data: {disk_line(args.tmp)}",
         f"- load average (1, 5, 15 min) at the start: {fmt_load(load_start)}; at the end: "
         f"{fmt_load(os.getloadavg())} (other processes share this machine)",
@@ -667,8 +694,7 @@ def render(
         "",
         *method,
         "",
-        f"{args.rounds} rounds; the heap is collected before each timed throughput run and the "
-        f"cyclic GC is {args.gc} while timing (latency loops run with the GC as it is).",
+        rounds_line,
         "",
         "## Targets (BENCH.md)",
         "",

@@ -87,18 +87,23 @@ def decode_columns(
     offset_end: int = ...,
     runs: Sequence[tuple[int, int]] | None = None,
     records_max: int | None = None,
+    skips: Sequence[tuple[int, int]] | None = None,
 ) -> ColumnarRecords:
     """Decode the run of whole batches from `position` into Arrow-layout columns, with no
     Python object per record. Keeps records with offset_min <= offset < offset_end; skips
-    control batches unless include_control. Stops at a partial trailing batch or before a
-    batch that would push a column past limits.column_bytes_max (see end_position).
+    control batches unless include_control. skips: ascending byte ranges [start, end) of
+    whole batches to jump over unread (a read_committed plan's aborted batches), so one call
+    decodes around them; ValueError if one starts inside a batch. Stops at a partial trailing
+    batch or before a batch that would push a column past limits.column_bytes_max (see
+    end_position).
     Raises as validate_batch does for a batch that is corrupt or malformed (CRC checked when
     verify_crc).
 
     runs: instead of everything from `position`, the whole batches inside each [start, end)
     byte range, in order, into the same columns (a read_committed fetch's plan: the ranges
     skip the aborted batches); the columns are then sized once for all of them. ValueError
-    for ranges out of order, overlapping or outside the data.
+    for ranges out of order, overlapping or outside the data, or given with skips (runs and
+    skips are two spellings of one plan: the ranges to decode, the ranges to jump over).
 
     records_max (>= 1): stop once that many records are decoded. The batch that reaches it
     is cut after its records_max-th record if it holds one record per offset (every batch
@@ -126,6 +131,7 @@ class ColumnDecoder:
         offset_end: int = ...,
         runs: Sequence[tuple[int, int]] | None = None,
         records_max: int | None = None,
+        skips: Sequence[tuple[int, int]] | None = None,
     ) -> int:
         """Add the records of `data` as decode_columns would decode them, records_max
         counting every record held (earlier calls' too); returns where decoding stopped in

@@ -190,6 +190,17 @@ def _grow(array, used, capacity):
     return grown_array
 
 
+def _skip_ranges(skips):
+    """skips as an (n, 2) int64 array of [start, end) byte ranges, ascending."""
+    if skips is None:
+        return np.empty((0, 2), dtype=np.int64)
+    ranges = np.ascontiguousarray(np.asarray(skips, dtype=np.int64).reshape(-1, 2))
+    if len(ranges) and (np.any(ranges[:, 1] < ranges[:, 0])
+                        or np.any(ranges[1:, 0] < ranges[:-1, 1])):
+        raise ValueError("skips must be ascending, non-overlapping [start, end) ranges")
+    return ranges
+
+
 def _bitmap(bits, n):
     """The first n bits, with the unused high bits of the last byte cleared (a rolled-back
     batch may have left bits there), so equal columns have equal bytes."""
@@ -276,12 +287,12 @@ cdef class ColumnDecoder:
 
     def decode(self, data, Py_ssize_t position=0, *, bint verify_crc=True,
                bint include_control=False, int64_t offset_min=0,
-               int64_t offset_end=INT64_MAX, runs=None, records_max=None):
+               int64_t offset_end=INT64_MAX, runs=None, records_max=None, skips=None):
         if self.finished:
             raise ValueError("this ColumnDecoder has finished")
         self.end_position = decode_into(self.columns, data, position, verify_crc,
                                         include_control, offset_min, offset_end, runs,
-                                        records_max)
+                                        records_max, skips)
         return self.end_position
 
     def finish(self):
@@ -294,18 +305,20 @@ cdef class ColumnDecoder:
 def decode_columns(data, Py_ssize_t position=0, *, bint include_headers=False,
                    bint verify_crc=True, bint include_control=False,
                    int64_t offset_min=0, int64_t offset_end=INT64_MAX, runs=None,
-                   records_max=None):
+                   records_max=None, skips=None):
     cdef _ColumnBuffers columns = _ColumnBuffers(include_headers)
     end_position = decode_into(columns, data, position, verify_crc, include_control,
-                               offset_min, offset_end, runs, records_max)
+                               offset_min, offset_end, runs, records_max, skips)
     return columns.result(end_position)
 
 
 cdef Py_ssize_t decode_into(_ColumnBuffers columns, data, Py_ssize_t position,
                             bint verify_crc, bint include_control, int64_t offset_min,
-                            int64_t offset_end, runs, records_max) except -1:
+                            int64_t offset_end, runs, records_max, skips) except -1:
     """decode_columns' loop, adding to `columns`; returns the end position. records_max
-    counts every record the columns hold, earlier calls' included."""
+    counts every record the columns hold, earlier calls' included. runs (the ranges to
+    decode) and skips (the ranges to jump over) are two spellings of one plan: at most one
+    may be given."""
     cdef const uint8_t[::1] view = data
     cdef Py_ssize_t size = view.shape[0]
     cdef size_t batch_size = 0
@@ -320,6 +333,11 @@ cdef Py_ssize_t decode_into(_ColumnBuffers columns, data, Py_ssize_t position,
         limit = records_max
         if limit < 1:
             raise ValueError(f"records_max must be at least 1, got {records_max}")
+    if runs is not None and skips is not None:
+        raise ValueError("give runs or skips, not both")
+    cdef const int64_t[:, ::1] skip_ranges = _skip_ranges(skips)
+    cdef Py_ssize_t skip_index = 0
+    cdef Py_ssize_t first = position
     cdef list ranges = checked_runs(runs, position, size)
     if limit >= 0 and columns.c.records >= limit:
         return ranges[0][0] if ranges else position
@@ -327,6 +345,20 @@ cdef Py_ssize_t decode_into(_ColumnBuffers columns, data, Py_ssize_t position,
         reserve_runs(columns, view, ranges)
     for position, run_end in ranges:
         while True:
+            # Jump over the skipped ranges that start here; one that starts inside a batch
+            # decoded already (or covers the starting position) is the caller's error.
+            while skip_index < skip_ranges.shape[0] and skip_ranges[skip_index, 0] <= position:
+                if skip_ranges[skip_index, 1] > size:
+                    raise ValueError(f"skipped range ends at {skip_ranges[skip_index, 1]}, "
+                                     f"past the data's {size} bytes")
+                if skip_ranges[skip_index, 0] == position:
+                    position = max(position, <Py_ssize_t>skip_ranges[skip_index, 1])
+                elif skip_ranges[skip_index, 0] >= first or skip_ranges[skip_index, 1] > first:
+                    raise ValueError(
+                        f"skipped range {skip_ranges[skip_index, 0]}-"
+                        f"{skip_ranges[skip_index, 1]} does not start at a batch boundary "
+                        f"(next batch at {position})")
+                skip_index += 1
             batch = at(view, position)
             status = eos_frame_batch(batch, remaining_after(position, run_end), &batch_size)
             if status == EOS_TRUNCATED_BATCH:

@@ -242,6 +242,47 @@ def test_a_column_decoders_records_max_counts_every_record_it_holds(codec: Modul
     assert columns.offset.tolist() == [r.offset for r in records[: len(SAMPLE_RECORDS) + 1]]
 
 
+@pytest.mark.parametrize("skipped", [(0,), (1,), (1, 3), (0, 1, 5), (3, 5), (5,), ()])
+def test_decode_columns_jumps_over_skipped_batches_unread(
+    codec: ModuleType, skipped: tuple[int, ...]
+) -> None:
+    batches, _ = _run(codec)
+    run = bytearray(b"".join(batches))
+    starts = np.cumsum([0, *map(len, batches)]).tolist()
+    skips = [(starts[i], starts[i + 1]) for i in skipped]
+    for start, end in skips:
+        run[start + 20 : end] = b"\xff" * (end - start - 20)  # unread: damage goes unseen
+    columns = codec.decode_columns(bytes(run), include_headers=True, skips=skips)
+    kept = [
+        row
+        for i, batch in enumerate(batches)
+        if i not in skipped
+        for row in _rows(codec.decode_columns(batch, include_headers=True))
+    ]
+    assert _rows(columns) == kept
+    assert columns.end_position == len(run)
+
+
+def test_runs_and_skips_are_not_given_together(codec: ModuleType) -> None:
+    batches, _ = _run(codec)
+    with pytest.raises(ValueError, match="runs or skips"):
+        codec.decode_columns(b"".join(batches), runs=[(0, 10)], skips=[(0, 10)])
+
+
+@pytest.mark.parametrize(
+    "skips",
+    [[(5, 40)], [(0, 10**9)], [(10, 5)]],
+    ids=["inside-a-batch", "past-the-end", "reversed"],
+)
+def test_decode_columns_rejects_skips_that_are_not_whole_batches(
+    codec: ModuleType, skips: list[tuple[int, int]]
+) -> None:
+    batches, _ = _run(codec)
+    run = b"".join(batches)
+    with pytest.raises(ValueError, match="skip"):
+        codec.decode_columns(run, skips=skips)
+
+
 def test_decode_columns_of_nothing_is_an_empty_batch_in_the_spark_schema(
     codec: ModuleType,
 ) -> None:

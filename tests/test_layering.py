@@ -32,6 +32,8 @@ LAYER_RULES: list[tuple[str, tuple[str, ...]]] = [
     ("eoslog.fs_twin", ABOVE_CODEC),
     # The partition log is used by the broker and the coordinator, never the other way.
     ("eoslog.log", ("eoslog.cli", "eoslog.client", "eoslog.broker", "eoslog.coordinator")),
+    # Offline scans read the files through the log layer alone: no broker, no client.
+    ("eoslog.offline", ("eoslog.cli", "eoslog.client", "eoslog.broker", "eoslog.coordinator")),
 ]
 
 _CYTHON_FROM = re.compile(

@@ -41,6 +41,7 @@ from eoslog.errors import (
 )
 from eoslog.log.partition import AppendInfo, FetchResult
 from eoslog.log.recovery import repair_truncate
+from eoslog.offline import scan
 
 __version__ = "0.1.0"
 
@@ -84,4 +85,5 @@ __all__ = [
     "__version__",
     "open",
     "repair_truncate",
+    "scan",
 ]

@@ -15,7 +15,9 @@ the entries in use, which drops the mapping, then truncates the file, then maps 
 switches back. Lookups on other threads answer from the copy in between. Mappings are never
 closed explicitly: the entries object holds the only reference, and a dropped mapping is
 unmapped when that reference goes. An index opened with writable=False reads its file once
-with pread into memory and maps nothing, as readers outside the owner process must.
+with pread into memory and maps nothing, as readers outside the owner process must; it counts
+only the entries before the first slot that breaks the index's order (the zeroed,
+preallocated slots of an active segment's file).
 
 Thread safety. One writer, the partition's writer thread (under the partition lock), calls
 every method that changes the index: append / maybe_append, truncate_to, truncate, reset,
@@ -79,10 +81,13 @@ class MappedIndex:
         *,
         max_index_bytes: int = INDEX_BYTES_DEFAULT,
         writable: bool = True,
+        missing_ok: bool = False,
     ) -> None:
         """Open the index file at path, creating and preallocating it if it is missing and
         writable. ValueError if a new file could not hold one entry; FileNotFoundError if it
-        is missing and not writable; OSError from the file system."""
+        is missing and not writable, unless missing_ok (then it reads as no entries: index
+        files are created lazily, and retention may remove them under an offline reader);
+        OSError from the file system."""
         self._fs = fs
         self._path = path
         self._base_offset = base_offset
@@ -97,7 +102,7 @@ class MappedIndex:
         if writable:
             self._open_writable()
         else:
-            self._open_read_only()
+            self._open_read_only(missing_ok)
 
     def _open_writable(self) -> None:
         created = not self._fs.exists(self._path)
@@ -117,15 +122,27 @@ class MappedIndex:
         self._handle = handle
         self._length = length
 
-    def _open_read_only(self) -> None:
-        handle = self._fs.open(self._path, read_only=True)
+    def _open_read_only(self, missing_ok: bool) -> None:
+        try:
+            handle = self._fs.open(self._path, read_only=True)
+        except FileNotFoundError:
+            if not missing_ok:
+                raise
+            self._entries.attach(b"", 0)
+            return
         try:
             length = handle.size()
             image = handle.pread(length, 0)
         finally:
             handle.close()
         self._length = length
-        self._entries.attach(image, len(image) // self.ENTRY_BYTES)
+        self._entries.attach(image, self._entries_in_use(image))
+
+    def _entries_in_use(self, image: bytes) -> int:
+        """How many leading entries of a file read by pread are real entries. The owner's
+        active segment keeps its index file preallocated, so a reader in another process sees
+        zeroed slots after the last entry; each index type knows where its order breaks."""
+        return len(image) // self.ENTRY_BYTES
 
     def _rounded(self, size: int) -> int:
         return size - size % self.ENTRY_BYTES

@@ -43,9 +43,28 @@ class OffsetIndex(MappedIndex):
         *,
         max_index_bytes: int = INDEX_BYTES_DEFAULT,
         writable: bool = True,
+        missing_ok: bool = False,
     ) -> None:
-        super().__init__(fs, path, base_offset, max_index_bytes=max_index_bytes, writable=writable)
+        super().__init__(
+            fs,
+            path,
+            base_offset,
+            max_index_bytes=max_index_bytes,
+            writable=writable,
+            missing_ok=missing_ok,
+        )
         self._last_offset = self._read_last_offset()
+
+    def _entries_in_use(self, image: bytes) -> int:
+        """The leading entries whose positions are above 0 and whose offsets and positions
+        strictly increase (no entry is ever written at position 0, FORMAT.md §5.4)."""
+        entries = np.frombuffer(image, dtype=_ENTRY_DTYPE, count=len(image) // ENTRY_BYTES)
+        relative = entries["relative"].astype(np.int64)
+        position = entries["position"].astype(np.int64)
+        broken = position <= 0
+        broken[1:] |= (np.diff(relative) <= 0) | (np.diff(position) <= 0)
+        found = np.flatnonzero(broken)
+        return int(found[0]) if len(found) else len(entries)
 
     def _read_last_offset(self) -> int:
         count = self._entries.count

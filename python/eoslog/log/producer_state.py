@@ -16,14 +16,16 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Iterable
+from typing import Protocol
 
 import numpy as np
 
 from eoslog._ext.producer_state import ProducerStateTable
 from eoslog.errors import CorruptSnapshotError
 from eoslog.fs import FileSystem
-from eoslog.log.segment import SNAPSHOT_SUFFIX, LogSegment, file_name, offset_from_file_name
-from eoslog.log.txn_index import AbortedTxn, TransactionIndex
+from eoslog.log.segment import LogSegment
+from eoslog.log.segment_reads import SNAPSHOT_SUFFIX, file_name, offset_from_file_name
+from eoslog.log.txn_index import AbortedTxn
 from eoslog.record import codec, layout
 
 _CONTROL_VALUE = struct.Struct(">hi")  # version int16, coordinator epoch int32 (FORMAT.md §3)
@@ -48,6 +50,13 @@ def aborted_txn(
     return AbortedTxn(producer_id, first_offset, marker_offset, stable)
 
 
+class AbortedTxnSink(Protocol):
+    """Where replay puts the entries of the ABORT markers it passes: a TransactionIndex (a
+    rebuild), or a list (an offline reader collecting them; eoslog.log.partition_view)."""
+
+    def append(self, txn: AbortedTxn, /) -> None: ...
+
+
 class ProducerStateManager:
     """The producer-state table of a partition directory and its snapshot files."""
 
@@ -66,7 +75,7 @@ class ProducerStateManager:
             if name.endswith(SNAPSHOT_SUFFIX)
         )
 
-    def _path(self, offset: int) -> str:
+    def snapshot_path(self, offset: int) -> str:
         return os.path.join(self.directory, file_name(offset, SNAPSHOT_SUFFIX))
 
     def take_snapshot(self) -> None:
@@ -74,7 +83,7 @@ class ProducerStateManager:
         takeSnapshot skips an unchanged offset). Temp file then rename: a crash leaves the
         old set of files or the new one, and at worst a torn file its CRC rejects."""
         offset = self.table.map_end_offset
-        path = self._path(offset)
+        path = self.snapshot_path(offset)
         if self.fs.exists(path):
             return
         temporary = path + ".tmp"
@@ -87,8 +96,8 @@ class ProducerStateManager:
         self.fs.rename(temporary, path)
 
     def delete_snapshot(self, offset: int) -> None:
-        if self.fs.exists(self._path(offset)):
-            self.fs.unlink(self._path(offset))
+        if self.fs.exists(self.snapshot_path(offset)):
+            self.fs.unlink(self.snapshot_path(offset))
 
     def delete_snapshots_outside(self, log_start_offset: int, log_end_offset: int) -> None:
         """Kafka's truncateAndReload keeps snapshots in (log start, log end] only."""
@@ -119,7 +128,7 @@ class ProducerStateManager:
         for offset in reversed(self.snapshot_offsets()):
             if offset > bound:
                 continue
-            handle = self.fs.open(self._path(offset), read_only=True)
+            handle = self.fs.open(self.snapshot_path(offset), read_only=True)
             try:
                 data = handle.pread(handle.size(), 0)
             finally:
@@ -169,7 +178,7 @@ class ProducerStateManager:
         self.take_snapshot()
 
     def replay(
-        self, rows: np.ndarray, batches: dict[int, bytes], txn_index: TransactionIndex | None
+        self, rows: np.ndarray, batches: dict[int, bytes], txn_index: AbortedTxnSink | None
     ) -> None:
         """Apply batches already in the log to the table without checks (FORMAT.md §8.4,
         REPLICATION origin). rows: scan.BATCH_INFO rows in log order; batches: the bytes of

@@ -18,15 +18,14 @@ from eoslog._ext import scan
 from eoslog.errors import CorruptIndexError, CorruptRecordError
 from eoslog.fs import FileSystem, PosixFileSystem
 from eoslog.log.config import LogConfig
-from eoslog.log.segment import (
+from eoslog.log.segment import LogSegment, first_offset_violation
+from eoslog.log.segment_reads import (
     DELETED_SUFFIX,
     INDEX_SUFFIX,
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,
     TXN_INDEX_SUFFIX,
-    LogSegment,
     file_name,
-    first_offset_violation,
     offset_from_file_name,
 )
 

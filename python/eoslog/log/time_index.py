@@ -48,9 +48,28 @@ class TimeIndex(MappedIndex):
         *,
         max_index_bytes: int = INDEX_BYTES_DEFAULT,
         writable: bool = True,
+        missing_ok: bool = False,
     ) -> None:
-        super().__init__(fs, path, base_offset, max_index_bytes=max_index_bytes, writable=writable)
+        super().__init__(
+            fs,
+            path,
+            base_offset,
+            max_index_bytes=max_index_bytes,
+            writable=writable,
+            missing_ok=missing_ok,
+        )
         self._last_entry = self._read_last_entry()
+
+    def _entries_in_use(self, image: bytes) -> int:
+        """The leading entries whose timestamps strictly increase and whose offsets do not
+        decrease (a zeroed slot after a real entry breaks the order; FORMAT.md §5.5)."""
+        entries = np.frombuffer(image, dtype=_ENTRY_DTYPE, count=len(image) // ENTRY_BYTES)
+        timestamp = entries["timestamp"].astype(np.int64)
+        relative = entries["relative"].astype(np.int64)
+        broken = np.zeros(len(entries), dtype=bool)
+        broken[1:] = (np.diff(timestamp) <= 0) | (np.diff(relative) < 0)
+        found = np.flatnonzero(broken)
+        return int(found[0]) if len(found) else len(entries)
 
     def _read_last_entry(self) -> tuple[int, int]:
         count = self._entries.count

@@ -198,11 +198,14 @@ def decode_columns(
     offset_end: int = INT64_MAX,
     runs: Sequence[tuple[int, int]] | None = None,
     records_max: int | None = None,
+    skips: Sequence[tuple[int, int]] | None = None,
 ) -> ColumnarRecords:
     """Decode the run of whole batches from `position` into Arrow-layout columns. Keeps
     records with offset_min <= offset < offset_end; skips control batches unless
-    include_control. Stops at a partial trailing batch or before a batch that would push a
-    column past limits.column_bytes_max (see end_position). runs and records_max: as in
+    include_control; jumps over the byte ranges [start, end) of `skips` (ascending, each
+    whole batches; ValueError if one starts inside a batch). Stops at a partial trailing
+    batch or before a batch that would push a column past limits.column_bytes_max (see
+    end_position). runs (not with skips) and records_max: as in
     pyext/codec.pyi (the batches of several byte ranges into one set of columns; a cap on
     the records decoded, cutting the batch that reaches it when it has one record per
     offset).
@@ -220,6 +223,7 @@ def decode_columns(
         offset_end=offset_end,
         runs=runs,
         records_max=records_max,
+        skips=skips,
     )
     return decoder.finish()
 
@@ -249,11 +253,15 @@ class ColumnDecoder:
         offset_end: int = INT64_MAX,
         runs: Sequence[tuple[int, int]] | None = None,
         records_max: int | None = None,
+        skips: Sequence[tuple[int, int]] | None = None,
     ) -> int:
         if self._finished:
             raise ValueError("this ColumnDecoder has finished")
         if records_max is not None and records_max < 1:
             raise ValueError(f"records_max must be at least 1, got {records_max}")
+        if runs is not None and skips is not None:
+            raise ValueError("give runs or skips, not both")
+        skipped = _skip_ranges(skips)
         view = byte_view(data)
         ranges = _checked_runs(runs, position, len(view))
         if records_max is not None and self.count >= records_max:
@@ -272,7 +280,9 @@ class ColumnDecoder:
                 return header, []
             return header, _batch_rows(run, cursor, header, include_headers, offset_range)
 
-        found = self._decode_runs(view, ranges, rows_at, records_max) if ranges else position
+        found = (
+            self._decode_runs(view, ranges, rows_at, records_max, skipped) if ranges else position
+        )
         self._end_position = found
         return found
 
@@ -282,12 +292,14 @@ class ColumnDecoder:
         ranges: list[tuple[int, int]],
         rows_at: Callable[[memoryview, int], tuple[BatchHeader, list[_Row]] | None],
         records_max: int | None,
+        skipped: list[tuple[int, int]],
     ) -> int:
         columns = self._columns
-        position = 0
+        position = first = ranges[0][0]
         for position, run_end in ranges:
             run = view[:run_end]
             while True:
+                position = _past_skips(skipped, position, first, len(view))
                 batch = at_batch(position, rows_at, run, position)
                 if batch is None:
                     break
@@ -329,3 +341,29 @@ def _checked_runs(
             raise ValueError(f"run [{start}, {end}) is out of order or outside {size} bytes")
         previous = end
     return list(runs)
+
+
+def _skip_ranges(skips: Sequence[tuple[int, int]] | None) -> list[tuple[int, int]]:
+    ranges = [(int(start), int(end)) for start, end in skips or ()]
+    for index, (start, end) in enumerate(ranges):
+        if end < start or (index and start < ranges[index - 1][1]):
+            raise ValueError("skips must be ascending, non-overlapping [start, end) ranges")
+    ranges.reverse()  # popped from the end, lowest first
+    return ranges
+
+
+def _past_skips(ranges: list[tuple[int, int]], position: int, first: int, size: int) -> int:
+    """position moved past the skipped ranges that start there (ranges consumed as passed);
+    ValueError for one that started inside a batch decoded from `first` on, or covers it."""
+    while ranges and ranges[-1][0] <= position:
+        start, end = ranges.pop()
+        if end > size:
+            raise ValueError(f"skipped range ends at {end}, past the data's {size} bytes")
+        if start == position:
+            position = max(position, end)
+        elif start >= first or end > first:
+            raise ValueError(
+                f"skipped range {start}-{end} does not start at a batch boundary "
+                f"(next batch at {position})"
+            )
+    return position

@@ -1,0 +1,408 @@
+"""A read-only, lock-free view of one partition directory, for readers outside the owner
+process (eoslog.offline, the Spark data source) while the owner keeps writing (API.md
+"Offline scans").
+
+Taking the view opens every segment's .log once and captures its size, so the view is a fixed
+prefix of the log: retention unlinking a segment does not take its bytes away (the open file
+keeps its inode), appends past the captured size are not seen, and a torn or growing tail is
+cut at the last whole batch. Nothing is mapped: every read is a pread, since the owner may
+truncate or delete any file, and touching a mapped page past the end of its file kills the
+process (SIGBUS). Nothing is written, and no lock is taken.
+
+read_committed from the files alone (FORMAT.md §6, §7). The aborted transactions come from the
+segments' .txnindex files, except past the newest producer-state snapshot, where the view
+replays the batch headers itself (the owner writes a .txnindex entry just after its ABORT
+marker, so a reader may see the marker before the entry). The replay also yields the open
+transactions: the view's last stable offset is the first offset of the oldest transaction with
+no marker in the view, or its end.
+
+Thread safety: a view is used by one thread at a time. It holds open files until close().
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import re
+from collections.abc import Iterator
+from typing import Final
+
+import numpy as np
+
+from eoslog._ext import index as _index
+from eoslog._ext import readcommitted, scan
+from eoslog.errors import CorruptSnapshotError, KafkaStorageError
+from eoslog.fs import FileHandle, FileSystem
+from eoslog.log.offset_index import OffsetIndex
+from eoslog.log.producer_state import ProducerStateManager
+from eoslog.log.segment_reads import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    SegmentReads,
+    file_name,
+)
+from eoslog.log.time_index import TimeIndex
+from eoslog.log.txn_index import AbortedTxn
+from eoslog.record import codec, layout
+from eoslog.record.columns import ColumnarRecords
+
+# A segment's .log file name: exactly 20 digits and the suffix (temporary names such as
+# `.log.deleted` or `.log.swap` are not segments).
+_SEGMENT_LOG: Final = re.compile(r"\d{20}\.log")
+# Taking a view lists the directory, then opens the files. A segment vanishing between the two
+# other than at the start (where retention removes them) means the owner replaced files
+# (truncation): list again, at most this many times.
+OPEN_ATTEMPTS_MAX: Final = 20
+# A read returns whole batches from one pread of about this many bytes (or one batch, when a
+# batch is larger): large enough that the per-read Python work is small next to decoding,
+# small enough to keep a reader's memory flat.
+READ_CHUNK_BYTES: Final = 16 * 1024 * 1024
+
+
+class SegmentFiles(SegmentReads):
+    """One segment seen read-only: its .log handle, opened when the view was taken, the size
+    captured then (cut to whole batches for the last segment), and its indexes read once by
+    pread on first use (a missing index reads as empty: lookups then scan)."""
+
+    def __init__(
+        self, fs: FileSystem, directory: str, base_offset: int, handle: FileHandle, size: int
+    ) -> None:
+        self.fs = fs
+        self.directory = directory
+        self.base_offset = base_offset
+        self.size = size
+        self.index_suspect = False
+        self._handle = handle
+        self.offset_index = OffsetIndex(
+            fs, self.path(INDEX_SUFFIX), base_offset, writable=False, missing_ok=True
+        )
+        self.time_index = TimeIndex(
+            fs, self.path(TIME_INDEX_SUFFIX), base_offset, writable=False, missing_ok=True
+        )
+
+    @property
+    def log(self) -> FileHandle:
+        return self._handle
+
+    def aborted_transactions(self) -> list[AbortedTxn]:
+        """The entries of this segment's .txnindex as its whole entries stand now."""
+        try:
+            handle = self.fs.open(self.path(TXN_INDEX_SUFFIX), read_only=True)
+        except FileNotFoundError:
+            return []  # created with the first abort; removed with the segment
+        try:
+            data = handle.pread(handle.size(), 0)
+        finally:
+            handle.close()
+        return _index.decode_aborted_txns(data, AbortedTxn)
+
+
+class PartitionView:
+    """The log of one partition as it stood when the view was taken (module doc)."""
+
+    def __init__(
+        self, fs: FileSystem, directory: str, topic: str, partition: int, log_start_offset: int = 0
+    ) -> None:
+        """Open the segments of `directory`. log_start_offset: the owner's checkpointed log
+        start, if known (the first segment's base is used when it is higher).
+        UnknownTopicOrPartitionError-like FileNotFoundError if the directory is missing;
+        KafkaStorageError if the files keep changing under the listing."""
+        self.fs = fs
+        self.directory = directory
+        self.topic = topic
+        self.partition = partition
+        handles = _open_segments(fs, directory)
+        sizes = [handle.size() for _, handle in handles]
+        self._handles = handles
+        self._sizes = sizes
+        self._bases = [base for base, _ in handles]
+        self._segments: dict[int, SegmentFiles] = {}
+        self.log_start_offset = max(log_start_offset, self._bases[0]) if handles else 0
+        self.log_end_offset = self._cut_tail()
+        self._replayed: tuple[int, list[AbortedTxn], int | None] | None = None
+
+    def close(self) -> None:
+        for _, handle in self._handles:
+            handle.close()
+        self._handles = []
+
+    def __enter__(self) -> PartitionView:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def segment(self, number: int) -> SegmentFiles:
+        found = self._segments.get(number)
+        if found is None:
+            base, handle = self._handles[number]
+            found = SegmentFiles(self.fs, self.directory, base, handle, self._sizes[number])
+            self._segments[number] = found
+        return found
+
+    def _cut_tail(self) -> int:
+        """The view's log end: one past the last whole batch of the last segment, whose size
+        is cut there (a batch the owner is still writing is not part of the view)."""
+        if not self._handles:
+            return self.log_start_offset
+        last = self.segment(len(self._handles) - 1)
+        rows = last.scan_from(last.scan_position(1 << 62))
+        if len(rows) == 0:
+            last.size = 0
+            return max(last.base_offset, self.log_start_offset)
+        last.size = int(rows["position"][-1]) + int(rows["size"][-1])
+        return max(int(rows["last_offset"][-1]) + 1, self.log_start_offset)
+
+    # --- read_committed ------------------------------------------------------------------
+
+    def _replay(self) -> tuple[int, list[AbortedTxn], int | None]:
+        """(replay start, ABORTs met replaying, first unstable offset): the newest readable
+        snapshot at or below the view's end, then the batch headers after it, replayed into a
+        producer-state table (FORMAT.md §8.4). With no snapshot the whole partition is walked."""
+        if self._replayed is not None:
+            return self._replayed
+        manager = ProducerStateManager(self.fs, self.directory, expiration_ms=-1)
+        start = self._load_snapshot(manager)
+        collected: list[AbortedTxn] = []
+        first = max(bisect.bisect_right(self._bases, start) - 1, 0)
+        for number in range(first, len(self._handles)):
+            segment = self.segment(number)
+            rows = segment.scan_from(segment.scan_position(start), chunk_bytes=READ_CHUNK_BYTES)
+            rows = rows[rows["base_offset"] >= start]
+            controls = rows[(rows["attributes"] & layout.CONTROL_MASK) != 0]
+            batches = {
+                int(row["base_offset"]): segment.read_bytes(int(row["position"]), int(row["size"]))
+                for row in controls
+            }
+            manager.replay(rows, batches, collected)
+        self._replayed = (start, collected, manager.table.first_unstable_offset())
+        return self._replayed
+
+    def _load_snapshot(self, manager: ProducerStateManager) -> int:
+        """Load the newest snapshot that reads whole, within the view, into manager.table;
+        the offset replay starts from. Snapshots are only read: a corrupt or vanished one is
+        passed over, never deleted (the owner judges them)."""
+        for offset in reversed(manager.snapshot_offsets()):
+            if not self.log_start_offset <= offset <= self.log_end_offset:
+                continue
+            if not self._bases or offset < self._bases[0]:
+                continue
+            try:
+                handle = self.fs.open(manager.snapshot_path(offset), read_only=True)
+            except FileNotFoundError:
+                continue
+            try:
+                data = handle.pread(handle.size(), 0)
+            finally:
+                handle.close()
+            try:
+                manager.table.load_snapshot(data, offset)
+            except CorruptSnapshotError:
+                continue
+            return offset
+        start = self._bases[0] if self._bases else 0
+        manager.table.clear(start)
+        return start
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the oldest transaction open in the view, else its end; never
+        below the log start (FORMAT.md §7)."""
+        first_unstable = self._replay()[2]
+        if first_unstable is None:
+            return self.log_end_offset
+        return min(max(first_unstable, self.log_start_offset), self.log_end_offset)
+
+    def aborted_transactions(self) -> list[AbortedTxn]:
+        """Every aborted transaction whose ABORT marker is in the view, by marker offset:
+        from the .txnindex files below the replay start, from the replay after it."""
+        start, replayed, _ = self._replay()
+        found: list[AbortedTxn] = []
+        for number in range(len(self._handles)):
+            if self._bases[number] >= start:
+                break
+            found.extend(
+                entry
+                for entry in self.segment(number).aborted_transactions()
+                if entry.last_offset < start
+            )
+        found.extend(replayed)
+        return found
+
+    # --- lookups ----------------------------------------------------------------------------
+
+    def _number_of(self, offset: int) -> int:
+        return max(bisect.bisect_right(self._bases, offset) - 1, 0)
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> int:
+        """The offset of the first record with timestamp >= timestamp_ms, through the time
+        indexes (FORMAT.md §5.9); the view's end when there is none."""
+        last = len(self._handles) - 1
+        for number in range(len(self._handles)):
+            segment = self.segment(number)
+            if number < last and segment.scan_largest_timestamp()[0] < timestamp_ms:
+                continue
+            found = segment.find_offset_by_timestamp(timestamp_ms, self.log_start_offset)
+            if found is not None:
+                return found[0]
+        return self.log_end_offset
+
+    def split_offsets(self, start: int, stop: int, records_max: int) -> list[int]:
+        """Offsets in (start, stop) that cut [start, stop) into pieces of about records_max
+        records, taken from the offset indexes' entries (each the last offset of a batch, so
+        a cut + 1 starts a batch). No log bytes are read."""
+        cuts: list[int] = []
+        previous = start
+        for number in range(self._number_of(start), len(self._handles)):
+            segment = self.segment(number)
+            if segment.base_offset >= stop:
+                break
+            index = segment.offset_index
+            for slot in range(index.entries):
+                cut = index.entry(slot)[0] + 1
+                if cut - previous >= records_max and start < cut < stop:
+                    cuts.append(cut)
+                    previous = cut
+        return cuts
+
+    # --- reading ----------------------------------------------------------------------------
+
+    def read_batches(
+        self, start: int, stop: int, chunk_bytes: int = READ_CHUNK_BYTES
+    ) -> Iterator[tuple[memoryview, int]]:
+        """(bytes, first offset) of runs of whole batches holding the offsets [start, stop):
+        the first run begins at or below the batch holding `start`; batches beginning at or
+        past `stop` are left out. CorruptRecordError where the bytes below a segment's
+        captured size are not whole batches."""
+        start = max(start, self.log_start_offset)
+        stop = min(stop, self.log_end_offset)
+        if start >= stop:
+            return
+        number = self._number_of(start)
+        segment = self.segment(number)
+        position = segment.scan_position(start)
+        offset = start
+        while offset < stop:
+            if position >= segment.size:
+                number += 1
+                if number >= len(self._handles):
+                    return
+                segment, position = self.segment(number), 0
+                continue
+            data, infos = _whole_batches(segment, position, chunk_bytes)
+            below = infos["base_offset"] < stop
+            keep = int(np.count_nonzero(below))
+            if keep:
+                end = int(infos["position"][keep - 1]) + int(infos["size"][keep - 1])
+                yield data[:end], offset
+                offset = int(infos["last_offset"][keep - 1]) + 1
+                position += end
+            if keep < len(infos):
+                return
+
+    def read_arrow(
+        self,
+        start: int,
+        stop: int,
+        aborted: list[AbortedTxn] | None,
+        *,
+        include_headers: bool = False,
+        verify_crc: bool = True,
+        chunk_bytes: int = READ_CHUNK_BYTES,
+    ) -> Iterator[ColumnarRecords]:
+        """The records [start, stop) as columns, decoded in C with no Python object per
+        record. aborted: the aborted transactions (read_committed; stop must then be at or
+        below the last stable offset) or None (read_uncommitted). Control records never
+        appear; aborted transactional batches are dropped whole (FORMAT.md §6.4)."""
+        for data, offset in self.read_batches(start, stop, chunk_bytes):
+            skips = None
+            if aborted is not None:
+                # Kafka's rule for the aborted transactions a fetch from `offset` is told
+                # about (FORMAT.md §6.3): those not ended before it, begun before its end.
+                pending = [
+                    (txn.producer_id, txn.first_offset)
+                    for txn in aborted
+                    if txn.last_offset >= offset and txn.first_offset < stop
+                ]
+                runs = readcommitted.plan_fetch(data, offset, pending)[0]
+                skips = _gaps(runs, len(data))
+            # One call decodes the whole read around the dropped batches, so a read yields
+            # one batch of columns, not one per run between aborted batches.
+            position = 0
+            while position < len(data):
+                columns = codec.decode_columns(
+                    data,
+                    position,
+                    include_headers=include_headers,
+                    verify_crc=verify_crc,
+                    offset_min=offset,
+                    offset_end=stop,
+                    skips=skips,
+                )
+                if columns.end_position <= position:
+                    raise AssertionError("a column limit stopped the first batch")
+                position = columns.end_position
+                if columns.count:
+                    yield columns
+
+
+def _gaps(runs: list[tuple[int, int]], size: int) -> list[tuple[int, int]]:
+    """The byte ranges of [0, size) outside the ascending runs."""
+    gaps = []
+    position = 0
+    for run_start, run_end in runs:
+        if run_start > position:
+            gaps.append((position, run_start))
+        position = run_end
+    if position < size:
+        gaps.append((position, size))
+    return gaps
+
+
+def _whole_batches(
+    segment: SegmentFiles, position: int, chunk_bytes: int
+) -> tuple[memoryview, np.ndarray]:
+    """The whole batches of one pread at `position` (at least one batch, read exactly when it
+    is larger than a chunk) and their rows, positions relative to the read."""
+    end = segment.size
+    data = segment.read_bytes(position, min(chunk_bytes, end - position))
+    infos, stop, status = scan.scan_batches(data, verify_crc=False)
+    if len(infos) == 0 and status == 0 and len(data) >= layout.LOG_OVERHEAD:
+        claimed = layout.LOG_OVERHEAD + int.from_bytes(data[8:12], "big", signed=True)
+        if len(data) < claimed <= end - position:
+            data = segment.read_bytes(position, claimed)
+            infos, stop, status = scan.scan_batches(data, verify_crc=False)
+    if len(infos) == 0:
+        # Below the captured size everything was written as whole batches.
+        raise segment.corruption(position + stop, "no whole batch starts there")
+    return memoryview(data), infos
+
+
+def _open_segments(fs: FileSystem, directory: str) -> list[tuple[int, FileHandle]]:
+    """(base offset, read-only handle) of each segment, oldest first. A segment that vanishes
+    before it is opened is skipped when it is the oldest (retention); anywhere else the
+    listing is taken again."""
+    for _ in range(OPEN_ATTEMPTS_MAX):
+        bases = sorted(
+            int(name[:20]) for name in fs.listdir(directory) if _SEGMENT_LOG.fullmatch(name)
+        )
+        opened: list[tuple[int, FileHandle]] = []
+        complete = True
+        for base in bases:
+            try:
+                handle = fs.open(
+                    os.path.join(directory, file_name(base, LOG_SUFFIX)), read_only=True
+                )
+            except FileNotFoundError:
+                if opened:
+                    complete = False
+                    break
+                continue
+            opened.append((base, handle))
+        if complete:
+            return opened
+        for _, handle in opened:
+            handle.close()
+    raise KafkaStorageError(f"{directory}: the segment files kept changing while being opened")

@@ -1,0 +1,352 @@
+"""Offline scans of a log directory (API.md "Offline scans"): read-only, no lock, safe from any
+process while the owner writes. eoslog.scan is the public entry; the Spark data source
+(eoslog_spark) plans with plan_ranges on the driver and reads each ScanRange in a task.
+
+A scan is planned partition by partition: a PartitionView (eoslog.log.partition_view) fixes
+what the partition holds, the start and end offsets are resolved against it (earliest,
+latest, explicit offsets, timestamps through the time index), and under read_committed the
+end is capped at the view's last stable offset and the aborted transactions in the range are
+attached. A ScanRange is a small picklable descriptor: reading it opens a fresh view, whose
+log is a longer prefix of the same log, and decodes [start, stop) from it, so every reader of
+one plan sees the same records.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Final, NamedTuple
+
+import pyarrow as pa
+
+from eoslog.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from eoslog.fs import FileSystem, PosixFileSystem
+from eoslog.log import checkpoints
+from eoslog.log.partition_view import READ_CHUNK_BYTES, PartitionView
+from eoslog.log.txn_index import AbortedTxn
+from eoslog.record.columns import SPARK_SCHEMA, SPARK_SCHEMA_WITH_HEADERS
+
+# Spark's Kafka source spells these as offsets in its JSON (KafkaSourceProvider): -2 the
+# earliest offset, -1 the latest.
+EARLIEST: Final = -2
+LATEST: Final = -1
+ISOLATION_LEVELS: Final = ("read_committed", "read_uncommitted")
+# `<topic>-<partition>` (FORMAT.md §5.1); a directory being deleted has a longer suffix.
+_PARTITION_DIRECTORY: Final = re.compile(r"(.+)-(\d+)")
+_INTERNAL_TOPICS: Final = ("__transaction_state", "__consumer_offsets")
+# A read yields RecordBatches of at least this many rows (but the last), gathered from the
+# view's decoded reads (one per read chunk, and a short one at every segment's end): each
+# batch a Spark task yields costs an Arrow IPC message and a JVM-side batch.
+YIELD_ROWS_MIN: Final = 65_536
+# ... and of at most about this many bytes, so a gathered batch stays well inside Arrow's
+# 2 GiB binary-column limit and a reader's memory flat.
+YIELD_BYTES_MAX: Final = 64 * 1024 * 1024
+
+OffsetSpec = str | int | Mapping[str, Mapping[int | str, int]] | None
+
+
+class ScanRange(NamedTuple):
+    """The records [start, stop) of one partition of the log directory `path`. aborted: the
+    aborted transactions overlapping the range (read_committed), or None (read_uncommitted)."""
+
+    path: str
+    topic: str
+    partition: int
+    start: int
+    stop: int
+    aborted: tuple[AbortedTxn, ...] | None
+
+    @property
+    def records_max(self) -> int:
+        """At most this many records (offsets have gaps: markers, aborted batches)."""
+        return self.stop - self.start
+
+
+def list_partitions(
+    path: str,
+    topics: Iterable[str] | None = None,
+    *,
+    pattern: str | None = None,
+    partitions: Iterable[tuple[str, int]] | None = None,
+    fs: FileSystem | None = None,
+) -> list[tuple[str, int]]:
+    """The (topic, partition) pairs to scan, sorted: the partitions of `topics`, of the
+    topics whose whole name matches the regular expression `pattern` (internal topics
+    excepted), or exactly `partitions`. UnknownTopicOrPartitionError for a named topic or
+    partition with no directory; ValueError unless exactly one of the three is given."""
+    fs = fs or PosixFileSystem()
+    if sum(choice is not None for choice in (topics, pattern, partitions)) != 1:
+        raise ValueError("give exactly one of topics, pattern and partitions")
+    found: set[tuple[str, int]] = set()
+    for name in fs.listdir(path):
+        match = _PARTITION_DIRECTORY.fullmatch(name)
+        if match and os.path.isdir(os.path.join(path, name)):
+            found.add((match.group(1), int(match.group(2))))
+    if partitions is not None:
+        wanted = sorted(set(partitions))
+        missing = [pair for pair in wanted if pair not in found]
+        if missing:
+            raise UnknownTopicOrPartitionError(f"no such partitions in {path}: {missing}")
+        return wanted
+    if pattern is not None:
+        regex = re.compile(pattern)
+        return sorted(
+            pair for pair in found if regex.fullmatch(pair[0]) and pair[0] not in _INTERNAL_TOPICS
+        )
+    selected = []
+    for topic in topics or ():
+        mine = sorted(pair for pair in found if pair[0] == topic)
+        if not mine:
+            raise UnknownTopicOrPartitionError(f"no topic {topic!r} in {path}")
+        selected.extend(mine)
+    return sorted(selected)
+
+
+def _offset_for(spec: OffsetSpec, topic: str, partition: int, default: int) -> int:
+    """The offset a Spark-style spec gives one partition: "earliest" / "latest", -2 / -1, or
+    a {topic: {partition: offset}} mapping (partitions it leaves out get `default`)."""
+    if spec is None:
+        return default
+    if isinstance(spec, str):
+        if spec not in ("earliest", "latest"):
+            raise ValueError(f"offsets must be earliest, latest or a mapping, not {spec!r}")
+        return EARLIEST if spec == "earliest" else LATEST
+    if isinstance(spec, int):
+        return spec
+    per_topic = spec.get(topic, {})
+    for key, value in per_topic.items():
+        if int(key) == partition:
+            return int(value)
+    return default
+
+
+def _resolve(view: PartitionView, offset: int, latest: int) -> int:
+    if offset == EARLIEST:
+        return view.log_start_offset
+    if offset == LATEST:
+        return latest
+    if offset < 0:
+        raise ValueError(f"offset {offset} is neither an offset nor -2 (earliest) / -1 (latest)")
+    return min(max(offset, view.log_start_offset), latest)
+
+
+def plan_partition(
+    path: str,
+    topic: str,
+    partition: int,
+    *,
+    isolation_level: str = "read_committed",
+    start_offsets: OffsetSpec = None,
+    end_offsets: OffsetSpec = None,
+    start_timestamp: int | None = None,
+    end_timestamp: int | None = None,
+    records_per_range: int | None = None,
+    fs: FileSystem | None = None,
+    log_starts: Mapping[tuple[str, int], int] | None = None,
+) -> list[ScanRange]:
+    """The ranges covering what one partition holds now between the resolved start and end
+    (see plan_ranges), cut at offset-index entries into pieces of about records_per_range."""
+    if isolation_level not in ISOLATION_LEVELS:
+        raise ValueError(f"isolation_level must be one of {ISOLATION_LEVELS}")
+    fs = fs or PosixFileSystem()
+    directory = os.path.join(path, f"{topic}-{partition}")
+    log_start = (log_starts or {}).get((topic, partition), 0)
+    with PartitionView(fs, directory, topic, partition, log_start) as view:
+        committed = isolation_level == "read_committed"
+        latest = view.last_stable_offset if committed else view.log_end_offset
+        start = _resolve(view, _offset_for(start_offsets, topic, partition, EARLIEST), latest)
+        stop = _resolve(view, _offset_for(end_offsets, topic, partition, LATEST), latest)
+        if start_timestamp is not None:
+            start = max(start, min(view.offset_for_timestamp(start_timestamp), latest))
+        if end_timestamp is not None:
+            stop = min(stop, view.offset_for_timestamp(end_timestamp))
+        if start >= stop:
+            return []
+        aborted = None
+        if committed:
+            aborted = tuple(
+                txn
+                for txn in view.aborted_transactions()
+                if txn.last_offset >= start and txn.first_offset < stop
+            )
+        cuts = view.split_offsets(start, stop, records_per_range) if records_per_range else []
+    bounds = [start, *cuts, stop]
+    return [
+        ScanRange(path, topic, partition, low, high, aborted)
+        for low, high in itertools.pairwise(bounds)
+    ]
+
+
+def plan_ranges(
+    path: str,
+    pairs: Iterable[tuple[str, int]],
+    *,
+    isolation_level: str = "read_committed",
+    start_offsets: OffsetSpec = None,
+    end_offsets: OffsetSpec = None,
+    start_timestamp: int | None = None,
+    end_timestamp: int | None = None,
+    records_per_range: int | None = None,
+    fs: FileSystem | None = None,
+) -> list[ScanRange]:
+    """plan_partition for each (topic, partition), with the owner's checkpointed log start
+    offsets. Start offsets default to the earliest, end offsets to the latest: the last
+    stable offset under read_committed (the view's LSO, computed from the files), the log
+    end otherwise. Timestamps (ms) narrow the range to records from the first with timestamp
+    >= start_timestamp up to, not including, the first with timestamp >= end_timestamp."""
+    fs = fs or PosixFileSystem()
+    try:
+        log_starts = checkpoints.read_offsets(
+            fs, os.path.join(path, checkpoints.LOG_START_OFFSET_FILE)
+        )
+    except OSError:
+        log_starts = {}  # replaced under us: the first segment's base serves
+    ranges: list[ScanRange] = []
+    for topic, partition in pairs:
+        ranges.extend(
+            plan_partition(
+                path,
+                topic,
+                partition,
+                isolation_level=isolation_level,
+                start_offsets=start_offsets,
+                end_offsets=end_offsets,
+                start_timestamp=start_timestamp,
+                end_timestamp=end_timestamp,
+                records_per_range=records_per_range,
+                fs=fs,
+                log_starts=log_starts,
+            )
+        )
+    return ranges
+
+
+def read_range(
+    scan_range: ScanRange,
+    *,
+    include_headers: bool = False,
+    verify_crc: bool = True,
+    chunk_bytes: int = READ_CHUNK_BYTES,
+    fs: FileSystem | None = None,
+    fail_on_data_loss: bool = True,
+) -> Iterator[pa.RecordBatch]:
+    """The records of one planned range as RecordBatches in the Spark Kafka source's schema;
+    nothing past scan_range.stop is read.
+
+    When the owner's retention deleted segments holding planned offsets between the plan and
+    this read (the range starts below the view's first segment), the records are gone:
+    fail_on_data_loss (the default, as Spark's Kafka source) raises OffsetOutOfRangeError
+    before yielding anything; otherwise the lost offsets are skipped and the range is read
+    from the first offset still held."""
+    fs = fs or PosixFileSystem()
+    topic, partition = scan_range.topic, scan_range.partition
+    directory = os.path.join(scan_range.path, f"{topic}-{partition}")
+    aborted = None if scan_range.aborted is None else list(scan_range.aborted)
+    with PartitionView(fs, directory, topic, partition) as view:
+        if fail_on_data_loss and view.log_start_offset > scan_range.start:
+            lost_end = min(view.log_start_offset, scan_range.stop)
+            raise OffsetOutOfRangeError(
+                f"{topic}-{partition}: offsets {scan_range.start} to {lost_end - 1} were "
+                "planned but retention deleted them before the read (the log now starts at "
+                f"{view.log_start_offset}); fail_on_data_loss=False (Spark option "
+                "failOnDataLoss=false) skips them"
+            )
+        decoded = view.read_arrow(
+            scan_range.start,
+            scan_range.stop,
+            aborted,
+            include_headers=include_headers,
+            verify_crc=verify_crc,
+            chunk_bytes=chunk_bytes,
+        )
+        yield from _gathered(columns.to_arrow(topic, partition) for columns in decoded)
+
+
+def _gathered(pieces: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The pieces joined into batches of at least YIELD_ROWS_MIN rows (the last may be
+    smaller) and about YIELD_BYTES_MAX bytes at most; a piece large enough alone is passed on
+    uncopied."""
+    pending: list[pa.RecordBatch] = []
+    rows = size = 0
+    for piece in pieces:
+        if pending and size + piece.nbytes > YIELD_BYTES_MAX:
+            yield _joined(pending)
+            pending, rows, size = [], 0, 0
+        pending.append(piece)
+        rows += piece.num_rows
+        size += piece.nbytes
+        if rows >= YIELD_ROWS_MIN:
+            yield _joined(pending)
+            pending, rows, size = [], 0, 0
+    if pending:
+        yield _joined(pending)
+
+
+def _joined(pieces: list[pa.RecordBatch]) -> pa.RecordBatch:
+    if len(pieces) == 1:
+        return pieces[0]
+    joined = pa.Table.from_batches(pieces).combine_chunks().to_batches()
+    assert len(joined) == 1, "combine_chunks leaves one chunk per column"
+    return joined[0]
+
+
+def scan(
+    path: str,
+    topics: Iterable[str] | None = None,
+    isolation_level: str = "read_committed",
+    start_offsets: OffsetSpec = None,
+    end_offsets: OffsetSpec = None,
+    start_timestamp: int | None = None,
+    end_timestamp: int | None = None,
+    *,
+    pattern: str | None = None,
+    partitions: Iterable[tuple[str, int]] | None = None,
+    include_headers: bool = False,
+    verify_crc: bool = True,
+    fail_on_data_loss: bool = True,
+) -> Iterator[pa.RecordBatch]:
+    """Read a log directory without opening it: pyarrow.RecordBatches in the Spark Kafka
+    source's schema (API.md "Spark"), partition after partition in offset order.
+
+    Any process may call it while the owner writes: it takes no lock, maps nothing the owner
+    may cut, and sees each partition as it stood when planned, up to its last whole batch.
+    read_committed (the default) is computed from the files alone: no record of an aborted
+    transaction, and nothing at or past the first offset of a transaction still open.
+    Select partitions with `topics`, `pattern` (a regular expression on whole topic names)
+    or `partitions` ((topic, partition) pairs); all topics but the internal ones by default.
+    Offsets: "earliest" / "latest" or {topic: {partition: offset}} with -2 / -1 for
+    earliest / latest (Spark's JSON); end offsets are exclusive. Timestamps are ms.
+
+    Every partition is planned before the first is read. If the owner's retention deletes
+    planned records before they are read, OffsetOutOfRangeError is raised, or with
+    fail_on_data_loss=False the lost records are skipped (Spark's failOnDataLoss).
+
+    Raises UnknownTopicOrPartitionError for a topic or partition with no directory,
+    ValueError for a bad option, CorruptRecordError where the files are damaged,
+    OffsetOutOfRangeError for planned records retention deleted (see above)."""
+    if topics is None and pattern is None and partitions is None:
+        pattern = ".*"
+    pairs = list_partitions(path, topics, pattern=pattern, partitions=partitions)
+    ranges = plan_ranges(
+        path,
+        pairs,
+        isolation_level=isolation_level,
+        start_offsets=start_offsets,
+        end_offsets=end_offsets,
+        start_timestamp=start_timestamp,
+        end_timestamp=end_timestamp,
+    )
+    for scan_range in ranges:
+        yield from read_range(
+            scan_range,
+            include_headers=include_headers,
+            verify_crc=verify_crc,
+            fail_on_data_loss=fail_on_data_loss,
+        )
+
+
+def arrow_schema(include_headers: bool = False) -> pa.Schema:
+    """The schema of what scan yields (the Spark Kafka source's)."""
+    return SPARK_SCHEMA_WITH_HEADERS if include_headers else SPARK_SCHEMA
