@@ -115,6 +115,39 @@ typedef struct {
 int eos_decode_records(eos_columns *columns, const uint8_t *records, size_t len,
                        const eos_batch_header *header, int64_t offset_min, int64_t offset_end);
 
+/* One record of a batch as a consumer's Message reads it: pointers into the records section it
+ * was indexed from (the caller keeps that memory alive), nothing copied. key / value are NULL
+ * for null ones; [headers, end) are the record's encoded headers, already checked by
+ * eos_parse_record, to be walked with eos_next_header. */
+typedef struct {
+    int64_t offset;
+    int64_t timestamp_ms;
+    const uint8_t *key;
+    const uint8_t *value;
+    const uint8_t *headers;
+    const uint8_t *end;
+    int32_t key_length;   /* < 0: null key */
+    int32_t value_length; /* < 0: null value */
+    int32_t headers_count;
+    int32_t timestamp_type; /* 0 CreateTime, 1 LogAppendTime (the batch's) */
+} eos_record_ref;
+
+/* Append a reference to each record of one batch (records section [records, records + len),
+ * uncompressed) with offset_min <= offset < offset_end to refs[*count ..], at most `capacity`
+ * entries in all, and advance *count. The records are checked as eos_decode_records checks
+ * them. All or nothing: on any status but OK *count is unchanged. EOS_NEED_SPACE: capacity
+ * is too small; grow and call again. */
+int eos_index_records(eos_record_ref *refs, int64_t capacity, int64_t *count,
+                      const uint8_t *records, size_t len, const eos_batch_header *header,
+                      int64_t offset_min, int64_t offset_end);
+
+/* One header of a record indexed by eos_index_records: reads the header at p (before `end`,
+ * the record's end) into key / value (value NULL with *value_length < 0 when null) and returns
+ * the next header's position. The headers were checked, so this cannot fail. */
+const uint8_t *eos_next_header(const uint8_t *p, const uint8_t *end, const uint8_t **key,
+                               int32_t *key_length, const uint8_t **value,
+                               int32_t *value_length);
+
 /* Record encoding for the builder: the size of the record body (what its length varint
  * counts) and the writer. headers_size is the encoded size of the headers after their count. */
 size_t eos_record_body_size(int64_t timestamp_delta, int32_t offset_delta, int32_t key_length,

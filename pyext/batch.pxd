@@ -58,6 +58,18 @@ cdef extern from "batch.h" nogil:
         uint8_t *header_value_data
         uint8_t *header_value_validity
 
+    ctypedef struct eos_record_ref:
+        int64_t offset
+        int64_t timestamp_ms
+        const uint8_t *key
+        const uint8_t *value
+        const uint8_t *headers
+        const uint8_t *end
+        int32_t key_length
+        int32_t value_length
+        int32_t headers_count
+        int32_t timestamp_type
+
     enum:
         EOS_WALK_CLIENT_RULES
 
@@ -75,6 +87,12 @@ cdef extern from "batch.h" nogil:
     int eos_decode_records(eos_columns *columns, const uint8_t *records, size_t len,
                            const eos_batch_header *header, int64_t offset_min,
                            int64_t offset_end)
+    int eos_index_records(eos_record_ref *refs, int64_t capacity, int64_t *count,
+                          const uint8_t *records, size_t len, const eos_batch_header *header,
+                          int64_t offset_min, int64_t offset_end)
+    const uint8_t *eos_next_header(const uint8_t *p, const uint8_t *end, const uint8_t **key,
+                                   int32_t *key_length, const uint8_t **value,
+                                   int32_t *value_length)
     size_t eos_record_body_size(int64_t timestamp_delta, int32_t offset_delta,
                                 int32_t key_length, int32_t value_length,
                                 int32_t headers_count, size_t headers_size)

@@ -85,6 +85,8 @@ def decode_columns(
     include_control: bool = False,
     offset_min: int = 0,
     offset_end: int = ...,
+    runs: Sequence[tuple[int, int]] | None = None,
+    records_max: int | None = None,
     skips: Sequence[tuple[int, int]] | None = None,
 ) -> ColumnarRecords:
     """Decode the run of whole batches from `position` into Arrow-layout columns, with no
@@ -95,7 +97,48 @@ def decode_columns(
     batch or before a batch that would push a column past limits.column_bytes_max (see
     end_position).
     Raises as validate_batch does for a batch that is corrupt or malformed (CRC checked when
-    verify_crc)."""
+    verify_crc).
+
+    runs: instead of everything from `position`, the whole batches inside each [start, end)
+    byte range, in order, into the same columns (a read_committed fetch's plan: the ranges
+    skip the aborted batches); the columns are then sized once for all of them. ValueError
+    for ranges out of order, overlapping or outside the data, or given with skips (runs and
+    skips are two spellings of one plan: the ranges to decode, the ranges to jump over).
+
+    records_max (>= 1): stop once that many records are decoded. The batch that reaches it
+    is cut after its records_max-th record if it holds one record per offset (every batch
+    eoslog appends); end_position is then that batch's position, so a caller goes on from the
+    last offset + 1. A batch with offset gaps is decoded whole. ValueError below 1."""
+
+class ColumnDecoder:
+    """Columns filled by decode() calls over one or more buffers, then taken once by
+    finish(): records that arrive in several reads (a consumer's fetches from successive
+    segments) end in one set of columns, each value copied once. decode_columns(data, ...)
+    is ColumnDecoder(include_headers).decode(data, ...) then finish(). Not thread-safe."""
+
+    def __init__(self, include_headers: bool = False) -> None: ...
+    @property
+    def count(self) -> int:
+        """Records decoded so far."""
+    def decode(
+        self,
+        data: Buffer,
+        position: int = 0,
+        *,
+        verify_crc: bool = True,
+        include_control: bool = False,
+        offset_min: int = 0,
+        offset_end: int = ...,
+        runs: Sequence[tuple[int, int]] | None = None,
+        records_max: int | None = None,
+        skips: Sequence[tuple[int, int]] | None = None,
+    ) -> int:
+        """Add the records of `data` as decode_columns would decode them, records_max
+        counting every record held (earlier calls' too); returns where decoding stopped in
+        `data` (decode_columns' end_position). Raises as decode_columns does, adding nothing
+        from the failing batch; ValueError after finish()."""
+    def finish(self) -> ColumnarRecords:
+        """The columns, with the last decode's end position. ValueError if called twice."""
 
 class BatchBuilder:
     """Builds one v2 batch record by record. Not thread-safe: one builder per thread."""

@@ -210,68 +210,195 @@ def _bitmap(bits, n):
     return out
 
 
+cdef list checked_runs(object runs, Py_ssize_t position, Py_ssize_t size):
+    """The byte ranges to decode: [(position, size)] without runs, else runs checked to be
+    ascending, non-overlapping ranges inside the data (ValueError otherwise)."""
+    if runs is None:
+        check_position(position)
+        return [(position, size)]
+    cdef list found = []
+    cdef Py_ssize_t start, end, previous = 0
+    for start, end in runs:
+        if start < previous or end < start or end > size:
+            raise ValueError(f"run [{start}, {end}) is out of order or outside {size} bytes")
+        found.append((start, end))
+        previous = end
+    return found
+
+
+cdef int reserve_runs(_ColumnBuffers columns, const uint8_t[::1] view, list runs) except -1:
+    """Reserve room for every record of the runs' whole batches at once (their header counts,
+    bounded by their sizes), so a decode of a whole fetch allocates its columns once instead
+    of doubling them batch by batch (each doubling copies what was decoded so far). A batch
+    whose decompressed records need more grows the columns when it is decoded."""
+    cdef Py_ssize_t start, end, position
+    cdef size_t batch_size = 0
+    cdef eos_batch_header h
+    cdef int64_t records = 0, section_bytes = 0
+    cdef const uint8_t *batch
+    for start, end in runs:
+        position = start
+        while position < end:
+            batch = at(view, position)
+            if eos_frame_batch(batch, <size_t>(end - position), &batch_size) != EOS_OK:
+                break  # the decode reports it, at its place among the batches
+            if eos_read_header(batch, batch_size, &h) != EOS_OK:
+                break
+            if h.records_count > 0 and batch_size > EOS_RECORDS_OFFSET:
+                records += min(<int64_t>h.records_count,
+                               <int64_t>(batch_size - EOS_RECORDS_OFFSET)
+                               // limits.record_bytes_min)
+                section_bytes += <int64_t>(batch_size - EOS_RECORDS_OFFSET)
+            position += <Py_ssize_t>batch_size
+    columns.reserve(records, section_bytes)
+    return 0
+
+
+cdef int64_t clipped_end(const eos_batch_header *h, int64_t offset_min, int64_t offset_end,
+                         int64_t records_left) noexcept:
+    """The offset_end that stops a batch after records_left records, or offset_end when the
+    whole batch fits. Only a batch with one record per offset (offset delta i for record i,
+    as every batch eoslog appends) is cut; one with gaps is decoded whole."""
+    cdef int64_t first = h.base_offset if h.base_offset > offset_min else offset_min
+    cdef int64_t last = wrapping_add(h.base_offset, h.last_offset_delta)
+    if h.last_offset_delta + 1 != h.records_count or last < first + records_left:
+        return offset_end
+    return first + records_left if first + records_left < offset_end else offset_end
+
+
+@cython.final
+cdef class ColumnDecoder:
+    """Columns being filled by decode calls over one or more buffers (a consumer's fetches
+    from successive segments), so records that arrive in several reads end in one set of
+    columns, each value copied once. See pyext/codec.pyi. Not thread-safe."""
+
+    cdef _ColumnBuffers columns
+    cdef Py_ssize_t end_position
+    cdef bint finished
+
+    def __cinit__(self, bint include_headers=False):
+        self.columns = _ColumnBuffers(include_headers)
+        self.end_position = 0
+        self.finished = False
+
+    @property
+    def count(self):
+        return self.columns.c.records
+
+    def decode(self, data, Py_ssize_t position=0, *, bint verify_crc=True,
+               bint include_control=False, int64_t offset_min=0,
+               int64_t offset_end=INT64_MAX, runs=None, records_max=None, skips=None):
+        if self.finished:
+            raise ValueError("this ColumnDecoder has finished")
+        self.end_position = decode_into(self.columns, data, position, verify_crc,
+                                        include_control, offset_min, offset_end, runs,
+                                        records_max, skips)
+        return self.end_position
+
+    def finish(self):
+        if self.finished:
+            raise ValueError("this ColumnDecoder has finished")
+        self.finished = True
+        return self.columns.result(self.end_position)
+
+
 def decode_columns(data, Py_ssize_t position=0, *, bint include_headers=False,
                    bint verify_crc=True, bint include_control=False,
-                   int64_t offset_min=0, int64_t offset_end=INT64_MAX, skips=None):
+                   int64_t offset_min=0, int64_t offset_end=INT64_MAX, runs=None,
+                   records_max=None, skips=None):
+    cdef _ColumnBuffers columns = _ColumnBuffers(include_headers)
+    end_position = decode_into(columns, data, position, verify_crc, include_control,
+                               offset_min, offset_end, runs, records_max, skips)
+    return columns.result(end_position)
+
+
+cdef Py_ssize_t decode_into(_ColumnBuffers columns, data, Py_ssize_t position,
+                            bint verify_crc, bint include_control, int64_t offset_min,
+                            int64_t offset_end, runs, records_max, skips) except -1:
+    """decode_columns' loop, adding to `columns`; returns the end position. records_max
+    counts every record the columns hold, earlier calls' included. runs (the ranges to
+    decode) and skips (the ranges to jump over) are two spellings of one plan: at most one
+    may be given."""
     cdef const uint8_t[::1] view = data
     cdef Py_ssize_t size = view.shape[0]
     cdef size_t batch_size = 0
     cdef eos_batch_header h
     cdef int status
     cdef _RecordsSection section
-    cdef _ColumnBuffers columns = _ColumnBuffers(include_headers)
     cdef eos_columns saved
     cdef const uint8_t *batch
+    cdef Py_ssize_t run_end
+    cdef int64_t limit = -1, batch_end
+    if records_max is not None:
+        limit = records_max
+        if limit < 1:
+            raise ValueError(f"records_max must be at least 1, got {records_max}")
+    if runs is not None and skips is not None:
+        raise ValueError("give runs or skips, not both")
     cdef const int64_t[:, ::1] skip_ranges = _skip_ranges(skips)
     cdef Py_ssize_t skip_index = 0
     cdef Py_ssize_t first = position
-    check_position(position)
-    while True:
-        # Jump over the skipped ranges that start here; one that starts inside a batch
-        # decoded already (or covers the starting position) is the caller's error.
-        while skip_index < skip_ranges.shape[0] and skip_ranges[skip_index, 0] <= position:
-            if skip_ranges[skip_index, 1] > size:
-                raise ValueError(f"skipped range ends at {skip_ranges[skip_index, 1]}, past "
-                                 f"the data's {size} bytes")
-            if skip_ranges[skip_index, 0] == position:
-                position = max(position, <Py_ssize_t>skip_ranges[skip_index, 1])
-            elif skip_ranges[skip_index, 0] >= first or skip_ranges[skip_index, 1] > first:
-                raise ValueError(
-                    f"skipped range {skip_ranges[skip_index, 0]}-{skip_ranges[skip_index, 1]} "
-                    f"does not start at a batch boundary (next batch at {position})")
-            skip_index += 1
-        batch = at(view, position)
-        status = eos_frame_batch(batch, remaining_after(position, size), &batch_size)
-        if status == EOS_TRUNCATED_BATCH:
-            break
-        check(status, position)
-        check(eos_read_header(batch, batch_size, &h), position)
-        if verify_crc and eos_batch_crc(batch, batch_size) != h.crc:
-            raise_for_status(EOS_CRC_MISMATCH, position)
-        if (h.attributes & EOS_CONTROL_MASK) and not include_control:
-            position += <Py_ssize_t>batch_size
-            continue
-        check_codec_and_count(&h, position)
-        section = records_section(data, batch, batch_size, &h, position)
-        columns.reserve(min(<int64_t>h.records_count,
-                            <int64_t>section.size // limits.record_bytes_min),
-                        <int64_t>section.size)
-        saved = columns.c
-        if section.size >= NOGIL_BYTES:
-            with nogil:
+    cdef list ranges = checked_runs(runs, position, size)
+    if limit >= 0 and columns.c.records >= limit:
+        return ranges[0][0] if ranges else position
+    if runs is not None:
+        reserve_runs(columns, view, ranges)
+    for position, run_end in ranges:
+        while True:
+            # Jump over the skipped ranges that start here; one that starts inside a batch
+            # decoded already (or covers the starting position) is the caller's error.
+            while skip_index < skip_ranges.shape[0] and skip_ranges[skip_index, 0] <= position:
+                if skip_ranges[skip_index, 1] > size:
+                    raise ValueError(f"skipped range ends at {skip_ranges[skip_index, 1]}, "
+                                     f"past the data's {size} bytes")
+                if skip_ranges[skip_index, 0] == position:
+                    position = max(position, <Py_ssize_t>skip_ranges[skip_index, 1])
+                elif skip_ranges[skip_index, 0] >= first or skip_ranges[skip_index, 1] > first:
+                    raise ValueError(
+                        f"skipped range {skip_ranges[skip_index, 0]}-"
+                        f"{skip_ranges[skip_index, 1]} does not start at a batch boundary "
+                        f"(next batch at {position})")
+                skip_index += 1
+            batch = at(view, position)
+            status = eos_frame_batch(batch, remaining_after(position, run_end), &batch_size)
+            if status == EOS_TRUNCATED_BATCH:
+                break
+            check(status, position)
+            check(eos_read_header(batch, batch_size, &h), position)
+            if verify_crc and eos_batch_crc(batch, batch_size) != h.crc:
+                raise_for_status(EOS_CRC_MISMATCH, position)
+            if (h.attributes & EOS_CONTROL_MASK) and not include_control:
+                position += <Py_ssize_t>batch_size
+                continue
+            check_codec_and_count(&h, position)
+            batch_end = offset_end
+            if limit >= 0:
+                batch_end = clipped_end(&h, offset_min, offset_end, limit - columns.c.records)
+            section = records_section(data, batch, batch_size, &h, position)
+            columns.reserve(min(<int64_t>h.records_count,
+                                <int64_t>section.size // limits.record_bytes_min),
+                            <int64_t>section.size)
+            saved = columns.c
+            if section.size >= NOGIL_BYTES:
+                with nogil:
+                    status = eos_decode_records(&columns.c, section.start, section.size, &h,
+                                                offset_min, batch_end)
+            else:
                 status = eos_decode_records(&columns.c, section.start, section.size, &h,
-                                            offset_min, offset_end)
-        else:
-            status = eos_decode_records(&columns.c, section.start, section.size, &h,
-                                        offset_min, offset_end)
-        if status == EOS_NEED_SPACE:
-            raise AssertionError("decode_columns reserved too little room for a batch")
-        check(status, position)
-        if (columns.c.key_bytes > limits.column_bytes_max
-                or columns.c.value_bytes > limits.column_bytes_max
-                or columns.c.header_key_bytes > limits.column_bytes_max
-                or columns.c.header_value_bytes > limits.column_bytes_max):
-            columns.c = saved  # this batch goes in the next call, so offsets stay int32
-            break
-        position += <Py_ssize_t>batch_size
-    return columns.result(position)
+                                            offset_min, batch_end)
+            if status == EOS_NEED_SPACE:
+                raise AssertionError("decode_columns reserved too little room for a batch")
+            check(status, position)
+            if (columns.c.key_bytes > limits.column_bytes_max
+                    or columns.c.value_bytes > limits.column_bytes_max
+                    or columns.c.header_key_bytes > limits.column_bytes_max
+                    or columns.c.header_value_bytes > limits.column_bytes_max):
+                columns.c = saved  # this batch goes in the next call, so offsets stay int32
+                return position
+            if batch_end < offset_end or columns.c.records == limit:
+                # records_max reached: a batch cut short is where a next call starts.
+                if batch_end >= offset_end:
+                    position += <Py_ssize_t>batch_size
+                return position
+            position += <Py_ssize_t>batch_size
+    return position

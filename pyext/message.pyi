@@ -1,26 +1,60 @@
-"""Message, one record as a consumer sees it (pyext/message.pyx)."""
+"""Message, one record as a consumer sees it, and the fetch it views (pyext/message.pyx)."""
 
-from typing import Protocol
+from typing import Final
 
-import numpy as np
+from typing_extensions import Buffer
 
 Header = tuple[str, bytes | None]
 
-class FetchedView(Protocol):
-    """What a Message reads from its fetch (eoslog.client.message.FetchedRecords)."""
+class RecordRefs:
+    """A growable array of record references (engine/batch.h eos_record_ref), filled by
+    index_records and then frozen by the MessageBatch that takes it."""
 
-    topic: str
-    partition: int
-    # The lists below, or None until first made (read first, to skip a method call).
-    _offsets: list[int] | None
-    _keys: list[bytes | None] | None
-    _values: list[bytes | None] | None
+    count: Final[int]
+    capacity: Final[int]
+    frozen: Final[bool]
 
-    def offsets(self) -> list[int]: ...
-    def keys(self) -> list[bytes | None]: ...
-    def values(self) -> list[bytes | None]: ...
-    def headers(self) -> list[list[Header] | None]: ...
-    def timestamps(self) -> list[tuple[int, int]]: ...
+    def __init__(self, capacity: int) -> None: ...
+
+def index_records(
+    data: Buffer,
+    start: int,
+    end: int,
+    refs: RecordRefs,
+    owners: list[object],
+    *,
+    verify_crc: bool = True,
+    offset_min: int = 0,
+) -> None:
+    """Append to `refs` a reference to each data record (offset >= offset_min) of the whole
+    batches in data[start, end), growing it as needed. Control batches are skipped.
+    Decompressed sections are appended to `owners`: the references point into them and into
+    `data`, which the caller must keep alive (a MessageBatch does). Raises as
+    codec.decode_columns does for a corrupt or malformed batch (CRC checked when verify_crc),
+    with `refs` then holding the batches before the bad one. ValueError for frozen refs."""
+
+class MessageBatch:
+    """The records of one fetch of one partition as references into bytes it keeps alive.
+    Immutable; used by the thread that owns the Consumer."""
+
+    topic: Final[str]
+    partition: Final[int]
+    count: Final[int]
+    # Where the consumer's position goes once every record here is consumed.
+    next_offset: Final[int]
+
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        refs: RecordRefs,
+        owners: list[object],
+        next_offset: int,
+    ) -> None:
+        """refs: at least one reference, written by index_records and frozen from now on;
+        owners: what they point into. ValueError for refs already taken or empty, or a
+        next_offset not past the last record."""
+    def offset_at(self, index: int) -> int: ...
 
 class Message:
     """One record (confluent_kafka.Message). Immutable; made only by the Consumer."""
@@ -28,8 +62,10 @@ class Message:
     def topic(self) -> str: ...
     def partition(self) -> int: ...
     def offset(self) -> int: ...
-    def key(self) -> bytes | None: ...
-    def value(self) -> bytes | None: ...
+    def key(self) -> bytes | None:
+        """The key, or None for a null key. Each call makes a new bytes object."""
+    def value(self) -> bytes | None:
+        """The value, or None for a null value. Each call makes a new bytes object."""
     def headers(self) -> list[Header] | None:
         """[(key, value), ...] in record order (a value may be None), or None when the
         record has no headers. Each call returns a new list."""
@@ -42,14 +78,5 @@ class Message:
         """The length of the value in bytes (0 for a null value)."""
     def __len__(self) -> int: ...
 
-def binary_list(
-    count: int,
-    validity: np.ndarray[tuple[int], np.dtype[np.uint8]],
-    offsets: np.ndarray[tuple[int], np.dtype[np.int32]],
-    data: np.ndarray[tuple[int], np.dtype[np.uint8]],
-) -> list[bytes | None]:
-    """An Arrow binary column as a list of bytes (None where null), made in C. ValueError
-    for buffers shorter than the count or offsets outside the data."""
-
-def make_messages(out: list[Message], fetched: FetchedView, start: int, stop: int) -> None:
-    """Append Messages for records [start, stop) of `fetched` to `out`."""
+def make_messages(out: list[Message], batch: MessageBatch, start: int, stop: int) -> None:
+    """Append Messages for records [start, stop) of `batch` to `out`."""

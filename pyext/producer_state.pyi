@@ -17,6 +17,7 @@ APPEND_OK: Final[int]
 APPEND_DUPLICATE: Final[int]
 
 def last_sequence_of(base_sequence: int, last_offset_delta: int) -> int: ...
+
 @final
 class ProducerEntry:
     @property

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import datetime
+import itertools
 from types import ModuleType
 
 import numpy as np
@@ -159,6 +160,88 @@ def test_decode_columns_starts_at_the_given_position(codec: ModuleType) -> None:
     assert columns.end_position == len(run)
 
 
+def test_decode_columns_of_runs_decodes_only_the_batches_inside_them(codec: ModuleType) -> None:
+    # A read_committed fetch's plan: the aborted LZ4 batch between the runs is never decoded.
+    batches, records = _run(codec)
+    run = b"".join(batches)
+    ends = list(itertools.accumulate(len(batch) for batch in batches))
+    runs = [(0, ends[0]), (ends[1], ends[4])]
+    columns = codec.decode_columns(run, include_headers=True, runs=runs)
+    assert _rows(columns) == [r for r in records if r.offset < 3 or 8 <= r.offset < 11]
+    assert columns.end_position == ends[4]
+    assert codec.decode_columns(run, runs=[]).count == 0
+
+
+@pytest.mark.parametrize("runs", [[(10, 5)], [(0, 10**6)], [(50, 60), (0, 10)], [(-1, 4)]])
+def test_decode_columns_rejects_runs_out_of_order_or_outside_the_data(
+    codec: ModuleType, runs: list[tuple[int, int]]
+) -> None:
+    batches, _ = _run(codec)
+    with pytest.raises(ValueError, match="out of order or outside"):
+        codec.decode_columns(b"".join(batches), runs=runs)
+
+
+@pytest.mark.parametrize("records_max", [1, 2, 3, 4, 5, 7, 100])
+def test_decoding_records_max_at_a_time_from_the_last_offset_yields_every_record_once(
+    codec: ModuleType, records_max: int
+) -> None:
+    batches, records = _run(codec)
+    run = b"".join(batches)
+    found: list[Record] = []
+    position = offset_min = 0
+    while position < len(run):
+        columns = codec.decode_columns(
+            run, position, include_headers=True, offset_min=offset_min, records_max=records_max
+        )
+        assert 0 < columns.count <= records_max or columns.end_position == len(run)
+        found += _rows(columns)
+        position = columns.end_position
+        offset_min = found[-1].offset + 1 if found else 0
+    assert found == records
+
+
+def test_records_max_cuts_the_batch_that_reaches_it_and_ends_at_that_batch(
+    codec: ModuleType,
+) -> None:
+    batches, records = _run(codec)
+    columns = codec.decode_columns(b"".join(batches), records_max=len(SAMPLE_RECORDS) + 2)
+    assert columns.offset.tolist() == [r.offset for r in records[: len(SAMPLE_RECORDS) + 2]]
+    assert columns.end_position == len(batches[0])  # the LZ4 batch was cut: start there again
+    whole = codec.decode_columns(b"".join(batches), records_max=len(SAMPLE_RECORDS))
+    assert whole.end_position == len(batches[0])  # reached at a batch's end: past it
+    with pytest.raises(ValueError, match="records_max"):
+        codec.decode_columns(b"".join(batches), records_max=0)
+
+
+def test_a_column_decoder_fills_one_set_of_columns_from_several_buffers(
+    codec: ModuleType,
+) -> None:
+    batches, records = _run(codec)
+    split = 3
+    decoder = codec.ColumnDecoder(True)
+    assert decoder.decode(b"".join(batches[:split])) == sum(len(b) for b in batches[:split])
+    later = b"".join(batches[split:])
+    assert decoder.decode(later, offset_min=9) == len(later)
+    columns = decoder.finish()
+    assert _rows(columns) == [r for r in records if r.offset < 7 or r.offset >= 9]
+    assert columns.end_position == len(later)
+    with pytest.raises(ValueError, match="finished"):
+        decoder.finish()
+    with pytest.raises(ValueError, match="finished"):
+        decoder.decode(later)
+
+
+def test_a_column_decoders_records_max_counts_every_record_it_holds(codec: ModuleType) -> None:
+    batches, records = _run(codec)
+    decoder = codec.ColumnDecoder()
+    decoder.decode(batches[0], records_max=len(SAMPLE_RECORDS) + 1)
+    assert decoder.count == len(SAMPLE_RECORDS)
+    assert decoder.decode(batches[1], records_max=len(SAMPLE_RECORDS) + 1) == 0  # cut in it
+    assert decoder.decode(batches[1], records_max=len(SAMPLE_RECORDS) + 1) == 0  # full
+    columns = decoder.finish()
+    assert columns.offset.tolist() == [r.offset for r in records[: len(SAMPLE_RECORDS) + 1]]
+
+
 @pytest.mark.parametrize("skipped", [(0,), (1,), (1, 3), (0, 1, 5), (3, 5), (5,), ()])
 def test_decode_columns_jumps_over_skipped_batches_unread(
     codec: ModuleType, skipped: tuple[int, ...]
@@ -178,6 +261,12 @@ def test_decode_columns_jumps_over_skipped_batches_unread(
     ]
     assert _rows(columns) == kept
     assert columns.end_position == len(run)
+
+
+def test_runs_and_skips_are_not_given_together(codec: ModuleType) -> None:
+    batches, _ = _run(codec)
+    with pytest.raises(ValueError, match="runs or skips"):
+        codec.decode_columns(b"".join(batches), runs=[(0, 10)], skips=[(0, 10)])
 
 
 @pytest.mark.parametrize(

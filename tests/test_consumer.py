@@ -20,6 +20,7 @@ import pytest
 
 import eoslog
 from eoslog import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED, TopicPartition
+from eoslog.client import consumer as consumer_module
 from eoslog.client.fetch import plan_fetch
 from eoslog.errors import InvalidConfigError, KafkaException, OffsetOutOfRangeError
 from eoslog.log.partition import FetchResult, PartitionLog
@@ -183,6 +184,23 @@ def test_messages_stay_valid_after_later_fetches(broker: eoslog.Broker, log: Par
     assert offsets(rest) == list(range(5, 200))
 
 
+def test_messages_stay_readable_after_truncation_and_close(
+    broker: eoslog.Broker, log: PartitionLog
+) -> None:
+    # A Message reads its record from the fetched view of the mapped segment, not a copy: a
+    # truncation under it, and closing the log, must leave that view intact (mapped_log.py).
+    append(log, [(b"k", b"kept", [("h", b"1")]), *values(1, 9)])
+    append(log, values(10, 10), compression=layout.COMPRESSION_LZ4)
+    made = consumer(broker)
+    found = drain(made)
+    made.close()
+    log.truncate_to(0)
+    broker.close()
+    assert (found[0].key(), found[0].value(), found[0].headers()) == (b"k", b"kept", [("h", b"1")])
+    assert [m.value() for m in found[1:]] == [b"v%d" % i for i in range(1, 20)]
+    assert offsets(found) == list(range(20))
+
+
 def test_poll_returns_one_record_at_a_time(broker: eoslog.Broker, log: PartitionLog) -> None:
     append(log, values(0, 3))
     made = consumer(broker)
@@ -229,6 +247,29 @@ def test_a_fetch_of_only_control_batches_moves_on_to_the_records_after_them(
     append(log, values(4, 1))
     made = consumer(broker, 1, max_partition_fetch_bytes=1)  # one batch per read
     assert offsets(made.consume(5, timeout=0)) == [4]
+
+
+def flip_value_byte(log: PartitionLog, value: bytes) -> None:
+    """Damage the first copy of `value` in the partition's last segment file, in place."""
+    path = log.segments[-1].path(".log")
+    with open(path, "r+b") as file:
+        data = file.read()
+        at = data.index(value)
+        file.seek(at)
+        file.write(bytes([data[at] ^ 0x01]))
+
+
+def test_consume_raises_for_a_crc_mismatch_unless_check_crcs_is_off(
+    broker: eoslog.Broker, log: PartitionLog
+) -> None:
+    append(log, [(None, b"damaged value", None)])
+    flip_value_byte(log, b"damaged value")
+    with pytest.raises(eoslog.CorruptRecordError):
+        consumer(broker).consume(10, timeout=0)
+    with pytest.raises(eoslog.CorruptRecordError):
+        consumer(broker).poll(0)
+    unchecked = consumer(broker, check_crcs=False).consume(10, timeout=0)
+    assert [m.value() for m in unchecked] == [b"eamaged value"]
 
 
 def test_seek_inside_a_batch_skips_its_earlier_records(
@@ -287,6 +328,29 @@ def test_read_committed_drops_aborted_batches_until_their_abort_marker(
     # read_uncommitted delivers everything but the markers.
     found = drain(consumer(broker, isolation_level="read_uncommitted"))
     assert offsets(found) == [0, 1, 2, 3, 4, 5, 6, 9, 10]
+
+
+def test_read_committed_consume_arrow_skips_aborted_batches_and_stops_inside_a_batch(
+    broker: eoslog.Broker, log: PartitionLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    append(log, values(0, 2), producer_id=7, transactional=True, base_sequence=0)  # 0-1
+    append(log, values(2, 1))  # 2
+    append(log, values(3, 3), producer_id=8, transactional=True, base_sequence=0)  # 3-5
+    append(log, values(6, 2), producer_id=7, transactional=True, base_sequence=2)  # 6-7
+    append_marker(log, layout.CONTROL_ABORT, 7)  # 8
+    append_marker(log, layout.CONTROL_COMMIT, 8)  # 9
+    append(log, values(10, 2))  # 10-11
+    report_aborted(monkeypatch, log, [(7, 0, 8)])
+    made = consumer(broker)
+    # One decode over the runs [2, 3-5] and [10-11]; max_records cuts the batch 3-5.
+    first = made.consume_arrow(3, timeout=0)
+    assert first.column("offset").to_pylist() == [2, 3, 4]
+    assert first.column("value").to_pylist() == [b"v2", b"v3", b"v4"]
+    assert made.position([TopicPartition(TOPIC, 0)])[0].offset == 5
+    rest = made.consume_arrow(100, timeout=0)
+    assert rest.column("offset").to_pylist() == [5, 10, 11]
+    assert rest.column("value").to_pylist() == [b"v5", b"v10", b"v11"]
+    assert made.position([TopicPartition(TOPIC, 0)])[0].offset == 12
 
 
 def test_read_committed_filter_works_fetch_by_fetch(
@@ -433,6 +497,58 @@ def test_consume_arrow_gathers_up_to_max_records_across_fetches(
     assert rest.column("offset").to_pylist() == list(range(25, 100))
     empty = made.consume_arrow(10, timeout=0)
     assert empty.num_rows == 0 and empty.schema == SPARK_SCHEMA
+
+
+def test_consume_arrow_reads_on_across_segments_into_one_piece(
+    broker: eoslog.Broker, log: PartitionLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 4 KiB segments of ~1.1 KiB batches: a 25-record call spans several segments (reads),
+    # all decoded into one set of columns, so nothing is concatenated.
+    for i in range(10):
+        append(log, [(None, b"%d" % (i * 10 + j) * 100, None) for j in range(10)])
+    assert len(log.segments) > 3
+    pieces: list[int] = []
+    one_batch = consumer_module._one_batch
+
+    def counted(found: list[pa.RecordBatch], include_headers: bool) -> pa.RecordBatch:
+        pieces.append(len(found))
+        return one_batch(found, include_headers)
+
+    monkeypatch.setattr(consumer_module, "_one_batch", counted)
+    made = consumer(broker)
+    first = made.consume_arrow(25, timeout=0)
+    assert first.column("offset").to_pylist() == list(range(25))
+    assert first.column("value").to_pylist() == [b"%d" % i * 100 for i in range(25)]
+    assert made.position([TopicPartition(TOPIC, 0)])[0].offset == 25
+    rest = made.consume_arrow(1000, timeout=0)
+    assert rest.column("offset").to_pylist() == list(range(25, 100))
+    assert made.position([TopicPartition(TOPIC, 0)])[0].offset == 100
+    assert pieces == [1, 1]
+
+
+@pytest.mark.parametrize("arrow", [True, False], ids=["consume_arrow", "consume"])
+def test_records_before_damage_in_a_later_fetch_are_delivered_then_the_damage_raises(
+    broker: eoslog.Broker, log: PartitionLog, arrow: bool
+) -> None:
+    # Regression: the records taken before a fetch that raised were dropped with the call
+    # while their position had moved past them, so they were never delivered.
+    for i in range(10):
+        append(log, [(None, b"%d" % (i * 10 + j) * 100, None) for j in range(10)])
+    first_damaged = log.segments[-1].base_offset
+    assert first_damaged > 0
+    flip_value_byte(log, b"%d" % first_damaged * 100)
+    made = consumer(broker)
+
+    def read() -> list[int]:
+        if arrow:
+            return made.consume_arrow(1000, timeout=0).column("offset").to_pylist()
+        return offsets(made.consume(1000, timeout=0))
+
+    assert read() == list(range(first_damaged))
+    for _ in range(2):
+        with pytest.raises(eoslog.CorruptRecordError):
+            read()
+        assert made.position([TopicPartition(TOPIC, 0)])[0].offset == first_damaged
 
 
 def test_consume_and_consume_arrow_share_one_position(

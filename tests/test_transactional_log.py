@@ -13,13 +13,15 @@ import pytest
 import eoslog
 import logtools
 from conftest import OpenBroker
+from eoslog import crashpoints
 from eoslog.errors import InvalidProducerEpochError, TransactionCoordinatorFencedError
 from eoslog.log.partition import PartitionLog
-from eoslog.log.txn_index import AbortedTxn
+from eoslog.log.txn_index import AbortedTxn, TransactionIndex
 from eoslog.record import codec
 
 TS = logtools.TS
 P1, P2 = 101, 202
+RC = "read_committed"
 
 
 class Writer:
@@ -110,6 +112,65 @@ def test_an_abort_is_indexed_and_listed_for_every_read_committed_fetch_it_overla
     assert result.aborted_transactions == [(P1, 0)]
     assert log.read(6, isolation_level="read_committed").aborted_transactions == []
     assert log.read(0, isolation_level="read_uncommitted").aborted_transactions is None
+
+
+# --- a read in the middle of an append (regressions: the reverted zero-copy consume() met
+# these in tests/test_consumer_concurrency.py; each test stops the writer at one point) ----
+
+
+@pytest.mark.parametrize("isolation", ["read_committed", "read_uncommitted"])
+def test_a_read_leaves_out_a_batch_the_log_end_does_not_cover_yet(
+    open_broker: OpenBroker, isolation: str
+) -> None:
+    # An append writes the bytes (the segment's size moves) before the log end moves past
+    # them; a read between the two saw the new batch, past its own high watermark, and a
+    # consumer moved its position past the log end, then reset and read everything again.
+    log = new_topic(open_broker())
+    plain(log, 3)
+    logtools.append_to_segment(
+        log.segments[-1], logtools.batch(logtools.values(3, 2), base_offset=3, timestamps=TS)
+    )
+    assert log.high_watermark == 3
+    assert fetched_offsets(log, 0, isolation) == [0, 1, 2]
+
+
+def test_an_open_transaction_is_unstable_as_soon_as_the_log_end_covers_its_first_batch(
+    open_broker: OpenBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = new_topic(open_broker())
+    plain(log, 2)
+    seen: list[tuple[int, int, list[int]]] = []
+
+    def at_append_after(point: str) -> None:
+        if point == "append.after":
+            seen.append((log.high_watermark, log.last_stable_offset, fetched_offsets(log, 0, RC)))
+
+    monkeypatch.setattr(crashpoints, "hit", at_append_after)
+    Writer(log, P1).write(3)
+    # Written, producer state not yet told: the log end must not cover the batch yet.
+    assert seen == [(2, 2, [0, 1])]
+    assert (log.high_watermark, log.last_stable_offset) == (5, 2)
+
+
+def test_an_aborted_transaction_stays_hidden_while_its_index_entry_is_written(
+    open_broker: OpenBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = new_topic(open_broker())
+    writer = Writer(log, P1)
+    writer.write(3)
+    seen: list[tuple[int, list[int]]] = []
+    append = TransactionIndex.append
+
+    def append_watched(index: TransactionIndex, entry: AbortedTxn) -> None:
+        # The producer state has closed the transaction; the entry is not written yet.
+        seen.append((log.last_stable_offset, fetched_offsets(log, 0, RC)))
+        append(index, entry)
+
+    monkeypatch.setattr(TransactionIndex, "append", append_watched)
+    marker = writer.end(commit=False)
+    assert seen == [(0, [])]
+    assert log.last_stable_offset == marker + 1
+    assert log.read(0, 1 << 20, isolation_level=RC).aborted_transactions == [(P1, 0)]
 
 
 def test_a_transaction_spanning_segments_is_listed_once(open_broker: OpenBroker) -> None:

@@ -6,9 +6,13 @@ group coordinator).
 
 Data path (DESIGN.md "Fetch"): PartitionLog.read returns whole v2 batches up to the last
 stable offset (read_committed) or the high watermark (read_uncommitted) with the aborted
-transactions; fetch.plan_fetch picks the batches to deliver; codec.decode_columns decodes them
-in C into Arrow-layout columns with no Python object per record; consume() then makes exactly
-one Message per record (message.py), and consume_arrow() none.
+transactions, as a view of the mapped segment; fetch.plan_fetch picks the batches to deliver.
+consume() and poll() index those batches in C (message.index_records: CRC and record checks,
+one reference per record into the fetched bytes, nothing copied) and make exactly one Message
+per record; consume_arrow() decodes them with one codec.ColumnDecoder per partition and call,
+one decode per read over the plan's runs (aborted batches skipped in C, columns sized once,
+cut at the records wanted), into Arrow-layout columns, with no Python object per record or
+per batch.
 
 Thread safety: like confluent's, a Consumer is used from one thread. Appends from other
 threads (or the same one) are safe: reads take no lock and see only whole batches.
@@ -27,7 +31,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 import pyarrow as pa
 
-from eoslog.client.fetch import plan_fetch
+from eoslog.client.fetch import FetchPlan, plan_fetch
 from eoslog.client.group_member import GroupMember, RebalanceCallback
 from eoslog.client.message import (
     OFFSET_BEGINNING,
@@ -36,7 +40,10 @@ from eoslog.client.message import (
     OFFSET_STORED,
     FetchedRecords,
     Message,
+    MessageBatch,
+    RecordRefs,
     TopicPartition,
+    index_records,
     make_messages,
 )
 from eoslog.coordinator.assignors import ASSIGNORS
@@ -67,6 +74,25 @@ class LogSource(Protocol):
     def partition_counts(self) -> dict[str, int]: ...
 
     def clock_ms(self) -> int: ...
+
+
+# What a partition's buffered records are held as: MessageBatch for consume() and poll(),
+# FetchedRecords (Arrow-layout columns) for consume_arrow(), with or without headers. A
+# buffered fetch serves the kinds in _SERVES, else it is fetched again as the kind wanted.
+MESSAGES: Final = "messages"
+ARROW: Final = "arrow"
+ARROW_HEADERS: Final = "arrow with headers"
+_SERVES: Final = {
+    MESSAGES: (MESSAGES,),
+    ARROW: (ARROW, ARROW_HEADERS),
+    ARROW_HEADERS: (ARROW_HEADERS,),
+}
+
+
+def _kind_of(fetched: FetchedRecords | MessageBatch) -> str:
+    if isinstance(fetched, MessageBatch):
+        return MESSAGES
+    return ARROW if fetched.columns.headers is None else ARROW_HEADERS
 
 
 # librdkafka's local error codes (rdkafka.h RD_KAFKA_RESP_ERR__*), as confluent reports them.
@@ -224,7 +250,7 @@ class _Assigned:
         # The next offset to fetch when nothing is buffered; OFFSET_STORED/OFFSET_INVALID
         # until the reset policy resolves it (it raises under auto.offset.reset=error).
         self.position = position
-        self.fetched: list[FetchedRecords] = []
+        self.fetched: list[FetchedRecords | MessageBatch] = []
         self.index = 0  # next record of fetched[0] to deliver
         # Bytes of log per record delivered, seen so far: sizes consume_arrow's reads.
         self.bytes_per_record = 0.0
@@ -386,7 +412,8 @@ class Consumer:
         """Up to num_messages records (1 .. 1,000,000). Like confluent's, it returns once
         num_messages are collected or the timeout expires (negative: wait indefinitely; 0:
         return what is readable now), so the list may be short or empty. Partitions are
-        served in turn, each delivering in offset order."""
+        served in turn, each delivering in offset order. A fetch that fails after records
+        were collected ends the call with those records; the next call raises the error."""
         self._check_open()
         if not 1 <= num_messages <= CONSUME_MESSAGES_MAX:
             raise ValueError(f"num_messages must be in 1..{CONSUME_MESSAGES_MAX}")
@@ -402,7 +429,14 @@ class Consumer:
             for assigned in self._rotation():
                 if len(out) >= num_messages:
                     break
-                self._take_messages(assigned, out, num_messages)
+                try:
+                    self._take_messages(assigned, out, num_messages)
+                except KafkaException:
+                    if not out:
+                        raise
+                    # The records taken have moved their positions: deliver them. The failing
+                    # fetch is at its partition's position, so the next call raises it.
+                    return out
             if len(out) >= num_messages or not self._wait(deadline, sleep_s):
                 return out
             sleep_s = min(sleep_s * 2, WAIT_SLEEP_S_MAX)
@@ -428,12 +462,17 @@ class Consumer:
                 sleep_s = min(sleep_s * 2, WAIT_SLEEP_S_MAX)
                 continue
             for assigned in self._rotation():
-                while total < max_records and self._fill(
-                    assigned, max_records - total, include_headers
-                ):
-                    piece = self._take_arrow(assigned, max_records - total, include_headers)
-                    pieces.append(piece)
-                    total += piece.num_rows
+                try:
+                    while total < max_records and self._fill(
+                        assigned, max_records - total, ARROW_HEADERS if include_headers else ARROW
+                    ):
+                        piece = self._take_arrow(assigned, max_records - total, include_headers)
+                        pieces.append(piece)
+                        total += piece.num_rows
+                except KafkaException:
+                    if not total:
+                        raise
+                    return _one_batch(pieces, include_headers)  # as in consume()
             if total >= max_records or not self._wait(deadline, sleep_s):
                 return _one_batch(pieces, include_headers)
             sleep_s = min(sleep_s * 2, WAIT_SLEEP_S_MAX)
@@ -640,15 +679,15 @@ class Consumer:
             )
 
     def _fill(
-        self, assigned: _Assigned, records_wanted: int | None = None, headers: bool = True
+        self, assigned: _Assigned, records_wanted: int | None = None, kind: str = MESSAGES
     ) -> bool:
-        """Make sure decoded records are buffered for this partition, fetching as needed;
-        False when nothing is readable below the bound. records_wanted (consume_arrow) sizes
-        the read and stops planning once that many records are covered. headers: the records
-        must carry their headers (Messages always do; consume_arrow only when asked, since
-        decoding them costs time). Buffered records decoded without them are fetched again
-        from the current position."""
-        if headers and assigned.fetched and assigned.fetched[0].columns.headers is None:
+        """Make sure records are buffered for this partition, fetching as needed; False when
+        nothing is readable below the bound. records_wanted (consume_arrow) sizes the read and
+        stops planning once that many records are covered. kind: what the records must be
+        buffered as, MESSAGES (consume, poll), ARROW or ARROW_HEADERS (consume_arrow, which
+        decodes headers only when asked, since that costs time). Buffered records of another
+        kind are fetched again from the current position."""
+        if assigned.fetched and _kind_of(assigned.fetched[0]) not in _SERVES[kind]:
             assigned.position = assigned.current_position()
             assigned.drop_fetched()
         while not assigned.fetched:
@@ -660,6 +699,8 @@ class Consumer:
             if self._bound(assigned.log) <= offset <= assigned.log.log_end_offset:
                 return False
             try:
+                if records_wanted is not None and not assigned.bytes_per_record:
+                    self._probe_record_size(assigned, offset)
                 result = assigned.log.read(
                     offset, self._read_bytes(assigned, records_wanted), self._config.isolation_level
                 )
@@ -669,14 +710,21 @@ class Consumer:
             if not len(result.records):
                 return False
             self._decode(
-                assigned,
-                result.records,
-                offset,
-                result.aborted_transactions,
-                records_wanted,
-                headers,
+                assigned, result.records, offset, result.aborted_transactions, records_wanted, kind
             )
         return True
+
+    def _probe_record_size(self, assigned: _Assigned, offset: int) -> None:
+        """Size a partition's first consume_arrow read from a plan of the usual first read
+        (max.partition.fetch.bytes, a view: nothing is copied or decoded), dropped batches
+        counted in the bytes per record: decoding that read would bring a fraction of the
+        records wanted, and the fetch after it a second piece to concatenate."""
+        result = assigned.log.read(
+            offset, self._config.partition_fetch_bytes_max, self._config.isolation_level
+        )
+        plan = plan_fetch(result.records, offset, result.aborted_transactions)
+        if plan.records:
+            assigned.bytes_per_record = plan.planned_bytes / plan.records
 
     def _read_bytes(self, assigned: _Assigned, records_wanted: int | None) -> int:
         config = self._config
@@ -694,39 +742,123 @@ class Consumer:
         offset: int,
         aborted: list[tuple[int, int]] | None,
         records_wanted: int | None,
-        headers: bool,
+        kind: str,
     ) -> None:
         plan = plan_fetch(records, offset, aborted, records_wanted)
-        decoded = []
-        for start, end in plan.runs:
-            position = start
-            while position < end:
-                columns = codec.decode_columns(
-                    records[position:end],
-                    include_headers=headers,
-                    verify_crc=self._config.check_crcs,
-                    offset_min=offset,
-                )
-                assert columns.end_position > 0, "a column limit stopped the first batch"
-                position += columns.end_position
-                if columns.count:
-                    decoded.append(columns)
-        # Each piece moves the position past its last record; the last piece moves it past
-        # every batch planned (control and dropped batches after it included).
-        next_offsets = [int(columns.offset[-1]) + 1 for columns in decoded[:-1]]
-        next_offsets += [plan.next_offset] if decoded else []
-        assigned.fetched = [
-            FetchedRecords(assigned.topic, assigned.partition, columns, next_offset)
-            for columns, next_offset in zip(decoded, next_offsets, strict=True)
-        ]
+        if kind == MESSAGES:
+            fetched = self._index_messages(assigned, records, offset, plan)
+            next_offset = plan.next_offset
+        else:
+            fetched, next_offset = self._decode_columns(
+                assigned, records, offset, plan, kind == ARROW_HEADERS, records_wanted
+            )
+        assigned.fetched = fetched
         assigned.index = 0
-        assigned.position = offset if decoded else plan.next_offset
+        assigned.position = offset if fetched else next_offset
         if plan.records:
             assigned.bytes_per_record = plan.planned_bytes / plan.records
+
+    def _index_messages(
+        self, assigned: _Assigned, records: memoryview, offset: int, plan: FetchPlan
+    ) -> list[FetchedRecords | MessageBatch]:
+        """The planned records as one MessageBatch of references into `records` (no copy)."""
+        # plan.records counts the records the runs hold at or after offset (more when
+        # compaction left gaps), so the references fit without growing.
+        refs = RecordRefs(plan.records)
+        owners: list[object] = [records]
+        for start, end in plan.runs:
+            index_records(
+                records,
+                start,
+                end,
+                refs,
+                owners,
+                verify_crc=self._config.check_crcs,
+                offset_min=offset,
+            )
+        if not refs.count:
+            return []
+        return [MessageBatch(assigned.topic, assigned.partition, refs, owners, plan.next_offset)]
+
+    def _decode_columns(
+        self,
+        assigned: _Assigned,
+        records: memoryview,
+        offset: int,
+        plan: FetchPlan,
+        headers: bool,
+        records_wanted: int | None,
+    ) -> tuple[list[FetchedRecords | MessageBatch], int]:
+        """The planned records, at most records_wanted, as one FetchedRecords, and the offset
+        past them. One decode in C per read, over every run of its plan (aborted batches
+        between runs skipped there), into columns sized once; when a read ends (at a segment's
+        end, usually) short of records_wanted, the next read is decoded into the same
+        columns. So a consume_arrow() of one partition copies each value once and slices and
+        concatenates nothing."""
+        decoder = codec.ColumnDecoder(headers)
+        first = True
+        while True:
+            try:
+                end = decoder.decode(
+                    records,
+                    verify_crc=self._config.check_crcs,
+                    offset_min=offset,
+                    runs=plan.runs,
+                    records_max=records_wanted,
+                )
+            except KafkaException:
+                if first or not decoder.count:
+                    raise
+                # Damage in a later read: deliver what came before it; the next fetch starts
+                # at the bad batch and raises there.
+                cut = True
+                break
+            # Stopped inside the plan: records_wanted cut a batch, or a column is full.
+            cut = bool(plan.runs) and end < plan.runs[-1][1]
+            offset = plan.next_offset
+            if cut or records_wanted is None or decoder.count >= records_wanted:
+                break
+            found = self._read_on(assigned, offset, records_wanted - decoder.count)
+            if found is None:
+                break
+            records, plan = found
+            first = False
+        columns = decoder.finish()
+        if not columns.count:
+            return [], offset
+        # Past every batch planned when all were decoded (control and dropped batches after
+        # the last record included); else just past the last record, where the next fetch
+        # goes on.
+        next_offset = int(columns.offset[-1]) + 1 if cut else offset
+        fetched = FetchedRecords(assigned.topic, assigned.partition, columns, next_offset)
+        return [fetched], next_offset
+
+    def _read_on(
+        self, assigned: _Assigned, offset: int, records_wanted: int
+    ) -> tuple[memoryview, FetchPlan] | None:
+        """The next read of a consume_arrow() fetch, from `offset`, and its plan; None when
+        nothing more is readable now or the read fails (the next _fill reads there again,
+        and resets the position or raises)."""
+        log = assigned.log
+        if offset >= self._bound(log):
+            return None
+        try:
+            result = log.read(
+                offset, self._read_bytes(assigned, records_wanted), self._config.isolation_level
+            )
+            if not len(result.records):
+                return None
+            plan = plan_fetch(result.records, offset, result.aborted_transactions, records_wanted)
+        except KafkaException:
+            # Out of range (truncated meanwhile) or damaged: the records decoded so far are
+            # delivered, and the next fetch, from here, resets or raises.
+            return None
+        return result.records, plan
 
     def _take_messages(self, assigned: _Assigned, out: list[Message], limit: int) -> None:
         while len(out) < limit and self._fill(assigned):
             fetched = assigned.fetched[0]
+            assert isinstance(fetched, MessageBatch)
             start = assigned.index
             count = min(limit - len(out), fetched.count - start)
             # One Message per record, made in C: no Python code per record.
@@ -735,6 +867,7 @@ class Consumer:
 
     def _take_arrow(self, assigned: _Assigned, limit: int, include_headers: bool) -> pa.RecordBatch:
         fetched = assigned.fetched[0]
+        assert isinstance(fetched, FetchedRecords)
         start = assigned.index
         count = min(limit, fetched.count - start)
         piece = fetched.to_arrow(start, start + count, include_headers)

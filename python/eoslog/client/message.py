@@ -1,11 +1,11 @@
 """Message and TopicPartition (API.md "Consumer"), shaped like confluent-kafka-python's,
-and FetchedRecords, the decoded fetch a Message views.
+and FetchedRecords, the decoded fetch consume_arrow slices.
 
 A consume() makes one Message per record and nothing else per record: the records of a fetch
-are decoded once into Arrow-layout columns (codec.decode_columns, in C), and each Message
-(eoslog._ext.message, a C type) holds the fetch and an index. FetchedRecords turns a column
-into Python objects the first time any Message of the fetch asks for it, in one C-level pass,
-so a consumer that reads only values never pays for keys or headers.
+are indexed in C (eoslog._ext.message.index_records: references into the fetched bytes, no
+copy) into one MessageBatch, and each Message (a C type) holds the MessageBatch and an index.
+An accessor makes its Python object from the record's bytes when called, so a consumer that
+reads only values never pays for keys or headers.
 """
 
 from __future__ import annotations
@@ -13,9 +13,13 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Final
 
-import numpy as np
-
-from eoslog._ext.message import Message, binary_list, make_messages
+from eoslog._ext.message import (
+    Message,
+    MessageBatch,
+    RecordRefs,
+    index_records,
+    make_messages,
+)
 from eoslog.errors import KafkaError
 
 if TYPE_CHECKING:
@@ -47,7 +51,10 @@ __all__ = [
     "TIMESTAMP_NOT_AVAILABLE",
     "FetchedRecords",
     "Message",
+    "MessageBatch",
+    "RecordRefs",
     "TopicPartition",
+    "index_records",
     "make_messages",
 ]
 
@@ -98,25 +105,12 @@ class TopicPartition:
 
 
 class FetchedRecords:
-    """The decoded records of one fetch of one partition: the columns every Message of the
-    fetch views, and the Python lists made from them on first use.
+    """The decoded records of one fetch of one partition as Arrow-layout columns, which
+    consume_arrow slices into RecordBatches.
 
-    Thread safety: built and read by the one thread that owns the Consumer. The lists are
-    made at most once each; a Message keeps the whole fetch alive (about
-    max.partition.fetch.bytes of decoded data), as a confluent Message keeps its fetch buffer."""
+    Thread safety: built and read by the one thread that owns the Consumer."""
 
-    __slots__ = (
-        "_headers",
-        "_keys",
-        "_offsets",
-        "_timestamps",
-        "_values",
-        "columns",
-        "count",
-        "next_offset",
-        "partition",
-        "topic",
-    )
+    __slots__ = ("columns", "count", "next_offset", "partition", "topic")
 
     def __init__(
         self, topic: str, partition: int, columns: ColumnarRecords, next_offset: int
@@ -130,43 +124,9 @@ class FetchedRecords:
         # last batch these records came from, and past control or aborted batches after them.
         self.next_offset = next_offset
         assert next_offset > int(columns.offset[-1])
-        self._offsets: list[int] | None = None
-        self._timestamps: list[tuple[int, int]] | None = None
-        self._keys: list[bytes | None] | None = None
-        self._values: list[bytes | None] | None = None
-        self._headers: list[list[Header] | None] | None = None
 
     def offset_at(self, index: int) -> int:
         return int(self.columns.offset[index])
-
-    def offsets(self) -> list[int]:
-        if self._offsets is None:
-            self._offsets = self.columns.offset.tolist()
-        return self._offsets
-
-    def timestamps(self) -> list[tuple[int, int]]:
-        """(confluent timestamp type, ms) per record."""
-        if self._timestamps is None:
-            types = (self.columns.timestamp_type + TIMESTAMP_CREATE_TIME).tolist()
-            self._timestamps = list(zip(types, self.columns.timestamp_ms.tolist(), strict=True))
-        return self._timestamps
-
-    def keys(self) -> list[bytes | None]:
-        if self._keys is None:
-            c = self.columns
-            self._keys = binary_list(self.count, c.key_validity, c.key_offsets, c.key_data)
-        return self._keys
-
-    def values(self) -> list[bytes | None]:
-        if self._values is None:
-            c = self.columns
-            self._values = binary_list(self.count, c.value_validity, c.value_offsets, c.value_data)
-        return self._values
-
-    def headers(self) -> list[list[Header] | None]:
-        if self._headers is None:
-            self._headers = header_lists(self.count, self.columns)
-        return self._headers
 
     def to_arrow(self, start: int, stop: int, include_headers: bool) -> pa.RecordBatch:
         """Records [start, stop) in the Spark Kafka source's schema (API.md "Spark")."""
@@ -175,29 +135,3 @@ class FetchedRecords:
             columns = dataclasses.replace(columns, headers=None)
         batch = columns.to_arrow(self.topic, self.partition)
         return batch if start == 0 and stop == self.count else batch.slice(start, stop - start)
-
-
-def header_lists(count: int, columns: ColumnarRecords) -> list[list[Header] | None]:
-    """Each record's headers as [(key, value), ...], None for a record without any."""
-    found = columns.headers
-    if found is None:
-        return [None] * count
-    has_headers = np.unpackbits(found.validity, count=count, bitorder="little")
-    if not has_headers.any():
-        return [None] * count
-    entries = len(found.key_offsets) - 1
-    # Header keys are valid UTF-8 already: the decoder replaced malformed bytes.
-    keys = [
-        key.decode("utf-8")
-        for key in binary_list(
-            entries, np.full((entries + 7) // 8, 0xFF, np.uint8), found.key_offsets, found.key_data
-        )
-        if key is not None
-    ]
-    values = binary_list(entries, found.value_validity, found.value_offsets, found.value_data)
-    pairs = list(zip(keys, values, strict=True))
-    bounds = found.offsets.tolist()
-    return [
-        pairs[bounds[i] : bounds[i + 1]] if present else None
-        for i, present in enumerate(has_headers.tolist())
-    ]

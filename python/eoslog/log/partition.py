@@ -20,7 +20,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from eoslog import crashpoints
-from eoslog._ext import scan
 from eoslog._ext.producer_state import APPEND_DUPLICATE, NO_OFFSET, ProducerStateTable
 from eoslog.errors import (
     CorruptRecordError,
@@ -64,16 +63,6 @@ class FetchResult(NamedTuple):
     high_watermark: int
     last_stable_offset: int
     log_start_offset: int
-
-
-def _below(records: memoryview, bound: int) -> memoryview:
-    """The whole batches of `records` that begin below offset `bound` (the LSO of a
-    read_committed fetch: nothing of an open transaction is returned, FORMAT.md §7)."""
-    infos, _, _ = scan.scan_batches(records, verify_crc=False)
-    keep = infos[infos["base_offset"] < bound]
-    if len(keep) == 0:
-        return records[:0]
-    return records[: int(keep["position"][-1]) + int(keep["size"][-1])]
 
 
 def _aborted_in(
@@ -181,6 +170,10 @@ class PartitionLog:
         # Counts truncations begun: a read that meets bytes a truncation cut under it reads
         # again instead of reporting damage.
         self._truncations = 0
+        # The first offset of a transaction an ABORT marker is ending, from the moment the
+        # producer state closes it until its .txnindex entry is written: the LSO stays below
+        # it meanwhile, so no read_committed fetch sees its data without the entry.
+        self._aborting_first_offset: int | None = None
         self._producers = ProducerStateManager(fs, directory, producer_expiration_ms)
         self._producers.remove_stray_snapshots(self._bases)
         self._producers.rebuild(
@@ -215,6 +208,11 @@ class PartitionLog:
         §7; a single node is its own ISR, so a decided transaction is stable at once). Never
         below the log start offset."""
         first_unstable = self._producers.table.first_unstable_offset()
+        # Read after the table: append_marker sets it before the table forgets the
+        # transaction and clears it only once the .txnindex entry is written.
+        aborting = self._aborting_first_offset
+        if aborting is not None:
+            first_unstable = aborting if first_unstable is None else min(first_unstable, aborting)
         if first_unstable is None:
             return self.high_watermark
         return min(max(first_unstable, self._log_start_offset), self.high_watermark)
@@ -295,6 +293,9 @@ class PartitionLog:
                     )
                 else:
                     producers.map_end_offset = last_offset + 1
+                # Published last: a reader that sees the new log end sees the batch's open
+                # transaction too, so the LSO never passes it.
+                self._log_end_offset = last_offset + 1
             if self._durability == "always":
                 self._group_sync.sync_through(last_offset + 1)
             return AppendInfo(base_offset, last_offset, append_time, False)
@@ -345,16 +346,22 @@ class PartitionLog:
                 )
                 view = memoryview(marker)
                 self._append_stamped(self._stamped(view, offset, append_time), offset, now)
-                first = producers.apply_marker(
-                    producer_id, producer_epoch, coordinator_epoch, now, offset
-                )
-                if first is not None and not commit:
-                    try:
-                        self._segments[-1].txn_index.append(
-                            aborted_txn(producers, producer_id, first, offset)
-                        )
-                    except OSError as error:
-                        self._fail(error)
+                if not commit and entry is not None and entry.current_txn_first_offset != NO_OFFSET:
+                    self._aborting_first_offset = entry.current_txn_first_offset
+                try:
+                    first = producers.apply_marker(
+                        producer_id, producer_epoch, coordinator_epoch, now, offset
+                    )
+                    if first is not None and not commit:
+                        try:
+                            self._segments[-1].txn_index.append(
+                                aborted_txn(producers, producer_id, first, offset)
+                            )
+                        except OSError as error:
+                            self._fail(error)
+                    self._log_end_offset = offset + 1
+                finally:
+                    self._aborting_first_offset = None
             if self._durability == "always" or (sync and self._durability == "commit"):
                 self._group_sync.sync_through(offset + 1)
             return offset
@@ -402,7 +409,9 @@ class PartitionLog:
         self, batch: tuple[Buffer, ...], last_offset: int, max_timestamp: int
     ) -> None:
         """Write a batch whose offsets are assigned (under the lock), rolling first if the
-        active segment cannot take it."""
+        active segment cannot take it. The caller publishes the new log end once the
+        producer state knows the batch (a reader's LSO must not pass an open transaction's
+        first batch)."""
         active = self._segments[-1]
         now = self._clock_ms()
         size = sum([memoryview(part).nbytes for part in batch])
@@ -422,7 +431,6 @@ class PartitionLog:
             self._fail(error)
         self._unsynced.add(active)
         active.last_modified_ms = now
-        self._log_end_offset = last_offset + 1
         crashpoints.hit("append.after")
 
     def _roll(self, base_offset: int) -> LogSegment:
@@ -553,10 +561,14 @@ class PartitionLog:
         if offset < bound:
             index = max(bisect.bisect_right(bases, offset) - 1, 0)
             for number, segment in enumerate(segments[index:], start=index):
-                found = segment.read(offset, max_bytes, segment.size, contiguous=True)
+                # Cut at the bound, not only when a transaction is open: the segment's size
+                # may already cover a batch the log end captured above does not (append
+                # publishes the size first), an open transaction's first batch included.
+                found = segment.read(
+                    offset, max_bytes, segment.size, contiguous=True, offset_end=bound
+                )
                 if found is not None:
-                    # Batches at or past the LSO are cut only when a transaction is open.
-                    records = found[0] if bound >= end else _below(found[0], bound)
+                    records = found[0]
                     if aborted is not None:
                         aborted = _aborted_in(segments, number, offset, found[1], len(records), end)
                     return FetchResult(records, aborted, end, stable, start)

@@ -268,10 +268,16 @@ class LogSegment(SegmentReads):
         max_position: int | None = None,
         *,
         contiguous: bool = False,
+        offset_end: int | None = None,
     ) -> tuple[memoryview, int] | None:
         """Whole batches from the first whose last offset is >= start_offset (Kafka's rule: in
         a log with gaps that is the next batch after the gap), at most max_bytes (but at least
         that first batch) and never past max_position. (records, position) or None.
+
+        offset_end: batches beginning at or past this offset are left out (None when the first
+        one does). A partition passes its log end or last stable offset: the segment's size is
+        published before the log end moves past a new batch, so bytes below `max_position`
+        may hold a batch the log end does not cover yet.
 
         records is a read-only memoryview into a mapping of the .log, not a copy: it stays
         readable, with the same bytes, for as long as the caller keeps it, whatever happens to
@@ -287,21 +293,24 @@ class LogSegment(SegmentReads):
             return None
         view = self._log_file.view_unless_tail(end)
         if view is None:
-            return self._read_copied(start_offset, max_bytes, end, contiguous)
+            return self._read_copied(start_offset, max_bytes, end, contiguous, offset_end)
         found = self._locate_mapped(view, start_offset, end)
         if found is None:
             return None
         position, size = found
-        if contiguous and _base_offset(view, position) > start_offset:
+        base_offset = _base_offset(view, position)
+        if contiguous and base_offset > start_offset:
             raise self.corruption(position, f"its batch starts past offset {start_offset}")
+        if offset_end is not None and base_offset >= offset_end:
+            return None
         if max_bytes <= size or position + size >= end:
             return view[position : position + size], position  # just the first batch
         return self._whole_batches(
-            view[position : min(position + max_bytes, end)], size, contiguous
+            view[position : min(position + max_bytes, end)], size, contiguous, offset_end
         ), position
 
     def _read_copied(
-        self, start_offset: int, max_bytes: int, end: int, contiguous: bool
+        self, start_offset: int, max_bytes: int, end: int, contiguous: bool, offset_end: int | None
     ) -> tuple[memoryview, int] | None:
         """read() by pread, for the few MiB at the growing end of the active segment that
         are not mapped yet (a copy costs less there than a new mapping: mapped_log)."""
@@ -309,23 +318,33 @@ class LogSegment(SegmentReads):
         if found is None:
             return None
         position, buffer, at, size = found
-        if contiguous and _base_offset(buffer, at) > start_offset:
+        base_offset = _base_offset(buffer, at)
+        if contiguous and base_offset > start_offset:
             raise self.corruption(position, f"its batch starts past offset {start_offset}")
+        if offset_end is not None and base_offset >= offset_end:
+            return None
         if max_bytes <= size or position + size >= end:
             return memoryview(buffer)[at : at + size], position
         data = memoryview(self.log.pread(min(max_bytes, end - position), position))
         if len(data) < size:  # the file is shorter than the log's end: cut under us
             raise self.corruption(position + len(data), "the file ends in a batch")
-        return self._whole_batches(data, size, contiguous), position
+        return self._whole_batches(data, size, contiguous, offset_end), position
 
     @staticmethod
-    def _whole_batches(data: memoryview, size: int, contiguous: bool) -> memoryview:
-        """The whole batches at the start of `data`, whose first batch is `size` bytes."""
+    def _whole_batches(
+        data: memoryview, size: int, contiguous: bool, offset_end: int | None
+    ) -> memoryview:
+        """The whole batches at the start of `data`, whose first batch is `size` bytes,
+        up to the first beginning at or past offset_end (the first batch is below it)."""
         infos, stop, _ = scan.scan_batches(data, verify_crc=False)
         if contiguous and len(infos) > 1:
             bad = first_offset_violation(infos, int(infos["base_offset"][0]))
             if bad is not None:
                 stop = int(infos["position"][bad])
+        if offset_end is not None and len(infos) > 1:
+            past = np.flatnonzero(infos["base_offset"] >= offset_end)
+            if len(past):
+                stop = min(stop, int(infos["position"][past[0]]))
         # A bad header or a partial batch at `stop` is left out here; the next read starts
         # there and raises.
         return data[: max(stop, size)]

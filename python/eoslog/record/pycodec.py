@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from eoslog import limits
 from eoslog.record import layout, status
 from eoslog.record.pybuilder import BatchBuilder, Headers, build_control_batch, stamp_batch
-from eoslog.record.pycolumns import decode_columns
+from eoslog.record.pycolumns import ColumnDecoder, decode_columns
 from eoslog.record.pyprimitives import byte_view, check_position
 from eoslog.record.pywalk import (
     RecordSpan,
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 # The contract of pyext/codec.pyi, which the native module exposes too.
 __all__ = [
     "BatchBuilder",
+    "ColumnDecoder",
     "Headers",
     "batch_crc",
     "batch_records",

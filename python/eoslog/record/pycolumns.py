@@ -26,7 +26,7 @@ from eoslog.record.pywalk import (
 from eoslog.record.types import BatchHeader
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from typing_extensions import Buffer
 
@@ -196,6 +196,8 @@ def decode_columns(
     include_control: bool = False,
     offset_min: int = 0,
     offset_end: int = INT64_MAX,
+    runs: Sequence[tuple[int, int]] | None = None,
+    records_max: int | None = None,
     skips: Sequence[tuple[int, int]] | None = None,
 ) -> ColumnarRecords:
     """Decode the run of whole batches from `position` into Arrow-layout columns. Keeps
@@ -203,39 +205,142 @@ def decode_columns(
     include_control; jumps over the byte ranges [start, end) of `skips` (ascending, each
     whole batches; ValueError if one starts inside a batch). Stops at a partial trailing
     batch or before a batch that would push a column past limits.column_bytes_max (see
-    end_position).
+    end_position). runs (not with skips) and records_max: as in
+    pyext/codec.pyi (the batches of several byte ranges into one set of columns; a cap on
+    the records decoded, cutting the batch that reaches it when it has one record per
+    offset).
 
     Per batch, in order: framing as iter_headers; CRC if verify_crc (skipped batches too);
     a skipped control batch ends there; otherwise the record checks of batch_records. Errors
     name the offending batch's position."""
-    check_position(position)
-    view = byte_view(data)
-    columns = _ColumnBuilder(include_headers)
-    offset_range = range(offset_min, max(offset_min, offset_end))
+    decoder = ColumnDecoder(include_headers)
+    decoder.decode(
+        data,
+        position,
+        verify_crc=verify_crc,
+        include_control=include_control,
+        offset_min=offset_min,
+        offset_end=offset_end,
+        runs=runs,
+        records_max=records_max,
+        skips=skips,
+    )
+    return decoder.finish()
 
-    def rows_at(cursor: int) -> tuple[BatchHeader, list[_Row]] | None:
-        header = next_batch(view, cursor)
-        if header is None:
-            return None
-        if verify_crc:
-            check_crc(view, cursor, header)
-        if header.is_control and not include_control:
-            return header, []
-        return header, _batch_rows(view, cursor, header, include_headers, offset_range)
 
-    ranges = _skip_ranges(skips)
-    first = position
-    while True:
-        position = _past_skips(ranges, position, first, len(view))
-        batch = at_batch(position, rows_at, position)
-        if batch is None:
-            break
-        header, rows = batch
-        if not columns.fits(rows):
-            break
-        columns.add(rows)
-        position += header.size_in_bytes
-    return columns.finish(position)
+class ColumnDecoder:
+    """Columns filled by decode() calls over one or more buffers, then taken by finish()
+    (contract: pyext/codec.pyi). Not thread-safe."""
+
+    def __init__(self, include_headers: bool = False) -> None:
+        self._columns = _ColumnBuilder(include_headers)
+        self._include_headers = include_headers
+        self._end_position = 0
+        self._finished = False
+
+    @property
+    def count(self) -> int:
+        return len(self._columns.offsets)
+
+    def decode(
+        self,
+        data: Buffer,
+        position: int = 0,
+        *,
+        verify_crc: bool = True,
+        include_control: bool = False,
+        offset_min: int = 0,
+        offset_end: int = INT64_MAX,
+        runs: Sequence[tuple[int, int]] | None = None,
+        records_max: int | None = None,
+        skips: Sequence[tuple[int, int]] | None = None,
+    ) -> int:
+        if self._finished:
+            raise ValueError("this ColumnDecoder has finished")
+        if records_max is not None and records_max < 1:
+            raise ValueError(f"records_max must be at least 1, got {records_max}")
+        if runs is not None and skips is not None:
+            raise ValueError("give runs or skips, not both")
+        skipped = _skip_ranges(skips)
+        view = byte_view(data)
+        ranges = _checked_runs(runs, position, len(view))
+        if records_max is not None and self.count >= records_max:
+            self._end_position = ranges[0][0] if ranges else position
+            return self._end_position
+        include_headers = self._include_headers
+        offset_range = range(offset_min, max(offset_min, offset_end))
+
+        def rows_at(run: memoryview, cursor: int) -> tuple[BatchHeader, list[_Row]] | None:
+            header = next_batch(run, cursor)
+            if header is None:
+                return None
+            if verify_crc:
+                check_crc(run, cursor, header)
+            if header.is_control and not include_control:
+                return header, []
+            return header, _batch_rows(run, cursor, header, include_headers, offset_range)
+
+        found = (
+            self._decode_runs(view, ranges, rows_at, records_max, skipped) if ranges else position
+        )
+        self._end_position = found
+        return found
+
+    def _decode_runs(
+        self,
+        view: memoryview,
+        ranges: list[tuple[int, int]],
+        rows_at: Callable[[memoryview, int], tuple[BatchHeader, list[_Row]] | None],
+        records_max: int | None,
+        skipped: list[tuple[int, int]],
+    ) -> int:
+        columns = self._columns
+        position = first = ranges[0][0]
+        for position, run_end in ranges:
+            run = view[:run_end]
+            while True:
+                position = _past_skips(skipped, position, first, len(view))
+                batch = at_batch(position, rows_at, run, position)
+                if batch is None:
+                    break
+                header, rows = batch
+                cut = False
+                if records_max is not None and rows:
+                    left = records_max - len(columns.offsets)
+                    one_per_offset = header.last_offset_delta + 1 == header.records_count
+                    cut = one_per_offset and len(rows) > left
+                    rows = rows[:left] if cut else rows
+                if not columns.fits(rows):
+                    return position
+                columns.add(rows)
+                if cut:
+                    return position  # a next call starts in this batch
+                position += header.size_in_bytes
+                if records_max is not None and len(columns.offsets) == records_max:
+                    return position
+        return position
+
+    def finish(self) -> ColumnarRecords:
+        if self._finished:
+            raise ValueError("this ColumnDecoder has finished")
+        self._finished = True
+        return self._columns.finish(self._end_position)
+
+
+def _checked_runs(
+    runs: Sequence[tuple[int, int]] | None, position: int, size: int
+) -> list[tuple[int, int]]:
+    """[(position, size)] without runs, else the runs, checked to be ascending,
+    non-overlapping ranges inside the data (ValueError otherwise)."""
+    if runs is None:
+        check_position(position)
+        return [(position, size)]
+    previous = 0
+    for start, end in runs:
+        if start < previous or end < start or end > size:
+            raise ValueError(f"run [{start}, {end}) is out of order or outside {size} bytes")
+        previous = end
+    return list(runs)
 
 
 def _skip_ranges(skips: Sequence[tuple[int, int]] | None) -> list[tuple[int, int]]:
