@@ -405,11 +405,15 @@ def _check_lookups(log: PartitionLog, read: PartitionRead, report: Report, label
 # --- invariant 8 and the entry point ----------------------------------------------------
 
 
-def copy_twin(fs: RecordingFileSystem) -> RecordingFileSystem:
-    """A twin holding the current content of every file of fs, all durable. A twin that is
-    itself a crash image (everything durable) is copied exactly by crash_image."""
-    if not fs.unsynced_paths():
+def copy_twin(
+    fs: RecordingFileSystem, content_of: Callable[[str], bytes] | None = None
+) -> RecordingFileSystem:
+    """A twin holding the current content of every file of fs (or `content_of(path)`), all
+    durable. A twin that is itself a crash image (everything durable) is copied exactly by
+    crash_image."""
+    if content_of is None and not fs.unsynced_paths():
         return fs.crash_image(random.Random(0))
+    content = fs.snapshot_bytes if content_of is None else content_of
     copy = RecordingFileSystem(seed=0)
 
     def walk(path: str) -> None:
@@ -419,7 +423,7 @@ def copy_twin(fs: RecordingFileSystem) -> RecordingFileSystem:
                 fs.listdir(child)
             except NotADirectoryError:
                 handle = copy.open(child, create=True)
-                handle.pwrite(fs.snapshot_bytes(child), 0)
+                handle.pwrite(content(child), 0)
                 handle.sync()
                 handle.close()
             else:

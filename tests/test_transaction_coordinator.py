@@ -206,7 +206,7 @@ def test_an_end_interrupted_after_prepare_is_finished_at_the_next_open(
     class Crash(Exception):
         pass
 
-    def crash(*args: object) -> int:
+    def crash(*args: object, **options: object) -> int:
         raise Crash
 
     monkeypatch.setattr(PartitionLog, "append_marker", crash)
@@ -237,8 +237,8 @@ def test_stable_offsets_never_cut_through_a_transaction_whose_markers_are_being_
     first_marker_written, release = threading.Event(), threading.Event()
     real = PartitionLog.append_marker
 
-    def slow_marker(log: PartitionLog, *args: object) -> int:
-        offset = real(log, *args)  # type: ignore[arg-type]
+    def slow_marker(log: PartitionLog, *args: object, **options: bool) -> int:
+        offset = real(log, *args, **options)  # type: ignore[arg-type]
         first_marker_written.set()
         assert release.wait(10)
         return offset

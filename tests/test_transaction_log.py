@@ -4,6 +4,9 @@ hand from the JSON schemas, round trips for every state, and damaged bytes."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from eoslog.coordinator.transaction_log import (
@@ -148,6 +151,19 @@ def test_an_empty_partition_list_is_not_null() -> None:
     data = encode_value(value)
     assert data is not None and data[17] == 0x01  # compact array: 0 elements + 1
     assert decode_value(data) == value
+
+
+def test_an_empty_partition_list_encodes_right_as_a_processes_first_value() -> None:
+    """Regression: the encoder's last-array cache started keyed on the empty tuple, so the
+    first value a process encoded with no partitions (a Complete* finished at open) lost
+    its array count and could not be decoded. A fresh interpreter, so no test ran before."""
+    program = (
+        "from eoslog.coordinator.transaction_log import TransactionLogValue as V, "
+        "encode_value, decode_value\n"
+        "value = V(7, 3, 60000, 4, (), 2000, 1500)\n"
+        "assert decode_value(encode_value(value)) == value\n"
+    )
+    subprocess.run([sys.executable, "-c", program], check=True, cwd="/")
 
 
 def test_unknown_tagged_fields_are_skipped() -> None:

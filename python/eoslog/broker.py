@@ -178,6 +178,7 @@ class Broker:
         coordinator = TransactionCoordinator(
             state_logs=[self.log(TRANSACTION_STATE_TOPIC, p) for p in range(partitions)],
             log_of=self.log,
+            all_logs=lambda: list(self._logs.values()),
             producer_ids=self._producer_ids,
             coordinator_epoch=self._coordinator_epoch,
             clock_ms=self.clock_ms,
@@ -554,6 +555,12 @@ class Broker:
             self._maintenance.join()
         logs = list(self._logs.values())
         failure: KafkaStorageError | None = None
+        try:
+            # Deferred coordinator records written, and markers made durable before the
+            # state logs that report them (each log's close fsyncs it).
+            self.transactions.close()
+        except KafkaStorageError as error:
+            failure = error
         for log in logs:
             try:
                 log.close()

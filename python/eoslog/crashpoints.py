@@ -8,8 +8,9 @@ written), append.after (written, not yet acknowledged), fsync.before, fsync.afte
 roll.after (a new segment made, the old one's indexes trimmed), snapshot.after (a producer
 snapshot written), retention.after (a segment unlinked), coordinator.prepare.after (a
 Prepare{Commit,Abort} record persisted), marker.before / marker.after (each COMMIT/ABORT
-marker), coordinator.complete.after (Complete{Commit,Abort} persisted), offsets.commit.after
-(an offset commit appended to `__consumer_offsets`, plain or transactional, before it is
+marker; also those recovery writes at open), coordinator.complete.after (Complete{Commit,Abort}
+applied, its record queued for the state partition's next append), offsets.commit.after (an
+offset commit appended to `__consumer_offsets`, plain or transactional, before it is
 acknowledged).
 """
 

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import struct
 import threading
 import time
@@ -154,7 +155,14 @@ class Producer:
         self._clock_ms = broker.clock_ms
         self._sync_on_flush = broker.durability == "commit"
         self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)  # a batch opened or a report arrived
+        self._changed = threading.Condition(self._lock)  # a report arrived, or closed
+        # The linger thread's own condition, and until when it sleeps (monotonic s; inf: until
+        # woken). A batch opened wakes it only when it would sleep past the batch's linger
+        # deadline: waking it for every batch (twice per transaction with the reports) cost
+        # a thread switch each, most of a small transaction's latency.
+        self._linger_changed = threading.Condition(self._lock)
+        self._linger_sleeps_until = math.inf
+        self._batches_opened = 0  # for the linger thread: were batches opened while it napped
         self._partitions: dict[tuple[str, int], PartitionState] = {}
         self._lingering: dict[tuple[str, int], PartitionState] = {}  # open batches, oldest first
         self._partition_counts: dict[str, int] = {}
@@ -380,8 +388,9 @@ class Producer:
     def _open_batch(self, topic: str, state: PartitionState) -> ProducerBatch:
         batch = ProducerBatch(self._new_builder(self._settings.batch_bytes_max), time.monotonic())
         state.open = batch
-        if not self._lingering:
-            self._changed.notify_all()  # the linger thread sleeps while nothing lingers
+        self._batches_opened += 1
+        if batch.opened_s + self._linger_s < self._linger_sleeps_until:
+            self._linger_changed.notify()
         self._lingering[(topic, state.partition)] = state
         if self._linger_thread is None and self._linger_s > 0:
             self._linger_thread = threading.Thread(
@@ -715,6 +724,7 @@ class Producer:
                 self._closed = True
                 self._accumulator.unusable = True
                 self._changed.notify_all()
+                self._linger_changed.notify()
             thread = self._linger_thread
             if thread is not None and thread is not threading.current_thread():
                 thread.join()
@@ -748,23 +758,40 @@ class Producer:
         return due
 
     def _linger_loop(self) -> None:
+        opened_seen = -1
         while True:
             with self._lock:
-                while not self._closed and not self._lingering:
-                    self._changed.wait()
                 if self._closed:
                     return
+                now_s = time.monotonic()
+                if not self._lingering:
+                    # Nothing lingers: nap linger.ms while batches keep opening (a batch
+                    # opened during a nap needs no wake-up: its deadline is later, and the
+                    # thread looks at it when the nap ends); sleep until woken once a whole
+                    # nap saw none.
+                    busy = opened_seen != self._batches_opened
+                    opened_seen = self._batches_opened
+                    self._sleep(now_s, self._linger_s if busy else math.inf)
+                    continue
                 oldest = next(iter(self._lingering.values())).open
                 assert oldest is not None
-                wait_s = oldest.opened_s + self._linger_s - time.monotonic()
+                wait_s = oldest.opened_s + self._linger_s - now_s
                 if wait_s > 0:
-                    self._changed.wait(wait_s)
+                    self._sleep(now_s, wait_s)
                     continue
             try:
                 self._close_lingering(time.monotonic())
             except Exception as error:  # a bug: stop the producer rather than lose data
                 self._set_fatal(KafkaException(f"linger thread failed: {error!r}"))
                 return
+
+    def _sleep(self, now_s: float, wait_s: float) -> None:
+        """The linger thread waits (producer lock held) up to wait_s, or until woken."""
+        self._linger_sleeps_until = now_s + wait_s
+        try:
+            self._linger_changed.wait(None if wait_s == math.inf else wait_s)
+        finally:
+            self._linger_sleeps_until = -math.inf  # awake: it looks at the batches itself
 
     # --- transactions (COORDINATOR.md §7.2; states in eoslog.client.transaction_manager) ----
 
@@ -866,6 +893,10 @@ class Producer:
             except KafkaException as error:
                 with self._lock:
                     raise self._txn_failed(_coordinator_error(error)) from error
+            with self._lock:
+                # The offsets are data of the transaction: commit_transaction's flush
+                # fsyncs them (durability "commit") before Prepare* is written.
+                self._unsynced.add(partition)
 
     def commit_transaction(self, timeout: float | None = None) -> None:
         """Flush every batch of the transaction (delivery callbacks run here), then EndTxn

@@ -32,12 +32,18 @@ def pack(kind: struct.Struct, value: int, name: str) -> bytes:
 
 def uvarint(value: int) -> bytes:
     """Kafka's unsigned varint (ByteUtils.writeUnsignedVarint): 7 bits a byte, low first."""
+    if 0 <= value < 0x80:
+        return _SMALL_UVARINTS[value]
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+# One byte each: the common case (counts, sizes, tags), without building a bytearray.
+_SMALL_UVARINTS: Final = tuple(bytes((value,)) for value in range(0x80))
 
 
 def string(text: str, flexible: bool) -> bytes:

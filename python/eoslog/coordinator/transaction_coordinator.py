@@ -2,16 +2,22 @@
 
 It owns one TransactionMetadata per transactional id. Every change is decided on the metadata
 (eoslog.coordinator.transaction_decisions), appended to `__transaction_state` in Kafka's record
-format and made durable per the broker's durability mode, and only then applied in memory
-(two phases: prepare, persist, complete; a failed append abandons the prepared change). The end
-of a transaction is Prepare{Commit,Abort} persisted, then a COMMIT or ABORT marker carrying the
-coordinator epoch appended to every partition of the transaction, then Complete{Commit,Abort}.
+format, and only then applied in memory (two phases: prepare, persist, complete; a failed
+append abandons the prepared change). The end of a transaction is Prepare{Commit,Abort}
+persisted, then a COMMIT or ABORT marker carrying the coordinator epoch appended to every
+partition of the transaction, then Complete{Commit,Abort}. Which records are fsynced under
+"commit" (InitProducerId's and Prepare*; the Ongoing record, markers and Complete* are made
+durable by a later fsync) and why that is safe: README.md "The commit path and recovery".
+Complete* is applied at once and its record deferred to the state partition's next append.
 
 At open the coordinator epoch is one more than the last process's (persisted by the broker),
 the state is rebuilt from `__transaction_state` (the last record per id wins; a tombstone
 deletes), and every transaction found in Prepare* is finished: its markers are written again
 (a marker sent twice is accepted as a retry by the partition log) and Complete* persisted.
-Ongoing transactions stay open until they time out or their id re-initializes.
+Then the open transactions the partitions hold are checked against the state: a marker lost
+under a later record is written again, an orphan (data without its Ongoing record) joins the
+id's Ongoing transaction or is aborted (_end_unaccounted_transactions). Ongoing transactions
+stay open until they time out or their id re-initializes.
 
 Thread safety: every public method may be called from any thread. Work on one transactional
 id serializes on that id's lock, held across the append and the markers, so an id's changes
@@ -25,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from eoslog import crashpoints
+from eoslog._ext.producer_state import NO_OFFSET
 from eoslog.coordinator import log_replay
 from eoslog.coordinator.producer_ids import ProducerIdManager
 from eoslog.coordinator.transaction_decisions import (
@@ -53,6 +60,7 @@ from eoslog.coordinator.transaction_state import (
     TopicPartition,
     TransactionState,
     TransitionTarget,
+    is_epoch_exhausted,
 )
 from eoslog.errors import (
     ConcurrentTransactionsError,
@@ -83,6 +91,7 @@ class TransactionCoordinator:
         *,
         state_logs: list[PartitionLog],
         log_of: LogOf,
+        all_logs: Callable[[], Iterable[PartitionLog]] = list,
         producer_ids: ProducerIdManager,
         coordinator_epoch: int,
         clock_ms: Callable[[], int],
@@ -95,6 +104,7 @@ class TransactionCoordinator:
         # The group coordinator: a marker in `__consumer_offsets` ends pending offsets.
         self._marker_listener = marker_listener
         self._log_of = log_of
+        self._all_logs = all_logs
         self._producer_ids = producer_ids
         self.coordinator_epoch = coordinator_epoch
         self._clock_ms = clock_ms
@@ -109,25 +119,123 @@ class TransactionCoordinator:
         # The metadata by its current producer id, for verify_transaction (lock-free reads).
         self._by_producer: dict[int, TransactionMetadata] = {}
         self._id_locks: dict[str, threading.RLock] = {}
+        # Each id's `__transaction_state` partition and record key, computed once.
+        self._placements: dict[str, tuple[PartitionLog, bytes]] = {}
+        # Records (key, value) queued per state log, written ahead of its next record; each
+        # state log's queue and appends serialize on its lock.
+        self._deferred: dict[PartitionLog, list[tuple[bytes, bytes | None]]] = {}
+        self._append_locks = {state_log: threading.Lock() for state_log in state_logs}
+        # Under "commit": markers written but not yet fsynced, as (log, offset). Every
+        # fsync of a state log makes them durable first (_sync_state_log), so a Complete*
+        # record is never durable before the markers it reports.
+        self._unsynced_markers: list[tuple[PartitionLog, int]] = []
+        self._markers_lock = threading.Lock()
 
     # --- loading ---------------------------------------------------------------------------
 
     def load(self) -> None:
         """Rebuild the metadata from `__transaction_state`, then finish every transaction a
-        crash left in Prepare*."""
+        crash left in Prepare*, then end the open transactions the partitions hold that
+        the metadata does not account for (_end_unaccounted_transactions)."""
+        open_ends = {(pid, epoch + 1) for _, pid, epoch in self._open_transactions()}
+        decided: dict[tuple[int, int], tuple[bool, frozenset[TopicPartition]]] = {}
         for state_log in self._state_logs:
             for key, value in _records(state_log):
                 transactional_id = decode_key(key)
                 decoded = decode_value(value)
                 if decoded is None:
                     self._metadata.pop(transactional_id, None)
-                else:
-                    self._metadata[transactional_id] = metadata_from_log(transactional_id, decoded)
+                    continue
+                meta = metadata_from_log(transactional_id, decoded)
+                self._metadata[transactional_id] = meta
+                end = (meta.producer_id, meta.producer_epoch)
+                if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT) and end in open_ends:
+                    decided[end] = (meta.state is S.PREPARE_COMMIT, meta.partitions)
         self._by_producer = {meta.producer_id: meta for meta in self._metadata.values()}
         for transactional_id, meta in list(self._metadata.items()):
             if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                 with self._id_lock(transactional_id):
-                    self._complete_end(meta)
+                    self._complete_end(meta, recovering=True)
+        self._end_unaccounted_transactions(decided)
+
+    def _open_transactions(self) -> list[tuple[PartitionLog, int, int]]:
+        """(log, producer id, epoch) of every transaction open in a partition (at open)."""
+        found = []
+        for log in list(self._all_logs()):
+            table = log.producer_state
+            for producer_id in sorted(set(table.open_transactions().values())):
+                entry = table.entry(producer_id)
+                assert entry is not None, f"{log.topic}-{log.partition}: no producer entry"
+                found.append((log, producer_id, entry.epoch))
+        return found
+
+    def _end_unaccounted_transactions(
+        self, decided: dict[tuple[int, int], tuple[bool, frozenset[TopicPartition]]]
+    ) -> None:
+        """Recovery after a power loss under "commit" (README.md "The commit path and recovery"),
+        where neither the Ongoing record nor the markers are fsynced before later writes,
+        so the disk may hold data whose transaction the last state record does not explain:
+
+        * its end was decided (a Prepare* record at the next epoch lists the partition) but
+          the marker was lost, while a later record of the id survived: the marker is
+          written again;
+        * its AddPartitions record was lost (an orphan): if the id's transaction at that
+          epoch is Ongoing, the partition joins it (it ends at its timeout or at the next
+          InitProducerId, like any other); otherwise it is aborted now, with an ABORT
+          marker one epoch above the data's, the id first fenced to at least that epoch.
+
+        Without this rule such a transaction would hold its partition's LSO forever.
+        Producers no transactional id here owns (data written to the log directly, which
+        verify_transaction does not check) are left to their writer."""
+        for log, producer_id, epoch in self._open_transactions():
+            partition = (log.topic, log.partition)
+            end = decided.get((producer_id, epoch + 1))
+            if end is not None and partition in end[1]:
+                self._write_recovered_marker(log, producer_id, epoch + 1, end[0])
+                continue
+            meta = self._by_producer.get(producer_id)
+            if meta is not None:
+                with self._id_lock(meta.transactional_id):
+                    self._recover_orphan(meta, log, producer_id, epoch)
+
+    def _recover_orphan(
+        self, meta: TransactionMetadata, log: PartitionLog, producer_id: int, epoch: int
+    ) -> None:
+        """One open transaction of `producer_id` at `epoch` in `log`, `meta` its id's
+        metadata (id lock held)."""
+        partition = (log.topic, log.partition)
+        if meta.state is S.ONGOING and meta.producer_epoch == epoch:
+            if partition not in meta.partitions:  # its AddPartitions record was lost
+                target = meta.prepare_add_partitions(
+                    [partition], self._clock_ms(), TRANSACTION_VERSION_EPOCH_BUMP
+                )
+                self._persist(meta, target)
+            return
+        if meta.state not in EXPIRATION_ALLOWED:
+            return  # Prepare* a stale marker left unfinished: a newer owner decides
+        if meta.producer_id == producer_id and meta.producer_epoch <= epoch:
+            # Fence the producer above the orphan's epoch first, as InitProducerId would:
+            # the marker's epoch is then never handed out again.
+            if is_epoch_exhausted(meta.producer_epoch):
+                target = meta.prepare_producer_id_rotation(
+                    self._producer_ids.generate(), meta.txn_timeout_ms, self._clock_ms(), False
+                )
+            else:
+                target = meta.prepare_epoch_bump(meta.txn_timeout_ms, None, self._clock_ms())
+            self._persist(meta, target)  # durable before the marker is written
+        self._write_recovered_marker(log, producer_id, epoch + 1, commit=False)
+
+    def _write_recovered_marker(
+        self, log: PartitionLog, producer_id: int, marker_epoch: int, commit: bool
+    ) -> None:
+        crashpoints.hit("marker.before")
+        offset = log.append_marker(
+            producer_id, marker_epoch, self.coordinator_epoch, commit, sync=self._sync_markers
+        )
+        self._marker_written(log, offset)
+        if self._marker_listener is not None:
+            self._marker_listener(log.topic, log.partition, producer_id, commit, offset)
+        crashpoints.hit("marker.after")
 
     # --- requests --------------------------------------------------------------------------
 
@@ -199,7 +307,10 @@ class TransactionCoordinator:
                 now_ms=self._clock_ms(),
                 client_transaction_version=TRANSACTION_VERSION_EPOCH_BUMP,
             )
-            self._persist(meta, decision.persist)
+            # Not fsynced of its own: the Prepare* record that ends the transaction makes it
+            # durable. Data written meanwhile may reach the disk without it; after a power
+            # loss load() ends such an orphan (_end_unaccounted_transactions).
+            self._persist(meta, decision.persist, sync=False)
 
     def end_transaction(
         self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
@@ -343,68 +454,186 @@ class TransactionCoordinator:
         return meta
 
     def _persist(
-        self, meta: TransactionMetadata, target: TransitionTarget | None, *, sync: bool = True
+        self,
+        meta: TransactionMetadata,
+        target: TransitionTarget | None,
+        *,
+        sync: bool = True,
+        defer: bool = False,
     ) -> None:
         """Append the prepared target and (sync) make it durable, then apply it; abandon it
-        if the append fails (the failure propagates)."""
+        if the append fails (the failure propagates). With `defer` the record is only
+        queued: it is written in one batch with the next record appended to the same state
+        partition (or at close), and applied now (see _write_markers for why that is safe
+        for Complete*)."""
         if target is None:
             return
-        try:
-            self._append(meta.transactional_id, encode_value(log_value_of(target)), sync=sync)
-        except BaseException:
-            meta.abandon_transition()
-            raise
+        value = encode_value(log_value_of(target))
+        if defer:
+            state_log, key = self._placement(meta.transactional_id)
+            with self._append_locks[state_log]:
+                self._deferred.setdefault(state_log, []).append((key, value))
+        else:
+            try:
+                self._append(meta.transactional_id, value, sync=sync)
+            except BaseException:
+                meta.abandon_transition()
+                raise
         previous_producer_id = meta.producer_id
         meta.complete_transition(target)
         if self._by_producer.get(previous_producer_id) is meta:
             del self._by_producer[previous_producer_id]
         self._by_producer[meta.producer_id] = meta
 
-    def _append(self, transactional_id: str, value: bytes | None, *, sync: bool = True) -> None:
-        state_log = self._state_logs[partition_for(transactional_id, len(self._state_logs))]
-        builder = codec.BatchBuilder()
-        builder.append(self._clock_ms(), encode_key(transactional_id), value)
-        info = state_log.append_batch(builder.build())
-        if sync and self._durability == "commit":
-            state_log.flush_through(info.last_offset + 1)
+    def _placement(self, transactional_id: str) -> tuple[PartitionLog, bytes]:
+        """The id's `__transaction_state` partition and record key (computed once)."""
+        placement = self._placements.get(transactional_id)
+        if placement is None:
+            state_log = self._state_logs[partition_for(transactional_id, len(self._state_logs))]
+            placement = self._placements[transactional_id] = (
+                state_log,
+                encode_key(transactional_id),
+            )
+        return placement
 
-    def _complete_end(self, meta: TransactionMetadata) -> None:
+    def _append(self, transactional_id: str, value: bytes | None, *, sync: bool = True) -> None:
+        state_log, key = self._placement(transactional_id)
+        with self._append_locks[state_log]:
+            # The deferred records go first, in the same batch: one append for both. The
+            # lock is held through the append so that no record of an id can overtake its
+            # deferred one.
+            records = self._deferred.pop(state_log, [])
+            records.append((key, value))
+            builder = codec.BatchBuilder()
+            now = self._clock_ms()
+            for record_key, record_value in records:
+                builder.append(now, record_key, record_value)
+            try:
+                info = state_log.append_batch(builder.build())
+            except BaseException:
+                if len(records) > 1:
+                    self._deferred.setdefault(state_log, [])[:0] = records[:-1]
+                raise
+        if sync and self._durability == "commit":
+            self._sync_state_log(state_log, info.last_offset + 1)
+
+    def _write_deferred(self) -> None:
+        """Append every deferred record now (at close)."""
+        for state_log, lock in self._append_locks.items():
+            with lock:
+                records = self._deferred.pop(state_log, None)
+                if not records:
+                    continue
+                builder = codec.BatchBuilder()
+                now = self._clock_ms()
+                for key, value in records:
+                    builder.append(now, key, value)
+                try:
+                    state_log.append_batch(builder.build())
+                except BaseException:
+                    self._deferred[state_log] = records
+                    raise
+
+    def _sync_state_log(self, state_log: PartitionLog, through: int) -> None:
+        """fsync `state_log` below `through`, the markers written so far first: a Complete*
+        record in it must not be durable before its markers (group commit: a marker already
+        durable costs nothing)."""
+        self.sync_markers()
+        state_log.flush_through(through)
+
+    def close(self) -> None:
+        """Write the deferred Complete* records and make every marker durable (under
+        "commit"): the broker calls it before it closes (and so fsyncs) the logs, so no
+        state log is made durable at close ahead of the markers it reports."""
+        self._write_deferred()
+        self.sync_markers()
+
+    def sync_markers(self) -> None:
+        """Make every marker written so far durable (under "commit", markers are written
+        without an fsync of their own). Any thread."""
+        with self._markers_lock:
+            pending, self._unsynced_markers = self._unsynced_markers, []
+        try:
+            for log, offset in pending:
+                log.flush_through(offset + 1)
+        except BaseException:
+            with self._markers_lock:
+                self._unsynced_markers[:0] = pending
+            raise
+
+    @property
+    def _sync_markers(self) -> bool:
+        """Whether append_marker fsyncs: under "commit" the coordinator defers it (see
+        _write_markers); under "always" every append is durable at once."""
+        return self._durability == "always"
+
+    def _marker_written(self, log: PartitionLog, offset: int) -> None:
+        if self._durability == "commit":
+            with self._markers_lock:
+                self._unsynced_markers.append((log, offset))
+
+    def _complete_end(self, meta: TransactionMetadata, *, recovering: bool = False) -> None:
         """Write the markers of a transaction in Prepare*, then persist Complete*. A marker
         refused as stale means a newer producer or coordinator owns the transaction: the
         rest are not written and the transaction stays in Prepare* (§3.7)."""
         with self._ends_changed:
             self._ends_in_progress += 1
         try:
-            self._write_markers(meta)
+            self._write_markers(meta, recovering)
         finally:
             with self._ends_changed:
                 self._ends_in_progress -= 1
                 self._ends_changed.notify_all()
 
-    def _write_markers(self, meta: TransactionMetadata) -> None:
+    def _write_markers(self, meta: TransactionMetadata, recovering: bool) -> None:
         commit = meta.state is S.PREPARE_COMMIT
         for topic, partition in sorted(meta.partitions):
             try:
                 log = self._log_of(topic, partition)
             except UnknownTopicOrPartitionError:
                 continue  # a deleted topic counts as done (§3.7 step 2)
+            if recovering and _marker_applied(log, meta.producer_id, meta.producer_epoch):
+                continue
             crashpoints.hit("marker.before")
             try:
-                marker_offset = log.append_marker(
-                    meta.producer_id, meta.producer_epoch, self.coordinator_epoch, commit
+                offset = log.append_marker(
+                    meta.producer_id,
+                    meta.producer_epoch,
+                    self.coordinator_epoch,
+                    commit,
+                    sync=self._sync_markers,
                 )
             except (InvalidProducerEpochError, TransactionCoordinatorFencedError):
                 return
+            self._marker_written(log, offset)
             if self._marker_listener is not None:
-                self._marker_listener(topic, partition, meta.producer_id, commit, marker_offset)
+                self._marker_listener(topic, partition, meta.producer_id, commit, offset)
             crashpoints.hit("marker.after")
-        # Complete* is not synced of its own: until it is durable (the next record of this
-        # state partition synced, or a clean close) the durable Prepare* stands for it, and
-        # a crash before then is finished at the next open by load(), which writes the
-        # markers again (accepted as retries) and persists Complete*. The markers and
-        # Prepare* the outcome depends on are durable before this point.
-        self._persist(meta, meta.prepare_complete(self._clock_ms()), sync=False)
+        # The end is decided once Prepare* is durable (Kafka's EndTxn answers then too).
+        # Complete* is applied now but its record is deferred to the next append to this
+        # state partition (the id's next AddPartitions, usually: one batch for both) or
+        # close; under "commit" neither it nor the markers are fsynced here: the next fsync
+        # of this state log syncs the markers first (_sync_state_log). Until Complete* is
+        # durable the durable Prepare* stands for it: a crash before then is finished at
+        # the next open by load(), which writes the missing markers again and persists
+        # Complete*; a marker lost under a later surviving record is rewritten from the
+        # Prepare* record (_end_unaccounted_transactions).
+        self._persist(meta, meta.prepare_complete(self._clock_ms()), defer=True)
         crashpoints.hit("coordinator.complete.after")
+
+
+def _marker_applied(log: PartitionLog, producer_id: int, marker_epoch: int) -> bool:
+    """Whether the marker at `marker_epoch` already reached `log`, as recovery can tell: the
+    producer's entry there is past it, or at it with a newer transaction open. Only data
+    of a later transaction carries the marker's epoch (every TV2 end bumps the epoch), and
+    the coordinator writes every marker of an end before the producer learns that epoch; a
+    partition file is durable as a prefix, so that data survives only with the marker."""
+    entry = log.producer_state.entry(producer_id)
+    if entry is None:
+        return False
+    return entry.epoch > marker_epoch or (
+        entry.epoch == marker_epoch and entry.current_txn_first_offset != NO_OFFSET
+    )
 
 
 def _check_transactional_id(transactional_id: object) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Final
 
 from eoslog.coordinator.message_fields import (
@@ -98,10 +99,47 @@ _VALUE_TAGGED_FIELDS: Final[tuple[tuple[int, str, struct.Struct, int], ...]] = (
 )
 
 
+# The fixed-size fields before and after the partitions array, each run packed by one Struct
+# (derived from _VALUE_FIELDS, so the table stays the one definition): the encoder's fast path.
+_ARRAY_AT: Final = next(i for i, (_, kind) in enumerate(_VALUE_FIELDS) if kind is None)
+
+
+def _run(
+    fields: tuple[tuple[str, struct.Struct | None], ...],
+) -> tuple[struct.Struct, attrgetter[tuple[int, ...]]]:
+    kinds = [kind for _, kind in fields]
+    assert all(kind is not None for kind in kinds), "a run holds fixed-size fields only"
+    pattern = ">" + "".join(kind.format.lstrip(">") for kind in kinds if kind is not None)
+    return struct.Struct(pattern), attrgetter(*(name for name, _ in fields))
+
+
+_HEAD, _HEAD_VALUES = _run(_VALUE_FIELDS[:_ARRAY_AT])
+_TAIL, _TAIL_VALUES = _run(_VALUE_FIELDS[_ARRAY_AT + 1 :])
+_VERSION_FLEXIBLE_BYTES: Final = INT16.pack(VALUE_VERSION_FLEXIBLE)
+
+
 # --- encoding -------------------------------------------------------------------------------
 
 
+# The last partitions array encoded, (elements, flexible, bytes): a transaction's Ongoing and
+# Prepare* records carry the same elements object (see log_value_of), so the second is free.
+# Replaced whole, so threads may share it. It starts on a key no caller can pass (an empty
+# tuple there once made the first Complete* record's array vanish).
+_last_partitions: tuple[object, bool, bytes] = (object(), True, b"")
+
+
 def _partitions(value: tuple[TopicPartitions, ...] | None, flexible: bool) -> bytes:
+    global _last_partitions
+    last = _last_partitions
+    if value is not None and last[0] is value and last[1] is flexible:
+        return last[2]
+    encoded = _encode_partitions(value, flexible)
+    if value is not None:
+        _last_partitions = (value, flexible, encoded)
+    return encoded
+
+
+def _encode_partitions(value: tuple[TopicPartitions, ...] | None, flexible: bool) -> bytes:
     out = bytearray(array_count(None if value is None else len(value), flexible))
     for element in value or ():
         out += string(element.topic, flexible)
@@ -113,12 +151,30 @@ def _partitions(value: tuple[TopicPartitions, ...] | None, flexible: bool) -> by
     return bytes(out)
 
 
+# The tagged sections encoded so far, by the tagged fields' values: they repeat for every
+# record of a producer (a dict is safe to share between threads). Bounded: cleared when full.
+_tagged_sections: dict[tuple[int, ...], bytes] = {}
+_TAGGED_SECTIONS_MAX: Final = 1024
+_TAGGED_VALUES: Final = attrgetter(*(name for _, name, _, _ in _VALUE_TAGGED_FIELDS))
+
+
 def _tagged_section(value: TransactionLogValue) -> bytes:
-    fields = [
-        uvarint(tag) + uvarint(kind.size) + pack(kind, getattr(value, name), name)
-        for tag, name, kind, default in _VALUE_TAGGED_FIELDS
-        if getattr(value, name) != default
-    ]
+    values: tuple[int, ...] = _TAGGED_VALUES(value)
+    section = _tagged_sections.get(values)
+    if section is None:
+        section = _encode_tagged_section(value)
+        if len(_tagged_sections) >= _TAGGED_SECTIONS_MAX:
+            _tagged_sections.clear()
+        _tagged_sections[values] = section
+    return section
+
+
+def _encode_tagged_section(value: TransactionLogValue) -> bytes:
+    fields = []
+    for tag, name, kind, default in _VALUE_TAGGED_FIELDS:
+        field = getattr(value, name)
+        if field != default:
+            fields.append(uvarint(tag) + uvarint(kind.size) + pack(kind, field, name))
     return uvarint(len(fields)) + b"".join(fields)
 
 
@@ -135,6 +191,22 @@ def encode_value(
     fields, so a non-default one raises ValueError there, as Kafka's generated writer does."""
     if value is None:
         return None
+    if version == VALUE_VERSION_FLEXIBLE:
+        try:
+            head = _HEAD.pack(*_HEAD_VALUES(value))
+            tail = _TAIL.pack(*_TAIL_VALUES(value))
+        except struct.error:
+            pass  # out of range: the field-by-field path below names the field
+        else:
+            return b"".join(
+                (
+                    _VERSION_FLEXIBLE_BYTES,
+                    head,
+                    _partitions(value.transaction_partitions, True),
+                    tail,
+                    _tagged_section(value),
+                )
+            )
     if version not in (VALUE_VERSION_NOT_FLEXIBLE, VALUE_VERSION_FLEXIBLE):
         raise ValueError(f"transaction log value version {version} is not 0 or 1")
     flexible = version >= VALUE_VERSION_FLEXIBLE

@@ -16,7 +16,7 @@ import bisect
 import contextlib
 import struct
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from eoslog import crashpoints
@@ -32,7 +32,7 @@ from eoslog.fs import FileSystem
 from eoslog.log import recovery
 from eoslog.log.config import LogConfig
 from eoslog.log.producer_state import ProducerStateManager, aborted_txn
-from eoslog.log.segment import LogSegment
+from eoslog.log.segment import JOIN_PARTS_BYTES_MAX, LogSegment
 from eoslog.log.sync import GroupSync
 from eoslog.log.timestamps import check_client_timestamps
 from eoslog.record import codec, layout
@@ -96,6 +96,32 @@ def _aborted_in(
     return found
 
 
+class _StorageGuard:
+    """PartitionLog._storage: a reusable context manager (a generator-based one cost a few
+    microseconds per append). Turns an OSError into KafkaStorageError; when writing, the
+    failure also stops the partition (fail-stop). Stateless, so threads may share it."""
+
+    __slots__ = ("_log", "_writing")
+
+    def __init__(self, log: PartitionLog, *, writing: bool) -> None:
+        self._log = log
+        self._writing = writing
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: object
+    ) -> None:
+        # KafkaStorageError is an OSError too: it passes through unwrapped.
+        if isinstance(error, OSError) and not isinstance(error, KafkaStorageError):
+            log = self._log
+            failure = KafkaStorageError(f"{log.topic}-{log.partition}: {error}")
+            if self._writing:
+                log._group_sync.fail(failure)
+            raise failure from error
+
+
 class PartitionLog:
     """One partition's log in its directory `<topic>-<partition>`.
 
@@ -157,6 +183,8 @@ class PartitionLog:
             clock_ms(),
             txn_index_from=loaded.rescanned_from,
         )
+        self._write_guard = _StorageGuard(self, writing=True)
+        self._read_guard = _StorageGuard(self, writing=False)
         self._closed = False
 
     # --- offsets ---------------------------------------------------------------------------
@@ -273,7 +301,13 @@ class PartitionLog:
             return AppendInfo(base_offset, last_offset, append_time, False)
 
     def append_marker(
-        self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
+        *,
+        sync: bool = True,
     ) -> int:
         """Write a COMMIT or ABORT marker ending the producer's transaction here, as the
         transaction coordinator does (FORMAT.md §3; §8.2 item 7, COORDINATOR origin). Returns
@@ -282,7 +316,9 @@ class PartitionLog:
         transaction's data; the same epoch is accepted only when no transaction is open (a
         marker sent again after a crash; Kafka's KAFKA-19999). InvalidProducerEpochError or
         TransactionCoordinatorFencedError, writing nothing, for a stale marker. Thread-safe;
-        durable before it returns under durability "always" and "commit"."""
+        durable before it returns under durability "always", and under "commit" unless
+        `sync` is false (the coordinator then syncs it before anything that depends on it:
+        flush_through(offset + 1))."""
         with self._storage(writing=True):
             with self._lock:
                 self._check_writable()
@@ -326,7 +362,7 @@ class PartitionLog:
                     self._log_end_offset = offset + 1
                 finally:
                     self._aborting_first_offset = None
-            if self._durability != "none":
+            if self._durability == "always" or (sync and self._durability == "commit"):
                 self._group_sync.sync_through(offset + 1)
             return offset
 
@@ -358,6 +394,12 @@ class PartitionLog:
                 log_append_time_ms=append_time,
             )
             return (batch,)
+        if view.nbytes <= JOIN_PARTS_BYTES_MAX:
+            # A small batch is copied whole and written with one pwrite (LogSegment.append).
+            batch = bytearray(view)
+            _OFFSET.pack_into(batch, layout.BASE_OFFSET_OFFSET, base_offset)
+            _EPOCH.pack_into(batch, layout.PARTITION_LEADER_EPOCH_OFFSET, 0)
+            return (batch,)
         header = bytearray(view[: layout.HEADER_SIZE])
         _OFFSET.pack_into(header, layout.BASE_OFFSET_OFFSET, base_offset)
         _EPOCH.pack_into(header, layout.PARTITION_LEADER_EPOCH_OFFSET, 0)
@@ -372,7 +414,7 @@ class PartitionLog:
         first batch)."""
         active = self._segments[-1]
         now = self._clock_ms()
-        size = sum(memoryview(part).nbytes for part in batch)
+        size = sum([memoryview(part).nbytes for part in batch])
         if active.should_roll(size, max_timestamp, last_offset, now):
             active = self._roll(self._log_end_offset)
         crashpoints.hit("append.before")
@@ -401,6 +443,7 @@ class PartitionLog:
                 # syncs only at close, and its recovery point never moves before that.)
                 active.offset_index.flush()
                 active.time_index.flush()
+                active.txn_index.flush()
             segment = LogSegment(
                 self.fs, self.directory, base_offset, self.config, created_ms=self._clock_ms()
             )
@@ -441,24 +484,18 @@ class PartitionLog:
     def _sync_unsynced(self) -> None:
         with self._lock:
             segments = list(self._unsynced)
-            self._unsynced = {self._segments[-1]}
+            active = self._segments[-1]
+            self._unsynced = {active}
         crashpoints.hit("fsync.before")
         for segment in sorted(segments, key=lambda s: s.base_offset):
-            segment.flush()
+            # The active segment's indexes are rebuilt by recovery (LogSegment.flush); one
+            # rolled meanwhile had them synced by the roll.
+            segment.flush(indexes=segment is not active)
         crashpoints.hit("fsync.after")
 
-    @contextlib.contextmanager
-    def _storage(self, writing: bool) -> Iterator[None]:
+    def _storage(self, writing: bool) -> _StorageGuard:
         """Turn an I/O error into KafkaStorageError; a write error also stops the partition."""
-        try:
-            yield
-        except KafkaStorageError:
-            raise
-        except OSError as error:
-            failure = KafkaStorageError(f"{self.topic}-{self.partition}: {error}")
-            if writing:
-                self._group_sync.fail(failure)
-            raise failure from error
+        return self._write_guard if writing else self._read_guard
 
     def fail_stop(self, failure: KafkaStorageError) -> None:
         """Stop accepting writes (a storage failure elsewhere in the broker)."""

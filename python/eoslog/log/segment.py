@@ -45,6 +45,9 @@ if TYPE_CHECKING:
     from typing_extensions import Buffer
 
 RELATIVE_OFFSET_MAX: Final = (1 << 31) - 1
+# A batch given in parts up to this size is joined and written with one pwrite (measured: a
+# pwrite costs 1.5-13 us here, copying 16 KiB under 1 us).
+JOIN_PARTS_BYTES_MAX: Final = 16 * 1024
 # Recovery and index rebuilds read a segment in pieces of this size: large enough that a scan
 # runs at memory speed, small enough to keep memory flat for 1 GiB segments.
 RECOVERY_CHUNK_BYTES: Final = 8 * 1024 * 1024
@@ -180,9 +183,18 @@ class LogSegment(SegmentReads):
                 f"offset {last_offset} does not fit segment {self.base_offset}"
             )
         position = end = self.size
-        for part in data if isinstance(data, tuple) else (data,):
-            self.log.pwrite(part, end)
-            end += memoryview(part).nbytes
+        log = self.log
+        parts = data if isinstance(data, tuple) else (data,)
+        size = sum(memoryview(part).nbytes for part in parts)
+        if len(parts) > 1 and size <= JOIN_PARTS_BYTES_MAX:
+            # One system call instead of one per part: for a small batch (a coordinator
+            # record, a marker, a single record) the write costs more than the copy.
+            log.pwrite(b"".join(parts), end)
+        else:
+            for part in parts:
+                log.pwrite(part, end)
+                end += memoryview(part).nbytes
+        end = position + size
         self.size = end
         if self.first_batch_timestamp is None and position == 0:
             self.first_batch_timestamp = max_timestamp
@@ -439,11 +451,17 @@ class LogSegment(SegmentReads):
             self.offset_index.flush()
             self.time_index.flush()
 
-    def flush(self) -> None:
+    def flush(self, *, indexes: bool = True) -> None:
+        """fsync the .log and (indexes) the index files that changed. The active segment's
+        group commits pass indexes=False: after an unclean stop recovery rescans the last
+        segment whole and rebuilds its indexes (eoslog.log.recovery), so only the .log
+        must be durable; a roll makes the indexes durable before the segment stops being
+        the last (PartitionLog._roll). That halves a small commit's fsyncs."""
         self.log.sync()
-        self.offset_index.flush()
-        self.time_index.flush()
-        self.txn_index.flush()
+        if indexes:
+            self.offset_index.flush()
+            self.time_index.flush()
+            self.txn_index.flush()
 
     def close(self) -> None:
         """Final time-index entry (active segment), then trim the indexes and make the trim
@@ -455,6 +473,7 @@ class LogSegment(SegmentReads):
         self.time_index.trim_to_valid_size()
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
         self.offset_index.close()
         self.time_index.close()
         self.txn_index.close()
