@@ -16,11 +16,11 @@ install: $(BIN)/python
 install-test: $(BIN)/python
 	$(PIP) install -q '.[test,bench]'
 
-# The main job: build batches, write them to a file, read and validate them back.
+# The main job: the exactly-once consume-transform-produce pipeline, killed and restarted, checked.
 demo: install
 	$(BIN)/eoslog demo
 
-# The whole suite: unit, property, crash/fault, compatibility, lint, types.
+# The whole suite: unit, property, crash/fault, kill -9, compatibility, Spark, lint, types.
 test: install-test
 	$(BIN)/python -m pytest -q
 	$(BIN)/ruff check python spark_udfs tests bench
