@@ -40,10 +40,16 @@ class ChildRun:
 
 
 def run_child(
-    script: str, args: list[str], rng: random.Random, kill_after_s: float | None
+    script: str,
+    args: list[str],
+    rng: random.Random,
+    kill_after_s: float | None,
+    arm_after_lines: int = 1,
 ) -> ChildRun:
     """Run `script` (Python source) with `args` (sys.argv[1:]); SIGKILL it kill_after_s seconds
-    after its first line (None: let it finish). Returns every complete line it printed."""
+    after its arm_after_lines-th line (None: let it finish). Arming on progress rather than on
+    the clock alone keeps a kill landing mid-run however fast the child has become. Returns
+    every complete line it printed."""
     process = subprocess.Popen(
         [sys.executable, "-c", script, *args],
         stdout=subprocess.PIPE,
@@ -76,7 +82,8 @@ def run_child(
         *complete, buffer = buffer.split(b"\n")
         for line in complete:
             run.lines.append(json.loads(line))
-            if deadline is None and kill_after_s is not None:
+            armed = len(run.lines) >= arm_after_lines
+            if deadline is None and kill_after_s is not None and armed:
                 deadline = time.monotonic() + kill_after_s
     # Whatever was printed before the kill and is still in the pipe was acknowledged too.
     rest = process.stdout.read()

@@ -127,9 +127,19 @@ def run_copier(root: str, messages: int, seed: int) -> None:
     seen_all: set[tuple[int, int, bytes]] = set()
     finished = False
     for run in range(RUNS_MAX):
-        kill_after = rng.uniform(0.05, 0.8) if kills < KILLS_MIN or rng.random() < 0.3 else None
+        # The first KILLS_MIN runs are killed a few reports in (then a random moment later, so
+        # the kill lands mid-transaction): a timer alone can miss a copier that has grown fast
+        # enough to finish first. Later runs are killed now and then at a random moment.
+        if kills < KILLS_MIN:
+            kill_after, arm_after = rng.uniform(0.0, 0.05), rng.randint(1, 8)
+        else:
+            kill_after, arm_after = (rng.uniform(0.05, 0.8) if rng.random() < 0.3 else None), 1
         child = run_child(
-            CHILD, [root, str(rng.randrange(1 << 30)), str(per_transaction)], rng, kill_after
+            CHILD,
+            [root, str(rng.randrange(1 << 30)), str(per_transaction)],
+            rng,
+            kill_after,
+            arm_after_lines=arm_after,
         )
         kills += child.killed
         commits += sum("committed" in line for line in child.lines)
