@@ -72,7 +72,24 @@ CONTENDERS = (
 )
 
 
-class Data:
+class ReadSource:
+    """What the read contenders read: a broker holding one read_committed partition, `TOPIC`
+    0, and a SQLite file with the same rows."""
+
+    broker: eoslog.Broker
+    sqlite: sqlite3.Connection
+
+    def consumer(self) -> eoslog.Consumer:
+        consumer = self.broker.consumer({"isolation.level": "read_committed"})
+        consumer.assign([eoslog.TopicPartition(TOPIC, 0, 0)])
+        return consumer
+
+    def close(self) -> None:
+        self.sqlite.close()
+        self.broker.close()
+
+
+class Data(ReadSource):
     """The workload written once into a broker and a SQLite file, plus the floor's lists."""
 
     def __init__(self, workload: Workload, root: str) -> None:
@@ -111,15 +128,6 @@ class Data:
                 )
         self.payload = np.frombuffer(b"".join(workload.values), dtype=np.uint8)
         self.payload_target = np.empty_like(self.payload)
-
-    def consumer(self) -> eoslog.Consumer:
-        consumer = self.broker.consumer({"isolation.level": "read_committed"})
-        consumer.assign([eoslog.TopicPartition(TOPIC, 0, 0)])
-        return consumer
-
-    def close(self) -> None:
-        self.sqlite.close()
-        self.broker.close()
 
 
 def read_runners(

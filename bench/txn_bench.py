@@ -129,9 +129,24 @@ def millions(value: float) -> str:
     return f"{value / 1e6:.2f} M"
 
 
-def per_round(times: dict[str, list[float]], slower: str, faster: str) -> list[float]:
-    """Per-round ratios time(slower) / time(faster): how many times `faster`'s speed."""
-    return [s / f for s, f in zip(times[slower], times[faster], strict=True)]
+per_round = consumer_bench.ratio_rounds
+
+
+def rate_rows(
+    names: Sequence[str],
+    times: dict[str, list[float]],
+    records: int,
+    fmt_seconds: Callable[[float], str],
+) -> list[str]:
+    """One table row per contender: median records/s, its min – max, and the median time."""
+    rows = []
+    for name in names:
+        rates = [records / t for t in times[name]]
+        rows.append(
+            f"| {name} | {millions(statistics.median(rates))} | {spread(rates, millions)} | "
+            f"{fmt_seconds(statistics.median(times[name]))} |"
+        )
+    return rows
 
 
 def open_broker(root: str, durability: str, prefix: str) -> tuple[eoslog.Broker, str]:
@@ -253,12 +268,7 @@ def measure_produce(args: argparse.Namespace, root: str, timer: Timer) -> Sectio
         "| contender | median records/s | min – max | median s |",
         "|---|---:|---:|---:|",
     ]
-    for name in PRODUCE_CONTENDERS:
-        rates = [n / t for t in times[name]]
-        lines.append(
-            f"| {name} | {millions(statistics.median(rates))} | {spread(rates, millions)} | "
-            f"{statistics.median(times[name]):.3f} |"
-        )
+    lines += rate_rows(PRODUCE_CONTENDERS, times, n, lambda seconds: f"{seconds:.3f}")
     lines += ["", "Ratios (eoslog ÷ peer, records/s; median of per-round ratios, min – max):", ""]
     for ours in (PRODUCE_NONE, PRODUCE_COMMIT):
         for peer in (CONFLUENT, SQLITE_NORMAL):
@@ -417,7 +427,7 @@ def measure_latency(args: argparse.Namespace, root: str) -> Section:
 # --- read: read_committed with 1/3 of transactions aborted ---------------------------------------
 
 
-class ReadData:
+class ReadData(consumer_bench.ReadSource):
     """The read_committed variant written once: a broker holding N records in 1,000-record
     transactions, every third aborted; the committed rows in SQLite; their values as bytes."""
 
@@ -471,15 +481,6 @@ class ReadData:
                 )
         self.payload = np.frombuffer(b"".join(self.values), dtype=np.uint8)
         self.payload_target = np.empty_like(self.payload)
-
-    def consumer(self) -> eoslog.Consumer:
-        consumer = self.broker.consumer({"isolation.level": "read_committed"})
-        consumer.assign([eoslog.TopicPartition(TOPIC, 0, 0)])
-        return consumer
-
-    def close(self) -> None:
-        self.sqlite.close()
-        self.broker.close()
 
 
 def read_runners(data: ReadData) -> dict[str, Callable[[], object]]:
@@ -546,12 +547,7 @@ def read_section(data: ReadData, times: dict[str, list[float]]) -> Section:
         "| contender | median committed records/s | min – max | median ms/run |",
         "|---|---:|---:|---:|",
     ]
-    for name in READ_CONTENDERS:
-        rates = [n / t for t in times[name]]
-        lines.append(
-            f"| {name} | {millions(statistics.median(rates))} | {spread(rates, millions)} | "
-            f"{statistics.median(times[name]) * 1e3:.0f} |"
-        )
+    lines += rate_rows(READ_CONTENDERS, times, n, lambda seconds: f"{seconds * 1e3:.0f}")
     arrow_sqlite = per_round(times, "SQLite scan", "consume_arrow()")
     arrow_memcpy = per_round(times, "memcpy", "consume_arrow()")
     consume_sqlite = per_round(times, "SQLite scan", "consume()")
