@@ -27,9 +27,10 @@ test: install-test
 	$(BIN)/ruff format --check python spark_udfs tests bench
 	$(BIN)/mypy
 
-# Incremental native rebuild for development (keeps CMake's build tree in build/dev).
+# Incremental native rebuild for development (keeps CMake's build tree in build/dev). Without
+# build isolation, the sdists among the test extras (pyspark) need setuptools and wheel here.
 dev: $(BIN)/python
-	$(PIP) install -q scikit-build-core cython cython-cmake
+	$(PIP) install -q scikit-build-core cython cython-cmake setuptools wheel
 	$(PIP) install -q --no-build-isolation -Cbuild-dir=build/dev '.[test,bench]'
 
 bench: install-test
