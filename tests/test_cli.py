@@ -197,12 +197,15 @@ def test_dump_log_into_a_pipe_closed_early_stops_quietly(tmp_path: Path) -> None
 def test_verify_reads_a_multi_gib_segment_in_bounded_memory(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Valid batches, then a 2 GiB hole (sparse: no disk used), then one more valid batch:
-    # verify walks, searches past the damage and resumes, holding a few chunks at most.
+    # Three batches, the second claiming a length of 2 GiB (the length is outside the CRC),
+    # then a 2 GiB hole (sparse: no disk used), then one more valid batch. verify refuses to
+    # read the lying batch, searches past both damages and resumes, holding a few chunks.
     path = _segment(tmp_path)
     data = path.read_bytes()
     hole = 2 << 30
     with open(path, "r+b") as file:
+        file.seek(BATCH_BYTES + 8)
+        file.write((hole - 12).to_bytes(4, "big"))
         file.seek(len(data) + hole)
         file.write(data[:BATCH_BYTES])
     tracemalloc.start()
@@ -212,6 +215,8 @@ def test_verify_reads_a_multi_gib_segment_in_bounded_memory(
     finally:
         tracemalloc.stop()
     out = capsys.readouterr().out
+    assert f"error at byte {BATCH_BYTES}: batch length {hole} bytes is larger than any" in out
+    assert f"valid batches resume at byte {2 * BATCH_BYTES}" in out
     assert f"error at byte {len(data)}: batch length field is below" in out
     assert f"valid batches resume at byte {len(data) + hole}" in out
     assert f"error at byte {len(data) + hole}: base offset 0 goes back" in out

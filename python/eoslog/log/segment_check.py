@@ -114,15 +114,16 @@ class SegmentWalk:
     def _read_batches(self, position: int) -> bytes | None:
         """The next piece of the .log: a chunk, or exactly the next batch when it is larger
         than a chunk (None, with `stop` set, when its length field claims more than any batch
-        may hold: reading it would allocate what a lie asks for)."""
+        may hold and the file has that many bytes: reading them would allocate what a lie
+        asks for)."""
         chunk = self.handle.pread(min(self.chunk_bytes, self.end - position), position)
         if len(chunk) < layout.LOG_OVERHEAD or position + len(chunk) >= self.end:
             return chunk
         # The length field does not count the base offset and itself (Kafka's LOG_OVERHEAD).
         length = chunk[layout.BATCH_LENGTH_OFFSET : layout.LOG_OVERHEAD]
         claimed = layout.LOG_OVERHEAD + int.from_bytes(length, "big", signed=True)
-        if claimed <= len(chunk):
-            return chunk
+        if claimed <= len(chunk) or claimed > self.end - position:
+            return chunk  # whole batches, or a partial one at the end (a torn tail)
         if claimed > limits.batch_bytes_max:
             self.stop = WalkStop(
                 position,
@@ -131,7 +132,7 @@ class SegmentWalk:
                 torn=False,
             )
             return None
-        return self.handle.pread(min(claimed, self.end - position), position)
+        return self.handle.pread(claimed, position)
 
     def _continuing(self, infos: np.ndarray, stop: int) -> tuple[np.ndarray, int]:
         """The rows up to the first whose offsets do not continue the previous batch's
