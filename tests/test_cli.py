@@ -116,6 +116,23 @@ def test_verify_reports_a_damaged_base_offset_of_the_last_batch(
     assert "all valid" not in out
 
 
+def test_verify_reports_a_partition_leader_epoch_that_goes_down(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The epoch (bytes 12-15) is outside the CRC: a bit flipped up in the middle batch
+    # leaves the last batch's epoch below it.
+    path = _segment(tmp_path)
+    data = bytearray(path.read_bytes())
+    data[BATCH_BYTES + 15] ^= 0x04
+    path.write_bytes(bytes(data))
+    assert cli.main(["verify", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert (
+        f"error at byte {2 * BATCH_BYTES}: partition leader epoch 0 is below the previous "
+        f"batch's (4, at byte {BATCH_BYTES})"
+    ) in out
+
+
 def test_verify_checks_the_first_batch_against_the_offset_in_the_file_name(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

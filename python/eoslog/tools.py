@@ -253,6 +253,7 @@ def _walk_reporting(handle: FileHandle, path: str, base: int, tally: _Tally) -> 
     errors_before = tally.errors
     walk = SegmentWalk(handle, size, base)
     floor: int | None = None  # after damage: the offsets must resume at or above this
+    epoch: tuple[int, int] | None = None  # the last batch's leader epoch and position
     while True:
         for chunk_position, chunk, infos in walk:
             first = int(infos["base_offset"][0])
@@ -260,6 +261,7 @@ def _walk_reporting(handle: FileHandle, path: str, base: int, tally: _Tally) -> 
                 where = chunk_position + int(infos["position"][0])
                 tally.problem(path, where, continuity_problem(floor, first) or "")
             floor = None
+            epoch = _check_leader_epochs(path, chunk_position, infos, epoch, tally)
             _validate_records(path, chunk_position, chunk, infos, tally)
         if walk.stop is None:
             break
@@ -287,6 +289,33 @@ def _report_stop(path: str, size: int, stop: WalkStop, resume: int | None, tally
         tally.problem(path, stop.position, text, error=False)
     else:
         tally.problem(path, stop.position, stop.description)
+
+
+def _check_leader_epochs(
+    path: str,
+    chunk_position: int,
+    infos: np.ndarray,
+    previous: tuple[int, int] | None,
+    tally: _Tally,
+) -> tuple[int, int]:
+    """Report every batch whose partition leader epoch is below the previous batch's: epochs
+    never decrease along a Kafka log, and the field is outside the CRC, so a drop means one
+    of the two was damaged (eoslog writes 0 and reads nothing from it, so no record read
+    changes). Returns the last batch's (epoch, position) for the next chunk."""
+    epochs = infos["partition_leader_epoch"].astype(np.int64)
+    positions = chunk_position + infos["position"]
+    if previous is not None:
+        epochs = np.concatenate(([previous[0]], epochs))
+        positions = np.concatenate(([previous[1]], positions))
+    for index in (np.flatnonzero(epochs[1:] < epochs[:-1]) + 1).tolist():
+        tally.problem(
+            path,
+            int(positions[index]),
+            f"partition leader epoch {epochs[index]} is below the previous batch's "
+            f"({epochs[index - 1]}, at byte {positions[index - 1]}): epochs never decrease "
+            f"along a log, so one of the two is damaged",
+        )
+    return int(epochs[-1]), int(positions[-1])
 
 
 def _validate_records(
