@@ -187,6 +187,10 @@ def test_verify_refuses_paths_that_are_not_segment_files_with_one_line_and_statu
         err = capsys.readouterr().err
         assert text in err and "Traceback" not in err, (name, err)
         assert len(err.splitlines()) == 1, err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert cli.main(["verify", str(empty)]) == 2
+    assert "holds neither segment .log files nor partition directories" in capsys.readouterr().err
 
 
 def test_dump_log_of_a_missing_file_or_a_directory_is_a_one_line_error(

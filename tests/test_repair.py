@@ -155,9 +155,10 @@ def test_a_cut_inside_the_first_batch_is_refused_and_the_directory_still_opens_w
     directory = write_topic(open_broker, 6)
     (log_path,) = logtools.partition_files(directory, ".log")
     before = logtools.file_bytes(log_path)
-    with pytest.raises(RepairRefusedError) as raised:
-        eoslog.repair_truncate(log_path, 7)
-    assert raised.value.boundary == 0
+    for position in (-1, 7):
+        with pytest.raises(RepairRefusedError) as raised:
+            eoslog.repair_truncate(log_path, position)
+        assert raised.value.boundary == 0
     assert "nearest valid boundary at or below it is byte 0" in str(raised.value)
     assert logtools.file_bytes(log_path) == before
     assert values_of(open_broker()) == logtools.values(0, 6)
@@ -172,7 +173,7 @@ def test_a_cut_inside_a_later_batch_is_refused_naming_that_batch_start(
     with pytest.raises(RepairRefusedError) as raised:
         eoslog.repair_truncate(log_path, 3 * SINGLE_BYTES + inside)
     assert raised.value.boundary == 3 * SINGLE_BYTES
-    assert f"byte {3 * SINGLE_BYTES} (the log would end at offset 3)" in str(raised.value)
+    assert f"byte {3 * SINGLE_BYTES}, where the log would end at offset 3" in str(raised.value)
     assert os.path.getsize(log_path) == 6 * SINGLE_BYTES
 
 
@@ -187,6 +188,7 @@ def test_a_cut_past_the_damage_or_past_the_end_is_refused_naming_where_valid_bat
         with pytest.raises(RepairRefusedError) as raised:
             eoslog.repair_truncate(log_path, position)
         assert raised.value.boundary == 4 * SINGLE_BYTES, position
+        assert "valid batches end there: CRC-32C mismatch" in str(raised.value)
     assert logtools.file_bytes(log_path) == before
 
 

@@ -451,7 +451,8 @@ class OperationTimedOutError(KafkaException):
 
 class NotASegmentFileError(KafkaException, ValueError):
     """A path given to `eoslog verify`, `eoslog repair` or repair_truncate that is not a
-    segment's .log: a name other than 20 digits and `.log`, or not a regular file."""
+    segment's .log (a name other than 20 digits and `.log`, or not a regular file), or a
+    directory given to `eoslog verify` that holds no segments or partitions."""
 
 
 class RepairRefusedError(KafkaException, ValueError):

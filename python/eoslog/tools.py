@@ -195,7 +195,8 @@ def verify_log(path: str) -> int:
 
 def verify_directory(path: str) -> int:
     """Check every segment of a partition directory, or of every partition of a log
-    directory, and that each segment starts where the previous one ends."""
+    directory, and that each segment starts where the previous one ends.
+    NotASegmentFileError for a directory holding neither."""
     fs = PosixFileSystem()
     tally = _Tally()
     names = fs.listdir(path)
@@ -207,6 +208,10 @@ def verify_directory(path: str) -> int:
             for name in names
             if _PARTITION_DIRECTORY.fullmatch(name) and os.path.isdir(os.path.join(path, name))
         ]
+    if not partitions:
+        raise NotASegmentFileError(
+            f"{path} holds neither segment .log files nor partition directories (topic-N)"
+        )
     segments = sum(_verify_partition(fs, directory, tally) for directory in partitions)
     print(tally.summary(f"{path}: {segments} segments in {len(partitions)} partitions"))
     return 1 if tally.errors else 0

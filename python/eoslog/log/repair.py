@@ -119,26 +119,31 @@ def validated_cut(fs: FileSystem, log_file: str, base_offset: int, position: int
     """The offset the log would end at if cut at `position`: the offset after the last valid
     batch below it. RepairRefusedError unless `position` is 0 or the end of a batch reached
     by walking valid batches from the start (the walk reads only up to `position`)."""
+    if position < 0:
+        raise RepairRefusedError(f"{log_file}: a cut position cannot be negative", 0)
     boundary, next_offset = 0, base_offset
+    damage = ""
     handle = fs.open(log_file, read_only=True)
     try:
-        if position > 0:
-            for chunk_position, _, infos in SegmentWalk(handle, handle.size(), base_offset):
-                ends = chunk_position + infos["position"] + infos["size"]
-                reached = int(np.searchsorted(ends, position, side="right"))
-                if reached:
-                    boundary = int(ends[reached - 1])
-                    next_offset = int(infos["last_offset"][reached - 1]) + 1
-                if reached < len(infos) or boundary >= position:
-                    break
+        walk = SegmentWalk(handle, handle.size(), base_offset)
+        for chunk_position, _, infos in walk if position > 0 else ():
+            ends = chunk_position + infos["position"] + infos["size"]
+            reached = int(np.searchsorted(ends, position, side="right"))
+            if reached:
+                boundary = int(ends[reached - 1])
+                next_offset = int(infos["last_offset"][reached - 1]) + 1
+            if reached < len(infos) or boundary >= position:
+                break
+        if walk.stop is not None and walk.stop.position == boundary < position:
+            damage = f" (valid batches end there: {walk.stop.description})"
     finally:
         handle.close()
     if boundary != position:
         raise RepairRefusedError(
             f"{log_file}: will not cut at byte {position}: it is not a batch boundary reached "
             f"by walking valid batches (framing, CRC, offsets) from the segment start. The "
-            f"nearest valid boundary at or below it is byte {boundary} (the log would end at "
-            f"offset {next_offset}); nothing was changed",
+            f"nearest valid boundary at or below it is byte {boundary}{damage}, where the log "
+            f"would end at offset {next_offset}; nothing was changed",
             boundary,
         )
     return next_offset
