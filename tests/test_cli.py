@@ -140,7 +140,10 @@ def test_verify_checks_the_first_batch_against_the_offset_in_the_file_name(
     renamed = path.with_name(f"{5:020d}.log")
     path.rename(renamed)
     assert cli.main(["verify", str(renamed)]) == 1
-    assert "error at byte 0: base offset 0 goes back" in capsys.readouterr().out
+    assert (
+        "error at byte 0: base offset 0 of the first batch disagrees with the file name, "
+        "which says the segment starts at offset 5"
+    ) in capsys.readouterr().out
 
 
 def test_verify_reports_a_torn_tail_without_failing(

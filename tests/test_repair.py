@@ -270,3 +270,22 @@ def test_a_log_start_past_the_cut_is_lowered_to_it_so_the_log_opens_empty_there(
     assert checkpoints.read_offsets(PosixFileSystem(), path)[("t", 0)] == 3
     log = open_broker().log("t", 0)
     assert (log.log_start_offset, log.log_end_offset) == (3, 3)
+
+
+def test_a_segment_cut_to_nothing_goes_so_the_log_ends_where_the_previous_segment_ends(
+    open_broker: OpenBroker,
+) -> None:
+    # The second segment's name disagrees with the first's end (4): kept empty after a cut
+    # at byte 0, it would make the log end at 5, with offset 4 never written.
+    directory = write_topic(open_broker, 12, segment_batches=4)
+    first = logtools.partition_files(directory, ".log")[0]
+    for name in os.listdir(directory):
+        if name.startswith(f"{4:020d}."):
+            suffix = name.split(".", 1)[1]
+            os.rename(os.path.join(directory, name), os.path.join(directory, f"{5:020d}.{suffix}"))
+    renamed = os.path.join(directory, f"{5:020d}.log")
+    assert eoslog.repair_truncate(renamed, 0) == 8 * SINGLE_BYTES
+    assert logtools.partition_files(directory, ".log") == [first]
+    broker = open_broker()
+    assert broker.log("t", 0).log_end_offset == 4
+    assert values_of(broker) == logtools.values(0, 4)

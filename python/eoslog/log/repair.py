@@ -71,7 +71,10 @@ def repair_truncate(log_file: str, position: int, fs: FileSystem | None = None) 
         base = offset_from_file_name(name)
         cut_offset = validated_cut(fs, log_file, base, position)
         discarded = _cut(fs, log_file, position)
-        discarded += _drop_later_files(fs, directory, base, cut_offset)
+        # A segment cut to nothing goes, unless it is the first: the log then ends where the
+        # previous segment ends, whatever this one's name said.
+        drop_segment = position == 0 and _earlier_segment_exists(fs, directory, base)
+        discarded += _drop_later_files(fs, directory, base, cut_offset, drop_segment)
         fs.sync_dir(directory)
         _lower_checkpoints(fs, root, directory, cut_offset)
     finally:
@@ -161,10 +164,20 @@ def _cut(fs: FileSystem, log_file: str, position: int) -> int:
     return discarded
 
 
-def _drop_later_files(fs: FileSystem, directory: str, base_offset: int, cut_offset: int) -> int:
-    """Delete the cut segment's index files (rebuilt at the next open), every later segment,
-    and the producer snapshots past the cut offset (they describe records that are gone).
-    Returns the .log bytes deleted. Other names are left alone."""
+def _earlier_segment_exists(fs: FileSystem, directory: str, base_offset: int) -> bool:
+    return any(
+        SEGMENT_LOG_NAME.fullmatch(name) and offset_from_file_name(name) < base_offset
+        for name in fs.listdir(directory)
+    )
+
+
+def _drop_later_files(
+    fs: FileSystem, directory: str, base_offset: int, cut_offset: int, drop_segment: bool
+) -> int:
+    """Delete the cut segment's index files (rebuilt at the next open; with drop_segment its
+    emptied .log too), every later segment, and the producer snapshots past the cut offset
+    (they describe records that are gone). Returns the bytes of later .log files deleted.
+    Other names are left alone."""
     discarded = 0
     for name in fs.listdir(directory):
         match = _SEGMENT_FILE.fullmatch(name)
@@ -175,11 +188,11 @@ def _drop_later_files(fs: FileSystem, directory: str, base_offset: int, cut_offs
         if suffix == SNAPSHOT_SUFFIX:
             doomed = offset > cut_offset
         elif offset == base_offset:
-            doomed = suffix in _INDEX_SUFFIXES
+            doomed = suffix in _INDEX_SUFFIXES or (drop_segment and suffix == LOG_SUFFIX)
         else:
             doomed = offset > base_offset
         if doomed:
-            if suffix == LOG_SUFFIX:
+            if suffix == LOG_SUFFIX and offset > base_offset:
                 discarded += fs.file_size(path)
             fs.unlink(path)
     return discarded

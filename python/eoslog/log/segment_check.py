@@ -146,10 +146,15 @@ class SegmentWalk:
             return infos, stop
         expected = self.next_offset if bad == 0 else int(infos["last_offset"][bad - 1]) + 1
         base, last = int(infos["base_offset"][bad]), int(infos["last_offset"][bad])
+        position = int(infos["position"][bad])
         problem = continuity_problem(expected, base) or (
             f"last offset {last} is below base offset {base}"
         )
-        position = int(infos["position"][bad])
+        if self.position + position == 0 and base != expected:
+            problem = (
+                f"base offset {base} of the first batch disagrees with the file name, which "
+                f"says the segment starts at offset {expected}"
+            )
         self.stop = WalkStop(self.position + position, problem, torn=False)
         return infos[:bad], position
 
