@@ -447,3 +447,19 @@ class OperationTimedOutError(KafkaException):
     code = -185
     error_name = "_TIMED_OUT"
     retriable = True
+
+
+class NotASegmentFileError(KafkaException, ValueError):
+    """A path given to `eoslog verify`, `eoslog repair` or repair_truncate that is not a
+    segment's .log (a name other than 20 digits and `.log`, or not a regular file), or a
+    directory given to `eoslog verify` that holds no segments or partitions."""
+
+
+class RepairRefusedError(KafkaException, ValueError):
+    """repair_truncate was asked to cut a segment where no validated batch boundary lies;
+    nothing was changed. `boundary` is the nearest position at or below the one asked that a
+    walk over valid batches from the segment start reaches."""
+
+    def __init__(self, message: str, boundary: int) -> None:
+        super().__init__(message)
+        self.boundary = boundary

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 
 from eoslog._ext import scan
 from eoslog.errors import CorruptIndexError, CorruptRecordError
-from eoslog.fs import FileSystem, PosixFileSystem
+from eoslog.fs import FileSystem
 from eoslog.log.config import LogConfig
+from eoslog.log.repair import repair_truncate as repair_truncate  # the call refusals name
 from eoslog.log.segment import LogSegment, first_offset_violation
 from eoslog.log.segment_reads import (
     DELETED_SUFFIX,
@@ -261,30 +262,3 @@ def _cut_torn_tail(
     report.bytes_truncated += file_size - position
     report.truncated_file = segment.path(LOG_SUFFIX)
     report.truncated_at = position
-
-
-def repair_truncate(log_file: str, position: int, fs: FileSystem | None = None) -> int:
-    """Cut a damaged segment's .log at `position` and delete every later segment of the
-    partition, so the next open recovers to the last valid batch before the damage. Returns
-    the bytes discarded. Run it only on a directory no process has open."""
-    fs = fs or PosixFileSystem()
-    directory, name = os.path.split(log_file)
-    base = offset_from_file_name(name)
-    discarded = 0
-    handle = fs.open(log_file)
-    try:
-        discarded += max(handle.size() - position, 0)
-        handle.truncate(position)
-        handle.sync()
-    finally:
-        handle.close()
-    for other in fs.listdir(directory):
-        path = os.path.join(directory, other)
-        if other.endswith(_INDEX_SUFFIXES) and offset_from_file_name(other) == base:
-            fs.unlink(path)  # rebuilt at the next open
-        elif other.endswith((LOG_SUFFIX, *_INDEX_SUFFIXES)) and offset_from_file_name(other) > base:
-            if other.endswith(LOG_SUFFIX):
-                discarded += fs.file_size(path)
-            fs.unlink(path)
-    fs.sync_dir(directory)
-    return discarded
