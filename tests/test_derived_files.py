@@ -158,21 +158,30 @@ def remove_snapshots(path: str) -> None:
 
 
 @pytest.mark.parametrize("stop", ["crash", "clean close, snapshots lost"])
+@pytest.mark.parametrize(("marker", "offset"), [(1, 4), (5, 14)])
 def test_a_forged_commit_marker_never_turns_committed_records_into_aborted_ones(
-    tmp_path: os.PathLike[str], stop: str, caplog: pytest.LogCaptureFixture
+    tmp_path: os.PathLike[str],
+    stop: str,
+    marker: int,
+    offset: int,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """Without the rule, the producer's transaction at 0-3 stays open in a replay until the
-    ABORT at 9, which then covers it: 4 committed records silently dropped."""
+    """The first COMMIT forged: without the rule the producer's transaction at 0-3 stays
+    open in a replay until the ABORT at 9, which then covers it (4 committed records silently
+    dropped). The last one forged: its transaction stays open, hiding its records, until the
+    owner's coordinator rewrites the COMMIT from `__transaction_state`; the offline reader
+    takes the orphan COMMIT at the epoch the end bumped to as that transaction's."""
     path = str(tmp_path)
     transactions(path)
-    assert headers(path)[1][1].base_offset == 4
-    forge_marker_producer(path, 1)
+    assert headers(path)[marker][1].base_offset == offset
+    forge_marker_producer(path, marker)
     remove_snapshots(path)
     if stop == "crash":
         os.unlink(os.path.join(path, ".kafka_cleanshutdown"))
     assert scanned(path) == COMMITTED
+    assert f"COMMIT marker at offset {offset} names producer" in caplog.text
     assert consumed(path) == COMMITTED
-    assert "COMMIT marker at offset 4 names producer" in caplog.text
+    assert scanned(path) == COMMITTED
 
 
 def test_a_forged_abort_marker_that_cannot_be_placed_is_an_error_not_a_silent_result(

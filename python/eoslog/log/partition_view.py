@@ -185,6 +185,7 @@ class PartitionView:
                 for row in controls
             }
             manager.replay(rows, batches, collected)
+        manager.end_transactions_with_orphan_commits()
         self._replayed = (start, collected, manager.table.first_unstable_offset())
         return self._replayed
 

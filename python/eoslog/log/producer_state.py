@@ -363,6 +363,7 @@ class ProducerStateManager:
                 f"markers naming other producers: {found}"
             )
         marker = found[0]
+        self.orphan_markers.remove(marker)
         _log.warning(
             "%s: the COMMIT marker at offset %d names producer %d, but ends the transaction "
             "of producer %d from offset %d: treated as that transaction's COMMIT",
@@ -376,6 +377,44 @@ class ProducerStateManager:
             producer_id, epoch, entry.coordinator_epoch, entry.last_timestamp, marker.offset
         )
         self.table.map_end_offset = int(row["base_offset"])
+
+    def end_transactions_with_orphan_commits(self) -> None:
+        """After a replay, for a reader that cannot ask the transaction coordinator (the
+        owner's coordinator rewrites a lost marker from `__transaction_state`): a transaction
+        still open whose COMMIT marker names another producer (an orphan at the epoch its end
+        bumped to, after its last batch) is closed as committed, with a warning; otherwise
+        its records would stay hidden behind it."""
+        table = self.table
+        map_end_offset = table.map_end_offset
+        for producer_id in sorted(set(table.open_transactions().values())):
+            entry = table.entry(producer_id)
+            assert entry is not None, "an open transaction has a producer entry"
+            found = [
+                marker
+                for marker in self.orphan_markers
+                if marker.epoch == entry.epoch + 1 and marker.offset > entry.last_data_offset
+            ]
+            if len(found) != 1 or found[0].control_type != CONTROL_COMMIT:
+                continue
+            marker = found[0]
+            self.orphan_markers.remove(marker)
+            _log.warning(
+                "%s: the COMMIT marker at offset %d names producer %d, but ends the open "
+                "transaction of producer %d from offset %d: treated as its COMMIT",
+                self.directory,
+                marker.offset,
+                marker.producer_id,
+                producer_id,
+                entry.current_txn_first_offset,
+            )
+            table.apply_marker(
+                producer_id,
+                marker.epoch,
+                entry.coordinator_epoch,
+                entry.last_timestamp,
+                marker.offset,
+            )
+        table.map_end_offset = map_end_offset
 
     def remove_expired(self, now_ms: int) -> int:
         return self.table.remove_expired(now_ms, self.expiration_ms)
