@@ -343,10 +343,14 @@ def test_a_last_batch_whose_base_offset_reads_zero_never_makes_a_consumer_loop(
         consumer = broker.consumer({"group.id": "g", "auto.offset.reset": "earliest"})
         consumer.assign([eoslog.TopicPartition(TOPIC, 0, 0)])
         delivered: list[int] = []
-        with pytest.raises(CorruptRecordError, match="past the readable end"):
+        with pytest.raises(CorruptRecordError, match="offsets 0-0 does not follow offset 13"):
             for _ in range(20):
                 delivered.extend(m.offset() for m in consumer.consume(100, timeout=0.01))  # type: ignore[misc]
         assert delivered == []
+        # A read of just the first batch: it ends at 3, past the log end taken from the
+        # damaged batch (1).
+        with pytest.raises(CorruptRecordError, match="past the readable end 1"):
+            broker.log(TOPIC, 0).read(0, max_bytes=1)
     finally:
         broker.close()
     with pytest.raises(CorruptRecordError):
@@ -381,3 +385,37 @@ def test_a_fetch_whose_batches_break_the_offset_order_raises(
 def test_a_fetch_in_order_plans_as_before(plan: object) -> None:
     found = plan(fetch_of((0, 3), (3, 2), (5, 1)), 1, None)  # type: ignore[operator]
     assert (found.next_offset, found.records) == (6, 5)
+
+
+def test_a_damaged_base_offset_of_the_last_offsets_batch_never_rolls_a_commit_back(
+    tmp_path: os.PathLike[str],
+) -> None:
+    """Offsets 20 then 30 committed; the second record's batch base offset damaged after a
+    clean shutdown. The group coordinator's replay used to stop before it (the log end was
+    taken from the damaged batch) and report 20."""
+    path = str(tmp_path)
+    broker = eoslog.open(path, durability="none")
+    broker.create_topic(TOPIC, num_partitions=1)
+    consumer = broker.consumer({"group.id": "g"})
+    for offset in (20, 30):
+        consumer.commit(offsets=[eoslog.TopicPartition(TOPIC, 0, offset)], asynchronous=False)
+    consumer.close()
+    broker.close()
+    damaged = []
+    for directory in os.listdir(path):
+        if directory.startswith("__consumer_offsets-"):
+            log = os.path.join(path, directory, f"{0:020d}.log")
+            found = list(codec.iter_headers(logtools.file_bytes(log)))
+            if len(found) == 2:
+                logtools.write_at(log, found[1][0], struct.pack(">q", 0))
+                damaged.append(log)
+    assert len(damaged) == 1
+    with pytest.raises(CorruptRecordError, match=os.path.basename(damaged[0])):
+        reopened = eoslog.open(path, durability="none")
+        try:
+            committed = reopened.consumer({"group.id": "g"}).committed(
+                [eoslog.TopicPartition(TOPIC, 0)]
+            )
+            assert committed[0].offset == 30
+        finally:
+            reopened.close()

@@ -7,6 +7,10 @@ after a rebuild), loads the newest valid one at open (a corrupt one is deleted a
 older tried), deletes those outside the log, and replays the batches after a snapshot into the
 table. Snapshots are an optimization, never a source of truth: a missing or corrupt snapshot
 only makes the replay longer, so they are written without fsync (a torn one fails its CRC).
+A snapshot whose entries the batch headers contradict (snapshot_disagreement) is discarded
+like a corrupt one. A replay that meets a transaction marker naming the wrong producer
+(damaged or forged under a valid CRC) never lets it turn committed records into aborted ones
+(_end_unmarked_transaction).
 
 Thread safety: the partition's writer calls everything, under the partition lock.
 """

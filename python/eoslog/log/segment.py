@@ -360,6 +360,19 @@ class LogSegment(SegmentReads):
             bad = first_offset_violation(infos, int(infos["base_offset"][0]))
             if bad is not None:
                 stop, keep = int(infos["position"][bad]), bad
+                row = infos[bad]
+                if row["base_offset"] <= infos["last_offset"][bad - 1] or (
+                    row["last_offset"] < row["base_offset"]
+                ):
+                    # A batch going backwards may lie below every offset a later read asks
+                    # for (the log end may even come from it): no later read would reach
+                    # it, so this one raises.
+                    raise self.corruption(
+                        position + stop,
+                        f"its batch of offsets {int(row['base_offset'])}-"
+                        f"{int(row['last_offset'])} does not follow offset "
+                        f"{int(infos['last_offset'][bad - 1])}",
+                    )
         if offset_end is not None and len(infos) > 1:
             past = np.flatnonzero(infos["base_offset"] >= offset_end)
             if len(past) and past[0] < keep:

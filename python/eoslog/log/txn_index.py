@@ -11,6 +11,11 @@ reads that copy, never the file, so a reader never meets a half-written entry or
 descriptor, and a fetch costs no system call. A partial entry at the end of the file (a write
 cut short by a crash) is left out, and the next append overwrites it.
 
+The index is derived from the log and never trusted over it: entry_disagreement is the one
+check of an entry against the batches it names, which the owner runs at open
+(check_against_log; recovery rebuilds a disagreeing index) and offline readers run before
+believing an entry (eoslog.log.partition_view).
+
 Thread safety. One writer, the partition's writer thread, calls append, truncate_to, reset,
 flush, close, delete and rename_to. all_entries, collect_aborted, sanity_check and the
 properties may run on any thread: each search is one call into eoslog._ext.index over the
