@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import struct
+from collections import deque
 from collections.abc import Iterable
 from typing import NamedTuple, Protocol
 
@@ -43,6 +44,10 @@ _CONTROL_KEY = struct.Struct(">hh")  # version int16, type int16: ABORT 0, COMMI
 CONTROL_ABORT = layout.CONTROL_ABORT
 CONTROL_COMMIT = layout.CONTROL_COMMIT
 _log = logging.getLogger(__name__)
+# Markers with no open transaction a replay keeps for matching (a transaction with no data in
+# a partition still gets its marker there, rarely): a bound on a replay's memory. A damaged
+# marker is matched within a transaction's span, so only the recent ones matter.
+ORPHAN_MARKERS_KEPT_MAX = 1024
 
 
 def marker_type(key: bytes) -> int:
@@ -143,8 +148,9 @@ class ProducerStateManager:
         self.directory = directory
         self.expiration_ms = expiration_ms
         self.table = ProducerStateTable()
-        # Markers the replays met for producers with no open transaction here (reported).
-        self.orphan_markers: list[OrphanMarker] = []
+        # Markers the replays met for producers with no open transaction here (reported),
+        # the newest ORPHAN_MARKERS_KEPT_MAX.
+        self.orphan_markers: deque[OrphanMarker] = deque(maxlen=ORPHAN_MARKERS_KEPT_MAX)
 
     # --- snapshot files --------------------------------------------------------------------
 
