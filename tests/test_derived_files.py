@@ -266,6 +266,19 @@ def test_a_forged_snapshot_is_discarded_and_the_state_rebuilt_from_the_log(
         broker.close()
 
 
+TXN_FIRST_OFFSET_FIELD = 38
+
+
+def test_a_snapshot_forging_an_open_transaction_hides_nothing(tmp_path: os.PathLike[str]) -> None:
+    """The clean-close snapshot claims the last (committed) transaction is still open: the
+    last stable offset would stop at 10 and hide its records from both readers."""
+    path = str(tmp_path)
+    transactions(path)
+    forge_snapshot(path, TXN_FIRST_OFFSET_FIELD, ">q", 10)
+    assert scanned(path) == COMMITTED
+    assert consumed(path) == COMMITTED
+
+
 # --- offsets on every read --------------------------------------------------------------------
 
 
