@@ -180,6 +180,8 @@ def test_a_forged_commit_marker_never_turns_committed_records_into_aborted_ones(
         os.unlink(os.path.join(path, ".kafka_cleanshutdown"))
     assert scanned(path) == COMMITTED
     assert f"COMMIT marker at offset {offset} names producer" in caplog.text
+    reported = [r for r in caplog.records if "ends no open transaction" in r.getMessage()]
+    assert reported and all(record.levelname == "WARNING" for record in reported)
     assert consumed(path) == COMMITTED
     assert scanned(path) == COMMITTED
 

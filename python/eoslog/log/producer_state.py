@@ -308,6 +308,7 @@ class ProducerStateManager:
                     table.map_end_offset = last_offset + 1
                     continue  # an empty control batch changes no producer (testAppendEmpty…)
                 _, coordinator_epoch = _CONTROL_VALUE.unpack_from(record.value)
+                known = table.entry(producer_id) is not None
                 first = table.apply_marker(
                     producer_id,
                     int(row["producer_epoch"]),
@@ -317,7 +318,7 @@ class ProducerStateManager:
                 )
                 aborted = record.key is not None and marker_type(record.key) == CONTROL_ABORT
                 if first is None:
-                    self._orphan_marker(last_offset, producer_id, row, aborted)
+                    self._orphan_marker(last_offset, producer_id, row, aborted, known)
                 if txn_index is not None and first is not None and aborted:
                     txn_index.append(aborted_txn(table, producer_id, first, last_offset))
                 continue
@@ -334,7 +335,12 @@ class ProducerStateManager:
                 bool(attributes & layout.TRANSACTIONAL_MASK),
             )
 
-    def _orphan_marker(self, offset: int, producer_id: int, row: np.void, aborted: bool) -> None:
+    def _orphan_marker(
+        self, offset: int, producer_id: int, row: np.void, aborted: bool, known: bool
+    ) -> None:
+        """Keep and report a marker that ended no transaction. One for a producer this
+        partition knows is usually a marker the coordinator sent again after a crash (info);
+        one naming a producer never seen here is a sign of damage (warning)."""
         marker = OrphanMarker(
             offset,
             producer_id,
@@ -342,8 +348,11 @@ class ProducerStateManager:
             CONTROL_ABORT if aborted else CONTROL_COMMIT,
         )
         self.orphan_markers.append(marker)
-        _log.info(
-            "%s: marker with no open transaction in the partition: %s", self.directory, marker
+        _log.log(
+            logging.INFO if known else logging.WARNING,
+            "%s: a marker ends no open transaction in the partition: %s",
+            self.directory,
+            marker,
         )
 
     def _end_unmarked_transaction(self, producer_id: int, row: np.void) -> None:
