@@ -296,10 +296,13 @@ class SegmentReads:
 
 def batch_lookup(segments: Sequence[SegmentReads]) -> BatchAt:
     """logged_batch over a partition's segments (oldest first): the batch holding an offset
-    in whichever segment's range holds it."""
-    bases = [segment.base_offset for segment in segments]
+    in whichever segment's range holds it. Free until first called (an open makes one per
+    segment, and most segments have no entry to check)."""
+    bases: list[int] = []
 
     def batch_at(offset: int) -> LoggedBatch | None:
+        if not bases:
+            bases.extend(segment.base_offset for segment in segments)
         number = bisect.bisect_right(bases, offset) - 1
         return segments[number].logged_batch(offset) if number >= 0 else None
 
