@@ -434,3 +434,34 @@ def test_a_damaged_base_offset_of_the_last_offsets_batch_never_rolls_a_commit_ba
             assert committed[0].offset == 30
         finally:
             reopened.close()
+
+
+@pytest.mark.parametrize("arrow", [False, True])
+def test_a_consumer_never_moves_backwards_even_when_a_fetch_does(
+    tmp_path: os.PathLike[str], monkeypatch: pytest.MonkeyPatch, arrow: bool
+) -> None:
+    """Whatever a fetch returns, the consumer's own check (plan_fetch) refuses batches out of
+    offset order, naming the partition: here every fetch ends with offset 0 again."""
+    broker = eoslog.open(str(tmp_path), durability="none")
+    try:
+        broker.create_topic(TOPIC, num_partitions=1)
+        log = broker.log(TOPIC, 0)
+        for offset in range(5):
+            log.append_batch(logtools.batch([b"v%d" % offset], base_offset=0))
+        read = log.read
+
+        def backwards(offset: int, *args: object) -> object:
+            result = read(offset, *args)  # type: ignore[arg-type]
+            again = logtools.batch([b"again"], base_offset=0)
+            return result._replace(records=memoryview(bytes(result.records) + again))
+
+        monkeypatch.setattr(log, "read", backwards)
+        consumer = earliest_consumer(broker, "read_committed")
+        with pytest.raises(CorruptRecordError, match=f"{TOPIC}-0 .*do not follow offset 4"):
+            if arrow:
+                consumer.consume_arrow(100, timeout=0.01)
+            else:
+                consumer.consume(100, timeout=0.01)
+        consumer.close()
+    finally:
+        broker.close()
