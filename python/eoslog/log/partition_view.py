@@ -37,6 +37,7 @@ from eoslog.errors import CorruptSnapshotError, KafkaStorageError
 from eoslog.fs import FileHandle, FileSystem
 from eoslog.log.offset_index import OffsetIndex
 from eoslog.log.producer_state import ProducerStateManager, snapshot_disagreement
+from eoslog.log.segment import first_offset_violation
 from eoslog.log.segment_reads import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -44,7 +45,6 @@ from eoslog.log.segment_reads import (
     TXN_INDEX_SUFFIX,
     SegmentReads,
     file_name,
-    first_offset_violation,
 )
 from eoslog.log.time_index import TimeIndex
 from eoslog.log.txn_index import AbortedTxn, LoggedBatch, entry_disagreement

@@ -35,10 +35,6 @@ from eoslog.log.segment_reads import (
     _base_offset,
     _last_offset,
 )
-from eoslog.log.segment_reads import (
-    # Recovery imports it from here, where it lived before the offline reader needed it.
-    first_offset_violation as first_offset_violation,
-)
 from eoslog.log.time_index import TimeIndex
 from eoslog.log.txn_index import TransactionIndex
 from eoslog.record import codec, layout
@@ -62,6 +58,19 @@ class _Unloaded:
 
 
 _UNLOADED: Final = _Unloaded()
+
+
+def first_offset_violation(infos: np.ndarray, next_offset: int) -> int | None:
+    """Index of the first batch whose offsets do not continue the previous batch's."""
+    expected = np.empty(len(infos), dtype=np.int64)
+    expected[0] = next_offset
+    expected[1:] = infos["last_offset"][:-1] + 1
+    # eoslog's own logs are contiguous (no compaction): every batch starts right after the
+    # previous one. A jump means a damaged base offset, which the CRC does not cover.
+    bad = np.flatnonzero(
+        (infos["base_offset"] != expected) | (infos["last_offset"] < infos["base_offset"])
+    )
+    return int(bad[0]) if len(bad) else None
 
 
 class LogSegment(SegmentReads):

@@ -66,20 +66,6 @@ def _last_offset(buffer: bytes | memoryview, at: int) -> int:
     return int(base_offset + last_offset_delta)
 
 
-def first_offset_violation(infos: np.ndarray, next_offset: int) -> int | None:
-    """Index of the first batch (scan.BATCH_INFO rows) whose offsets do not continue the
-    previous batch's, the first continuing next_offset."""
-    expected = np.empty(len(infos), dtype=np.int64)
-    expected[0] = next_offset
-    expected[1:] = infos["last_offset"][:-1] + 1
-    # eoslog's own logs are contiguous (no compaction): every batch starts right after the
-    # previous one. A jump means a damaged base offset, which the CRC does not cover.
-    bad = np.flatnonzero(
-        (infos["base_offset"] != expected) | (infos["last_offset"] < infos["base_offset"])
-    )
-    return int(bad[0]) if len(bad) else None
-
-
 @dataclass(frozen=True)
 class BatchPosition:
     """Where a batch lies in a segment's .log: what a read or truncation needs."""
