@@ -226,8 +226,8 @@ def forge_snapshot(path: str, field: int, fmt: str, value: int) -> None:
             out.write(data)
 
 
-def idempotent_log(path: str) -> tuple[int, int]:
-    """Five idempotent batches of 2 records from one producer; (producer id, epoch)."""
+def idempotent_log(path: str) -> None:
+    """Five idempotent batches of 2 records from producer 1000, epoch 0 (offsets 0-9)."""
     broker = eoslog.open(path, durability="none")
     broker.create_topic(TOPIC, num_partitions=1)
     log = broker.log(TOPIC, 0)
@@ -236,7 +236,6 @@ def idempotent_log(path: str) -> tuple[int, int]:
     producer = log.producer_state.entry(1000)
     assert producer is not None and producer.last_sequence == 9
     broker.close()
-    return 1000, 0
 
 
 def batch(sequence: int, epoch: int = 0) -> bytes:
@@ -284,8 +283,8 @@ def test_a_snapshot_forging_an_open_transaction_hides_nothing(tmp_path: os.PathL
 # --- offsets on every read --------------------------------------------------------------------
 
 
-def many_segments(path: str) -> list[tuple[int, int]]:
-    """40 single-record batches in segments of 4; (segment base, batch count) per segment."""
+def many_segments(path: str) -> list[int]:
+    """40 single-record batches in segments of 4 batches; the segments' base offsets."""
     broker = eoslog.open(path, durability="none")
     broker.create_topic(
         TOPIC,
@@ -295,7 +294,7 @@ def many_segments(path: str) -> list[tuple[int, int]]:
     log = broker.log(TOPIC, 0)
     for offset in range(40):
         log.append_batch(logtools.batch([b"v%d" % offset], base_offset=0))
-    segments = [(segment.base_offset, 0) for segment in log.segments]
+    segments = [segment.base_offset for segment in log.segments]
     broker.close()
     return segments
 
@@ -315,7 +314,7 @@ def test_a_damaged_base_offset_in_a_middle_segment_stops_every_reader(
     path = str(tmp_path)
     segments = many_segments(path)
     assert len(segments) >= 5
-    middle = segments[len(segments) // 2][0]
+    middle = segments[len(segments) // 2]
     assert value != middle + 1
     set_base_offset(path, middle, 1, value)
     with pytest.raises(CorruptRecordError, match=f"{middle:020d}.log"):
