@@ -5,7 +5,12 @@ from collections.abc import Sequence
 
 from typing_extensions import Buffer
 
+from eoslog.errors import CorruptRecordError
+
 def is_abort_marker(records: Buffer, position: int) -> bool: ...
+def offsets_break(
+    position: int, fetch_offset: int, base_offset: int, last_offset: int, previous_last: int
+) -> CorruptRecordError: ...
 def plan_fetch(
     records: Buffer,
     fetch_offset: int,

@@ -16,7 +16,7 @@ from libc.stdint cimport int16_t, int32_t, int64_t
 import numpy as np
 
 from eoslog._ext import scan
-from eoslog.errors import InvalidRecordError, raise_for_status
+from eoslog.errors import CorruptRecordError, InvalidRecordError, raise_for_status
 from eoslog.record import codec, layout
 
 cdef int64_t NO_PRODUCER_ID = -1
@@ -35,6 +35,20 @@ def is_abort_marker(records, Py_ssize_t position):
     if key is None or len(key) < layout.CONTROL_KEY_SIZE:
         raise InvalidRecordError(f"control record key shorter than 4 bytes (batch at {position})")
     return int.from_bytes(key[2:4], "big", signed=True) == layout.CONTROL_ABORT
+
+
+def offsets_break(Py_ssize_t position, int64_t fetch_offset, int64_t base_offset,
+                  int64_t last_offset, int64_t previous_last):
+    """The CorruptRecordError for a batch whose offsets break a fetch's order (see
+    plan_fetch): built here, off the loop's fast path."""
+    if previous_last < 0:
+        what = f"offsets {base_offset}-{last_offset} do not hold the fetch offset {fetch_offset}"
+    else:
+        what = f"offsets {base_offset}-{last_offset} do not follow offset {previous_last}"
+    return CorruptRecordError(
+        f"the batch at byte {position} of a fetch from offset {fetch_offset} is out of order: "
+        f"{what} (a base offset or length the CRC does not cover is damaged)"
+    )
 
 
 def plan_fetch(records, int64_t fetch_offset, aborted_transactions, records_max=None):
@@ -57,7 +71,11 @@ def plan_fetch(records, int64_t fetch_offset, aborted_transactions, records_max=
     cdef list runs = []
     cdef int64_t run_start = -1, next_offset = fetch_offset, planned = 0, end = 0
     cdef int64_t limit = -1 if records_max is None else records_max
-    cdef int64_t position, last_offset, producer_id, first
+    cdef int64_t position, last_offset, producer_id, first, base_offset
+    # The batches of a fetch must hold the fetch offset in the first and strictly increase
+    # after it: base offsets and lengths lie outside the CRC, and a reader trusting a
+    # damaged one would move backwards or loop.
+    cdef int64_t previous_last = -1
     cdef int16_t attrs
     cdef bint dropped, control
     cdef Py_ssize_t i
@@ -65,6 +83,16 @@ def plan_fetch(records, int64_t fetch_offset, aborted_transactions, records_max=
         position = positions[i]
         end = position + sizes[i]
         last_offset = last_offsets[i]
+        base_offset = base_offsets[i]
+        if (
+            last_offset < base_offset
+            or (i == 0 and not base_offset <= fetch_offset <= last_offset)
+            or (i > 0 and base_offset <= previous_last)
+        ):
+            raise offsets_break(
+                position, fetch_offset, base_offset, last_offset, previous_last if i else -1
+            )
+        previous_last = last_offset
         producer_id = producer_ids[i]
         attrs = attributes[i]
         control = (attrs & CONTROL_MASK) != 0

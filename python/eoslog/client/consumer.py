@@ -49,6 +49,7 @@ from eoslog.client.message import (
 from eoslog.coordinator.assignors import ASSIGNORS
 from eoslog.coordinator.group_coordinator import ConsumerGroupMetadata, OffsetToCommit
 from eoslog.errors import (
+    CorruptRecordError,
     InvalidConfigError,
     InvalidGroupIdError,
     KafkaError,
@@ -722,7 +723,7 @@ class Consumer:
         result = assigned.log.read(
             offset, self._config.partition_fetch_bytes_max, self._config.isolation_level
         )
-        plan = plan_fetch(result.records, offset, result.aborted_transactions)
+        plan = _planned(assigned, result.records, offset, result.aborted_transactions)
         if plan.records:
             assigned.bytes_per_record = plan.planned_bytes / plan.records
 
@@ -744,7 +745,7 @@ class Consumer:
         records_wanted: int | None,
         kind: str,
     ) -> None:
-        plan = plan_fetch(records, offset, aborted, records_wanted)
+        plan = _planned(assigned, records, offset, aborted, records_wanted)
         if kind == MESSAGES:
             fetched = self._index_messages(assigned, records, offset, plan)
             next_offset = plan.next_offset
@@ -848,7 +849,9 @@ class Consumer:
             )
             if not len(result.records):
                 return None
-            plan = plan_fetch(result.records, offset, result.aborted_transactions, records_wanted)
+            plan = _planned(
+                assigned, result.records, offset, result.aborted_transactions, records_wanted
+            )
         except KafkaException:
             # Out of range (truncated meanwhile) or damaged: the records decoded so far are
             # delivered, and the next fetch, from here, resets or raises.
@@ -884,6 +887,24 @@ class Consumer:
             return False
         time.sleep(min(sleep_s, left))
         return True
+
+
+def _planned(
+    assigned: _Assigned,
+    records: memoryview,
+    offset: int,
+    aborted: list[tuple[int, int]] | None,
+    records_wanted: int | None = None,
+) -> FetchPlan:
+    """plan_fetch, its CorruptRecordError (batches out of offset order: the position would
+    move backwards or loop) naming the partition and the log position the fetch came from."""
+    try:
+        return plan_fetch(records, offset, aborted, records_wanted)
+    except CorruptRecordError as error:
+        raise CorruptRecordError(
+            f"{assigned.topic}-{assigned.partition} ({assigned.log.directory}), fetch at "
+            f"position {offset}: {error}"
+        ) from error
 
 
 def _deadline(timeout: float) -> float | None:

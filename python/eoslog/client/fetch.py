@@ -14,6 +14,9 @@ consumer moves to. The rules, in Kafka's consumer order (CF `nextFetchedRecord`)
   (offset_min), not here.
 - Offsets may have gaps (control records, dropped batches): the next position is the last
   offset of the last batch planned + 1, never a record offset + 1 by assumption.
+- The first batch holds the fetch offset and every later batch begins past the one before:
+  base offsets and lengths are outside the CRC, and a reader trusting a damaged one would
+  move backwards or loop. A break raises CorruptRecordError naming the batch's position.
 
 plan_fetch runs the Cython filter (pyext/readcommitted.pyx); plan_fetch_reference is its
 readable twin, which tests hold it to.
@@ -71,8 +74,9 @@ def plan_fetch_reference(
     With records_max, planning stops after the batch that brings the records to at least
     that many (the rest stays in the log for the next fetch).
 
-    Raises CorruptRecordError for a bad batch header (iter_headers' rules) and
-    InvalidRecordError for a control batch whose record key is shorter than 4 bytes."""
+    Raises CorruptRecordError for a bad batch header (iter_headers' rules) or offsets out of
+    order (module doc) and InvalidRecordError for a control batch whose record key is
+    shorter than 4 bytes."""
     pending = sorted(aborted_transactions or (), key=lambda entry: entry[1])
     pending_index = 0
     aborted_producers: set[int] = set()
@@ -82,9 +86,24 @@ def plan_fetch_reference(
     next_offset = fetch_offset
     planned = 0
     end = 0
+    previous_last: int | None = None
     for position, header in codec.iter_headers(records):
         end = position + header.size_in_bytes
         last_offset = header.last_offset
+        base_offset = header.base_offset
+        if (
+            last_offset < base_offset
+            or (previous_last is None and not base_offset <= fetch_offset <= last_offset)
+            or (previous_last is not None and base_offset <= previous_last)
+        ):
+            raise readcommitted.offsets_break(
+                position,
+                fetch_offset,
+                base_offset,
+                last_offset,
+                -1 if previous_last is None else previous_last,
+            )
+        previous_last = last_offset
         dropped = False
         if read_committed and header.producer_id > layout.NO_PRODUCER_ID:
             while pending_index < len(pending) and pending[pending_index][1] <= last_offset:

@@ -10,8 +10,10 @@ truncate or delete any file, and touching a mapped page past the end of its file
 process (SIGBUS). Nothing is written, and no lock is taken.
 
 read_committed from the files alone (FORMAT.md §6, §7). The aborted transactions come from the
-segments' .txnindex files, except past the newest producer-state snapshot, where the view
-replays the batch headers itself (the owner writes a .txnindex entry just after its ABORT
+segments' .txnindex files, each entry checked against the log first (entry_disagreement: a
+wrong one makes the view derive every aborted transaction from the batch headers instead), except
+past the newest producer-state snapshot the log agrees with, where the view replays the batch
+headers itself (the owner writes a .txnindex entry just after its ABORT
 marker, so a reader may see the marker before the entry). The replay also yields the open
 transactions: the view's last stable offset is the first offset of the oldest transaction with
 no marker in the view, or its end.
@@ -34,7 +36,8 @@ from eoslog._ext import readcommitted, scan
 from eoslog.errors import CorruptSnapshotError, KafkaStorageError
 from eoslog.fs import FileHandle, FileSystem
 from eoslog.log.offset_index import OffsetIndex
-from eoslog.log.producer_state import ProducerStateManager
+from eoslog.log.producer_state import ProducerStateManager, snapshot_disagreement
+from eoslog.log.segment import first_offset_violation
 from eoslog.log.segment_reads import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -44,7 +47,7 @@ from eoslog.log.segment_reads import (
     file_name,
 )
 from eoslog.log.time_index import TimeIndex
-from eoslog.log.txn_index import AbortedTxn
+from eoslog.log.txn_index import AbortedTxn, LoggedBatch, entry_disagreement
 from eoslog.record import codec, layout
 from eoslog.record.columns import ColumnarRecords
 
@@ -157,14 +160,19 @@ class PartitionView:
 
     # --- read_committed ------------------------------------------------------------------
 
-    def _replay(self) -> tuple[int, list[AbortedTxn], int | None]:
+    def _replay(self, *, from_start: bool = False) -> tuple[int, list[AbortedTxn], int | None]:
         """(replay start, ABORTs met replaying, first unstable offset): the newest readable
         snapshot at or below the view's end, then the batch headers after it, replayed into a
-        producer-state table (FORMAT.md §8.4). With no snapshot the whole partition is walked."""
-        if self._replayed is not None:
+        producer-state table (FORMAT.md §8.4). With no snapshot (or from_start) the whole
+        partition is walked."""
+        if self._replayed is not None and not from_start:
             return self._replayed
         manager = ProducerStateManager(self.fs, self.directory, expiration_ms=-1)
-        start = self._load_snapshot(manager)
+        if from_start:
+            start = self._bases[0] if self._bases else 0
+            manager.table.clear(start)
+        else:
+            start = self._load_snapshot(manager)
         collected: list[AbortedTxn] = []
         first = max(bisect.bisect_right(self._bases, start) - 1, 0)
         for number in range(first, len(self._handles)):
@@ -177,6 +185,7 @@ class PartitionView:
                 for row in controls
             }
             manager.replay(rows, batches, collected)
+        manager.end_transactions_with_orphan_commits()
         self._replayed = (start, collected, manager.table.first_unstable_offset())
         return self._replayed
 
@@ -201,6 +210,11 @@ class PartitionView:
                 manager.table.load_snapshot(data, offset)
             except CorruptSnapshotError:
                 continue
+            if (
+                snapshot_disagreement(manager.table, offset, self._logged_batch, self._bases[0])
+                is not None
+            ):
+                continue  # the log contradicts it: an older one, or the whole log, serves
             return offset
         start = self._bases[0] if self._bases else 0
         manager.table.clear(start)
@@ -223,13 +237,21 @@ class PartitionView:
         for number in range(len(self._handles)):
             if self._bases[number] >= start:
                 break
-            found.extend(
-                entry
-                for entry in self.segment(number).aborted_transactions()
-                if entry.last_offset < start
-            )
+            for entry in self.segment(number).aborted_transactions():
+                if entry.last_offset >= start:
+                    continue
+                if entry_disagreement(entry, self._logged_batch, self._bases[0]) is not None:
+                    # A derived file is never believed over the log: every aborted
+                    # transaction is derived from the batch headers instead.
+                    return self._replay(from_start=True)[1]
+                found.append(entry)
         found.extend(replayed)
         return found
+
+    def _logged_batch(self, offset: int) -> LoggedBatch | None:
+        """The batch holding `offset` in the view, as entry checks read it."""
+        number = bisect.bisect_right(self._bases, offset) - 1
+        return self.segment(number).logged_batch(offset) if number >= 0 else None
 
     # --- lookups ----------------------------------------------------------------------------
 
@@ -273,9 +295,10 @@ class PartitionView:
         self, start: int, stop: int, chunk_bytes: int = READ_CHUNK_BYTES
     ) -> Iterator[tuple[memoryview, int]]:
         """(bytes, first offset) of runs of whole batches holding the offsets [start, stop):
-        the first run begins at or below the batch holding `start`; batches beginning at or
-        past `stop` are left out. CorruptRecordError where the bytes below a segment's
-        captured size are not whole batches."""
+        the first run begins with the batch holding `start`; batches beginning at or past
+        `stop` are left out. CorruptRecordError where the bytes below a segment's captured
+        size are not whole batches, or where their offsets do not follow each other
+        (_check_continuity)."""
         start = max(start, self.log_start_offset)
         stop = min(stop, self.log_end_offset)
         if start >= stop:
@@ -284,6 +307,9 @@ class PartitionView:
         segment = self.segment(number)
         position = segment.scan_position(start)
         offset = start
+        # The offset the next batch must begin at; None before the first, which must hold
+        # `start` (batches before it in the first read only have to continue each other).
+        expected: int | None = None
         while offset < stop:
             if position >= segment.size:
                 number += 1
@@ -292,6 +318,18 @@ class PartitionView:
                 segment, position = self.segment(number), 0
                 continue
             data, infos = _whole_batches(segment, position, chunk_bytes)
+            _check_continuity(segment, position, infos, expected, start)
+            expected = int(infos["last_offset"][-1]) + 1
+            # The batches before the one holding `start` (the offset index points at or
+            # below it) are not part of the read.
+            skip = int(np.count_nonzero(infos["last_offset"] < offset))
+            if skip:
+                cut = int(infos["position"][skip]) if skip < len(infos) else len(data)
+                position += cut
+                if skip == len(infos):
+                    continue
+                data, infos = data[cut:], infos[skip:].copy()
+                infos["position"] -= cut
             below = infos["base_offset"] < stop
             keep = int(np.count_nonzero(below))
             if keep:
@@ -359,6 +397,27 @@ def _gaps(runs: list[tuple[int, int]], size: int) -> list[tuple[int, int]]:
     if position < size:
         gaps.append((position, size))
     return gaps
+
+
+def _check_continuity(
+    segment: SegmentFiles, position: int, infos: np.ndarray, expected: int | None, start: int
+) -> None:
+    """CorruptRecordError (naming the file and byte) unless the batches of a read (rows,
+    positions relative to `position`) continue each other and the batch before them
+    (`expected`; the first read must begin at or below `start`): base offsets and lengths
+    are outside the CRC, and a read trusting a damaged one would return records twice or
+    out of order. The log is contiguous (no compaction)."""
+    first = int(infos["base_offset"][0])
+    bad = first_offset_violation(infos, first if expected is None else expected)
+    if bad is None and expected is None and first > start:
+        bad = 0
+    if bad is not None:
+        row = infos[bad]
+        raise segment.corruption(
+            position + int(row["position"]),
+            f"a batch of offsets {int(row['base_offset'])}-{int(row['last_offset'])} breaks the "
+            "order of offsets",
+        )
 
 
 def _whole_batches(

@@ -7,30 +7,47 @@ after a rebuild), loads the newest valid one at open (a corrupt one is deleted a
 older tried), deletes those outside the log, and replays the batches after a snapshot into the
 table. Snapshots are an optimization, never a source of truth: a missing or corrupt snapshot
 only makes the replay longer, so they are written without fsync (a torn one fails its CRC).
+A snapshot whose entries the batch headers contradict (snapshot_disagreement) is discarded
+like a corrupt one. A replay that meets a transaction marker naming the wrong producer
+(damaged or forged under a valid CRC) never lets it turn committed records into aborted ones
+(_end_unmarked_transaction).
 
 Thread safety: the partition's writer calls everything, under the partition lock.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import struct
+from collections import deque
 from collections.abc import Iterable
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from eoslog._ext.producer_state import ProducerStateTable
-from eoslog.errors import CorruptSnapshotError
+from eoslog._ext.producer_state import NO_OFFSET, ProducerStateTable, last_sequence_of
+from eoslog.errors import CorruptRecordError, CorruptSnapshotError
 from eoslog.fs import FileSystem
 from eoslog.log.segment import LogSegment
-from eoslog.log.segment_reads import SNAPSHOT_SUFFIX, file_name, offset_from_file_name
-from eoslog.log.txn_index import AbortedTxn
+from eoslog.log.segment_reads import (
+    SNAPSHOT_SUFFIX,
+    batch_lookup,
+    file_name,
+    offset_from_file_name,
+)
+from eoslog.log.txn_index import AbortedTxn, BatchAt, TransactionIndex
 from eoslog.record import codec, layout
 
 _CONTROL_VALUE = struct.Struct(">hi")  # version int16, coordinator epoch int32 (FORMAT.md §3)
 _CONTROL_KEY = struct.Struct(">hh")  # version int16, type int16: ABORT 0, COMMIT 1
 CONTROL_ABORT = layout.CONTROL_ABORT
+CONTROL_COMMIT = layout.CONTROL_COMMIT
+_log = logging.getLogger(__name__)
+# Markers with no open transaction a replay keeps for matching (a transaction with no data in
+# a partition still gets its marker there, rarely): a bound on a replay's memory. A damaged
+# marker is matched within a transaction's span, so only the recent ones matter.
+ORPHAN_MARKERS_KEPT_MAX = 1024
 
 
 def marker_type(key: bytes) -> int:
@@ -57,6 +74,72 @@ class AbortedTxnSink(Protocol):
     def append(self, txn: AbortedTxn, /) -> None: ...
 
 
+class OrphanMarker(NamedTuple):
+    """A COMMIT or ABORT marker a replay met for a producer with no transaction open in the
+    partition: harmless when its transaction had no data here, a sign of damage otherwise."""
+
+    offset: int
+    producer_id: int
+    epoch: int
+    control_type: int
+
+
+def snapshot_disagreement(
+    table: ProducerStateTable, snapshot_offset: int, batch_at: BatchAt, log_start_offset: int
+) -> str | None:
+    """Why the log contradicts a snapshot loaded into `table` (taken at snapshot_offset), or
+    None when it agrees. The one check the owner and offline readers make before believing
+    a snapshot: it must be taken at a batch boundary, and each producer's newest batch and
+    open transaction must be the batches the log holds at those offsets, with the same
+    producer, last sequence and an epoch at most one marker above (every TV2 end bumps the
+    epoch once). Entries below the log start (retention removed their batch) are not
+    compared. One batch lookup per producer."""
+    boundary = batch_at(snapshot_offset)
+    if boundary is not None and boundary.base_offset != snapshot_offset:
+        return f"offset {snapshot_offset} is inside the batch at {boundary.base_offset}"
+    for producer_id in table.producer_ids():
+        entry = table.entry(producer_id)
+        assert entry is not None, "producer_ids lists only entries"
+        last = entry.last_data_offset
+        if last >= snapshot_offset or entry.current_txn_first_offset >= snapshot_offset:
+            return f"producer {producer_id} has a batch at or past the snapshot's offset"
+        if last != NO_OFFSET and last >= log_start_offset:
+            found = batch_at(last)
+            if (
+                found is None
+                or found.last_offset != last
+                or found.producer_id != producer_id
+                or found.control_type is not None
+                or last_sequence_of(found.base_sequence, last - found.base_offset)
+                != entry.last_sequence
+                or not found.producer_epoch <= entry.epoch <= found.producer_epoch + 1
+            ):
+                return (
+                    f"producer {producer_id}: the batch ending at offset {last} is not its "
+                    f"batch with last sequence {entry.last_sequence} at epoch {entry.epoch}"
+                )
+        first = entry.current_txn_first_offset
+        if first != NO_OFFSET and first >= log_start_offset:
+            found = batch_at(first)
+            if (
+                found is None
+                or found.base_offset != first
+                or found.producer_id != producer_id
+                or not found.transactional
+                or found.control_type is not None
+                or found.producer_epoch != entry.epoch
+            ):
+                return f"producer {producer_id}: offset {first} starts no transaction of it"
+    return None
+
+
+class _KeptIndexSink:
+    """A rebuild's sink for a segment's ABORT entries: a kept index already holds some."""
+
+    def __init__(self, index: TransactionIndex) -> None:
+        self.append = index.append_replayed
+
+
 class ProducerStateManager:
     """The producer-state table of a partition directory and its snapshot files."""
 
@@ -65,6 +148,9 @@ class ProducerStateManager:
         self.directory = directory
         self.expiration_ms = expiration_ms
         self.table = ProducerStateTable()
+        # Markers the replays met for producers with no open transaction here (reported),
+        # the newest ORPHAN_MARKERS_KEPT_MAX.
+        self.orphan_markers: deque[OrphanMarker] = deque(maxlen=ORPHAN_MARKERS_KEPT_MAX)
 
     # --- snapshot files --------------------------------------------------------------------
 
@@ -117,10 +203,15 @@ class ProducerStateManager:
                 self.delete_snapshot(offset)
 
     def load_newest_snapshot(
-        self, log_start_offset: int, log_end_offset: int, at_most: int | None = None
+        self,
+        log_start_offset: int,
+        log_end_offset: int,
+        at_most: int | None = None,
+        batch_at: BatchAt | None = None,
     ) -> int:
         """Load the newest valid snapshot at or below the log end (and at_most, if given)
-        into the table (corrupt ones are deleted, then the next older is tried); with none,
+        into the table (corrupt ones, and with batch_at those the log contradicts
+        (snapshot_disagreement), are deleted, then the next older is tried); with none,
         start empty at the log start. Returns the offset replay must start from (the
         table's map end offset)."""
         self.delete_snapshots_outside(log_start_offset, log_end_offset)
@@ -136,6 +227,21 @@ class ProducerStateManager:
             try:
                 self.table.load_snapshot(data, offset)
             except CorruptSnapshotError:
+                self.delete_snapshot(offset)
+                continue
+            why = None
+            if batch_at is not None:
+                try:
+                    why = snapshot_disagreement(self.table, offset, batch_at, log_start_offset)
+                except CorruptRecordError as error:
+                    why = str(error)
+            if why is not None:
+                # A derived file is never trusted over the log: rebuild from an older one.
+                _log.warning(
+                    "%s disagrees with the log (%s): discarded, state rebuilt by replay",
+                    self.snapshot_path(offset),
+                    why,
+                )
                 self.delete_snapshot(offset)
                 continue
             return offset
@@ -157,7 +263,9 @@ class ProducerStateManager:
         when anything was replayed. txn_index_from: the base of the first segment whose
         transaction index recovery reset; the replay then starts at or below it and writes
         the ABORT entries of those segments again (Kafka's recoverSegment does the same)."""
-        start = self.load_newest_snapshot(log_start_offset, log_end_offset, txn_index_from)
+        start = self.load_newest_snapshot(
+            log_start_offset, log_end_offset, txn_index_from, batch_lookup(segments)
+        )
         self.remove_expired(now_ms)
         if start >= log_end_offset:
             return  # the snapshot is at the log end (a clean close wrote it), or the log is empty
@@ -173,7 +281,7 @@ class ProducerStateManager:
                 for row in controls
             }
             rebuilding = txn_index_from is not None and segment.base_offset >= txn_index_from
-            self.replay(rows, batches, segment.txn_index if rebuilding else None)
+            self.replay(rows, batches, _KeptIndexSink(segment.txn_index) if rebuilding else None)
         self.table.map_end_offset = log_end_offset
         self.take_snapshot()
 
@@ -200,6 +308,7 @@ class ProducerStateManager:
                     table.map_end_offset = last_offset + 1
                     continue  # an empty control batch changes no producer (testAppendEmpty…)
                 _, coordinator_epoch = _CONTROL_VALUE.unpack_from(record.value)
+                known = table.entry(producer_id) is not None
                 first = table.apply_marker(
                     producer_id,
                     int(row["producer_epoch"]),
@@ -208,9 +317,13 @@ class ProducerStateManager:
                     last_offset,
                 )
                 aborted = record.key is not None and marker_type(record.key) == CONTROL_ABORT
+                if first is None:
+                    self._orphan_marker(last_offset, producer_id, row, aborted, known)
                 if txn_index is not None and first is not None and aborted:
                     txn_index.append(aborted_txn(table, producer_id, first, last_offset))
                 continue
+            if attributes & layout.TRANSACTIONAL_MASK:
+                self._end_unmarked_transaction(producer_id, row)
             table.apply_append(
                 producer_id,
                 int(row["producer_epoch"]),
@@ -221,6 +334,106 @@ class ProducerStateManager:
                 int(row["max_timestamp"]),
                 bool(attributes & layout.TRANSACTIONAL_MASK),
             )
+
+    def _orphan_marker(
+        self, offset: int, producer_id: int, row: np.void, aborted: bool, known: bool
+    ) -> None:
+        """Keep and report a marker that ended no transaction. One for a producer this
+        partition knows is usually a marker the coordinator sent again after a crash (info);
+        one naming a producer never seen here is a sign of damage (warning)."""
+        marker = OrphanMarker(
+            offset,
+            producer_id,
+            int(row["producer_epoch"]),
+            CONTROL_ABORT if aborted else CONTROL_COMMIT,
+        )
+        self.orphan_markers.append(marker)
+        _log.log(
+            logging.INFO if known else logging.WARNING,
+            "%s: a marker ends no open transaction in the partition: %s",
+            self.directory,
+            marker,
+        )
+
+    def _end_unmarked_transaction(self, producer_id: int, row: np.void) -> None:
+        """A transactional batch of a producer whose open transaction began at a lower epoch:
+        that transaction's marker is missing (every TV2 end bumps the epoch, and the
+        coordinator writes all markers of an end before the producer may use the new epoch,
+        so the marker was damaged or forged). Left alone, the producer's next ABORT would
+        end both transactions as one aborted range and hide committed records. The marker
+        is looked for among the orphans since the transaction's last batch: one at the new
+        epoch is the damaged marker, and a COMMIT closes the transaction as committed. An
+        ABORT, or no marker at all, cannot be represented safely: CorruptRecordError."""
+        entry = self.table.entry(producer_id)
+        epoch = int(row["producer_epoch"])
+        if entry is None or entry.current_txn_first_offset == NO_OFFSET or epoch <= entry.epoch:
+            return
+        first = entry.current_txn_first_offset
+        found = [
+            marker
+            for marker in self.orphan_markers
+            if marker.epoch == epoch and entry.last_data_offset < marker.offset
+        ]
+        if len(found) != 1 or found[0].control_type != CONTROL_COMMIT:
+            raise CorruptRecordError(
+                f"{self.directory}: the transaction of producer {producer_id} from offset "
+                f"{first} (epoch {entry.epoch}) has no marker before its next transaction's "
+                f"batch at offset {int(row['base_offset'])} (epoch {epoch}); candidate "
+                f"markers naming other producers: {found}"
+            )
+        marker = found[0]
+        self.orphan_markers.remove(marker)
+        _log.warning(
+            "%s: the COMMIT marker at offset %d names producer %d, but ends the transaction "
+            "of producer %d from offset %d: treated as that transaction's COMMIT",
+            self.directory,
+            marker.offset,
+            marker.producer_id,
+            producer_id,
+            first,
+        )
+        self.table.apply_marker(
+            producer_id, epoch, entry.coordinator_epoch, entry.last_timestamp, marker.offset
+        )
+        self.table.map_end_offset = int(row["base_offset"])
+
+    def end_transactions_with_orphan_commits(self) -> None:
+        """After a replay, for a reader that cannot ask the transaction coordinator (the
+        owner's coordinator rewrites a lost marker from `__transaction_state`): a transaction
+        still open whose COMMIT marker names another producer (an orphan at the epoch its end
+        bumped to, after its last batch) is closed as committed, with a warning; otherwise
+        its records would stay hidden behind it."""
+        table = self.table
+        map_end_offset = table.map_end_offset
+        for producer_id in sorted(set(table.open_transactions().values())):
+            entry = table.entry(producer_id)
+            assert entry is not None, "an open transaction has a producer entry"
+            found = [
+                marker
+                for marker in self.orphan_markers
+                if marker.epoch == entry.epoch + 1 and marker.offset > entry.last_data_offset
+            ]
+            if len(found) != 1 or found[0].control_type != CONTROL_COMMIT:
+                continue
+            marker = found[0]
+            self.orphan_markers.remove(marker)
+            _log.warning(
+                "%s: the COMMIT marker at offset %d names producer %d, but ends the open "
+                "transaction of producer %d from offset %d: treated as its COMMIT",
+                self.directory,
+                marker.offset,
+                marker.producer_id,
+                producer_id,
+                entry.current_txn_first_offset,
+            )
+            table.apply_marker(
+                producer_id,
+                marker.epoch,
+                entry.coordinator_epoch,
+                entry.last_timestamp,
+                marker.offset,
+            )
+        table.map_end_offset = map_end_offset
 
     def remove_expired(self, now_ms: int) -> int:
         return self.table.remove_expired(now_ms, self.expiration_ms)

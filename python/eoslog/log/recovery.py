@@ -26,6 +26,7 @@ from eoslog.log.segment_reads import (
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,
     TXN_INDEX_SUFFIX,
+    batch_lookup,
     file_name,
     offset_from_file_name,
 )
@@ -90,7 +91,7 @@ def load(
         # like Kafka, check only the transaction index then (a clean open stays cheap).
         if (
             segment.base_offset in missing_indexes
-            or not _indexes_sane(segment, clean_shutdown, _next_base(segments, segment))
+            or not _indexes_sane(segment, clean_shutdown, _next_base(segments, segment), segments)
             or (segment is not segments[-1] and _untrimmed(segment))
         ):
             report.indexes_rebuilt.append(segment.path(INDEX_SUFFIX))
@@ -169,7 +170,9 @@ def _untrimmed(segment: LogSegment) -> bool:
     )
 
 
-def _indexes_sane(segment: LogSegment, clean_shutdown: bool, next_base: int) -> bool:
+def _indexes_sane(
+    segment: LogSegment, clean_shutdown: bool, next_base: int, segments: list[LogSegment]
+) -> bool:
     """Kafka's sanity checks after an unclean stop, and more: every entry in order and in
     range, which costs one pass over the (small) index files. After a clean stop only the
     transaction index is checked, as Kafka does; wrong entries met later are never believed
@@ -180,8 +183,8 @@ def _indexes_sane(segment: LogSegment, clean_shutdown: bool, next_base: int) -> 
             segment.time_index.sanity_check()
             segment.offset_index.check_entries(segment.log.size(), next_base)
             segment.time_index.check_entries(next_base)
-        segment.txn_index.sanity_check()
-    except CorruptIndexError:
+        segment.txn_index.check_against_log(batch_lookup(segments), segments[0].base_offset)
+    except (CorruptIndexError, CorruptRecordError):
         return False
     return True
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 
 from eoslog._ext import scan
-from eoslog.errors import IndexOffsetOverflowError
+from eoslog.errors import CorruptRecordError, IndexOffsetOverflowError
 from eoslog.fs import FileHandle, FileSystem
 from eoslog.log.config import LogConfig
 from eoslog.log.mapped_log import MappedLog
@@ -304,9 +304,10 @@ class LogSegment(SegmentReads):
         if offset_end is not None and base_offset >= offset_end:
             return None
         if max_bytes <= size or position + size >= end:
+            self._check_below_end(view, position, offset_end)
             return view[position : position + size], position  # just the first batch
         return self._whole_batches(
-            view[position : min(position + max_bytes, end)], size, contiguous, offset_end
+            view[position : min(position + max_bytes, end)], size, contiguous, offset_end, position
         ), position
 
     def _read_copied(
@@ -324,27 +325,70 @@ class LogSegment(SegmentReads):
         if offset_end is not None and base_offset >= offset_end:
             return None
         if max_bytes <= size or position + size >= end:
+            self._check_below_end(buffer, at, offset_end, position)
             return memoryview(buffer)[at : at + size], position
         data = memoryview(self.log.pread(min(max_bytes, end - position), position))
         if len(data) < size:  # the file is shorter than the log's end: cut under us
             raise self.corruption(position + len(data), "the file ends in a batch")
-        return self._whole_batches(data, size, contiguous, offset_end), position
+        return self._whole_batches(data, size, contiguous, offset_end, position), position
 
-    @staticmethod
+    def _check_below_end(
+        self, buffer: bytes | memoryview, at: int, offset_end: int | None, position: int = -1
+    ) -> None:
+        """CorruptRecordError unless the batch at `at` of buffer (at `position` of the .log;
+        `at` when buffer is the mapped .log) ends below offset_end. The log end and the LSO
+        are batch boundaries, so a batch that begins below one ends below it; one that does
+        not has a damaged base offset or length (outside the CRC), and a reader trusting it
+        would move past the end, be reset, and read the same batch again forever."""
+        if offset_end is not None and _last_offset(buffer, at) >= offset_end:
+            where = at if position < 0 else position
+            # No repair hint: the damaged bytes may be this batch's or those of the batch the
+            # log end was taken from; `eoslog verify` tells which.
+            raise CorruptRecordError(
+                f"{self.path(LOG_SUFFIX)}: the batch at byte {where} ends at offset "
+                f"{_last_offset(buffer, at)}, past the readable end {offset_end}: a base offset "
+                "or length (outside the CRC) is damaged here or in the batch the log end comes "
+                "from. Close the log and run `eoslog verify` on the directory"
+            )
+
     def _whole_batches(
-        data: memoryview, size: int, contiguous: bool, offset_end: int | None
+        self,
+        data: memoryview,
+        size: int,
+        contiguous: bool,
+        offset_end: int | None,
+        position: int,
     ) -> memoryview:
-        """The whole batches at the start of `data`, whose first batch is `size` bytes,
-        up to the first beginning at or past offset_end (the first batch is below it)."""
+        """The whole batches at the start of `data` (at `position` of the .log), whose first
+        batch is `size` bytes, up to the first beginning at or past offset_end (the first
+        batch is below it). The last batch kept must end below offset_end
+        (_check_below_end)."""
         infos, stop, _ = scan.scan_batches(data, verify_crc=False)
+        keep = len(infos)
         if contiguous and len(infos) > 1:
             bad = first_offset_violation(infos, int(infos["base_offset"][0]))
             if bad is not None:
-                stop = int(infos["position"][bad])
+                stop, keep = int(infos["position"][bad]), bad
+                row = infos[bad]
+                if row["base_offset"] <= infos["last_offset"][bad - 1] or (
+                    row["last_offset"] < row["base_offset"]
+                ):
+                    # A batch going backwards may lie below every offset a later read asks
+                    # for (the log end may even come from it): no later read would reach
+                    # it, so this one raises.
+                    raise self.corruption(
+                        position + stop,
+                        f"its batch of offsets {int(row['base_offset'])}-"
+                        f"{int(row['last_offset'])} does not follow offset "
+                        f"{int(infos['last_offset'][bad - 1])}",
+                    )
         if offset_end is not None and len(infos) > 1:
             past = np.flatnonzero(infos["base_offset"] >= offset_end)
-            if len(past):
-                stop = min(stop, int(infos["position"][past[0]]))
+            if len(past) and past[0] < keep:
+                stop, keep = int(infos["position"][past[0]]), int(past[0])
+        if keep > 0:
+            last = int(infos["position"][keep - 1])
+            self._check_below_end(data, last, offset_end, position + last)
         # A bad header or a partial batch at `stop` is left out here; the next read starts
         # there and raises.
         return data[: max(stop, size)]

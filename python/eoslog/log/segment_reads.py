@@ -11,8 +11,10 @@ may run in any thread concurrently with the owner's appends.
 
 from __future__ import annotations
 
+import bisect
 import os
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -21,6 +23,7 @@ import numpy as np
 from eoslog._ext import scan
 from eoslog.errors import CorruptRecordError
 from eoslog.log.time_index import NO_TIMESTAMP
+from eoslog.log.txn_index import BatchAt, LoggedBatch
 from eoslog.record import codec, layout
 from eoslog.record.status import TRUNCATED_BATCH
 
@@ -220,6 +223,33 @@ class SegmentReads:
             max_timestamp=header.max_timestamp,
         )
 
+    def logged_batch(self, offset: int) -> LoggedBatch | None:
+        """The header facts of the batch holding `offset` (None when no batch here does), for
+        checking a derived file against the log: one checked index lookup and one read.
+        CorruptRecordError as _locate."""
+        found = self._locate(offset, self.size)
+        if found is None:
+            return None
+        _, buffer, at, _ = found
+        header = codec.read_header(buffer, at)
+        if header.base_offset > offset:
+            return None
+        control_type = None
+        if header.is_control:
+            records = codec.batch_records(buffer, at)
+            key = records[0].key if records else None
+            if key is not None and len(key) >= layout.CONTROL_KEY_SIZE:
+                control_type = int.from_bytes(key[2:4], "big", signed=True)
+        return LoggedBatch(
+            base_offset=header.base_offset,
+            last_offset=header.last_offset,
+            producer_id=header.producer_id,
+            producer_epoch=header.producer_epoch,
+            base_sequence=header.base_sequence,
+            transactional=header.is_transactional,
+            control_type=control_type,
+        )
+
     def find_offset_by_timestamp(
         self, timestamp: int, starting_offset: int
     ) -> tuple[int, int] | None:
@@ -248,3 +278,18 @@ class SegmentReads:
             if int(row["max_timestamp"]) > timestamp:
                 timestamp, offset = int(row["max_timestamp"]), int(row["last_offset"])
         return timestamp, offset
+
+
+def batch_lookup(segments: Sequence[SegmentReads]) -> BatchAt:
+    """logged_batch over a partition's segments (oldest first): the batch holding an offset
+    in whichever segment's range holds it. Free until first called (an open makes one per
+    segment, and most segments have no entry to check)."""
+    bases: list[int] = []
+
+    def batch_at(offset: int) -> LoggedBatch | None:
+        if not bases:
+            bases.extend(segment.base_offset for segment in segments)
+        number = bisect.bisect_right(bases, offset) - 1
+        return segments[number].logged_batch(offset) if number >= 0 else None
+
+    return batch_at

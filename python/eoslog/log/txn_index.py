@@ -11,6 +11,11 @@ reads that copy, never the file, so a reader never meets a half-written entry or
 descriptor, and a fetch costs no system call. A partial entry at the end of the file (a write
 cut short by a crash) is left out, and the next append overwrites it.
 
+The index is derived from the log and never trusted over it: entry_disagreement is the one
+check of an entry against the batches it names, which the owner runs at open
+(check_against_log; recovery rebuilds a disagreeing index) and offline readers run before
+believing an entry (eoslog.log.partition_view).
+
 Thread safety. One writer, the partition's writer thread, calls append, truncate_to, reset,
 flush, close, delete and rename_to. all_entries, collect_aborted, sanity_check and the
 properties may run on any thread: each search is one call into eoslog._ext.index over the
@@ -20,6 +25,7 @@ step each.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final, NamedTuple
 
 from eoslog._ext import index as _index
@@ -51,6 +57,66 @@ class AbortedTxn(NamedTuple):
                 f"an aborted transaction entry is {ENTRY_BYTES} bytes, got {len(data)}"
             )
         return _index.decode_aborted_txns(data, cls)[0]
+
+
+class LoggedBatch(NamedTuple):
+    """What the log says about the batch holding an offset, as far as a .txnindex entry or a
+    producer snapshot names it: read from the batch header (and, for a control batch, its
+    one record's key)."""
+
+    base_offset: int
+    last_offset: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    transactional: bool
+    # CONTROL_ABORT (0) or CONTROL_COMMIT (1) for a control batch; None for a data batch or
+    # an empty control batch.
+    control_type: int | None
+
+
+# The batch holding an offset, or None when no batch in the log holds it.
+BatchAt = Callable[[int], LoggedBatch | None]
+# layout.CONTROL_ABORT, which this module cannot import without a cycle through the codec.
+_CONTROL_ABORT: Final = 0
+
+
+def entry_disagreement(entry: AbortedTxn, batch_at: BatchAt, log_start_offset: int) -> str | None:
+    """Why the log contradicts a .txnindex entry, or None when it agrees. The one check every
+    user of an entry makes (the owner at open, offline readers before believing it): its last
+    offset must hold an ABORT marker of its producer, its first offset the start of a
+    transactional data batch of that producer (unless retention removed it), and its last
+    stable offset cannot lie past the marker (FORMAT.md §6.1). Costs two batch lookups."""
+    if not entry.first_offset <= entry.last_offset:
+        return f"its first offset {entry.first_offset} is past its last {entry.last_offset}"
+    if entry.last_stable_offset > entry.last_offset + 1:
+        return (
+            f"its last stable offset {entry.last_stable_offset} lies past its ABORT marker at "
+            f"{entry.last_offset}"
+        )
+    marker = batch_at(entry.last_offset)
+    if (
+        marker is None
+        or marker.base_offset != entry.last_offset
+        or marker.producer_id != entry.producer_id
+        or marker.control_type != _CONTROL_ABORT
+    ):
+        return f"offset {entry.last_offset} holds no ABORT marker of producer {entry.producer_id}"
+    if entry.first_offset < log_start_offset:
+        return None  # retention removed the transaction's first batch: nothing to compare
+    first = batch_at(entry.first_offset)
+    if (
+        first is None
+        or first.base_offset != entry.first_offset
+        or first.producer_id != entry.producer_id
+        or first.control_type is not None
+        or not first.transactional
+    ):
+        return (
+            f"offset {entry.first_offset} starts no transactional batch of producer "
+            f"{entry.producer_id}"
+        )
+    return None
 
 
 class TransactionIndex:
@@ -182,6 +248,27 @@ class TransactionIndex:
                 f"corrupt transaction index {self._path}: entry {slot} ends at offset "
                 f"{self._entry(slot).last_offset}, below the base offset {self._base_offset}"
             )
+
+    def check_against_log(self, batch_at: BatchAt, log_start_offset: int) -> None:
+        """CorruptIndexError naming the entry and its byte position when the log contradicts
+        any entry (entry_disagreement), or for the sanity_check failures. The owner calls it
+        at open and rebuilds the index from the log when it fails."""
+        self.sanity_check()
+        for slot, entry in enumerate(self.all_entries()):
+            why = entry_disagreement(entry, batch_at, log_start_offset)
+            if why is not None:
+                raise CorruptIndexError(
+                    f"corrupt transaction index {self._path}: entry {slot} (byte "
+                    f"{slot * ENTRY_BYTES}) {entry} disagrees with the log: {why}"
+                )
+
+    def append_replayed(self, txn: AbortedTxn) -> None:
+        """append, for a replay that may pass markers this index already holds (a rebuild
+        starting below a segment whose index was kept): those are skipped, so a kept index
+        never gets an entry twice."""
+        if self.entries and self._entry(self.entries - 1).last_offset >= txn.last_offset:
+            return
+        self.append(txn)
 
     def flush(self) -> None:
         """Make the entries durable; nothing to do for a file never created, or unchanged
