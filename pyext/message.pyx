@@ -119,7 +119,8 @@ def index_records(data, Py_ssize_t start, Py_ssize_t end, RecordRefs refs, list 
             position += <Py_ssize_t>batch_size
             continue
         check_codec_and_count(&h, position)
-        section = records_section(data, batch, batch_size, &h, position)
+        section = records_section(data, batch, batch_size, &h, position,
+                                  limits.decompressed_batch_bytes_max)
         if section.owner is not None:
             owners.append(section.owner)
         # The count in the header bounds the records; the section's size bounds a lying count

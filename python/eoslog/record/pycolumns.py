@@ -157,9 +157,10 @@ def _batch_rows(
     header: BatchHeader,
     include_headers: bool,
     offset_range: range,
+    decompressed_bytes_max: int,
 ) -> list[_Row]:
     """The records of one whole batch whose offsets fall in offset_range, as rows."""
-    records, spans = walk_records(view, position, header, client_rules=False)
+    records, spans = walk_records(view, position, header, False, decompressed_bytes_max)
     rows = []
     for span in spans:
         offset = wrap_int64(header.base_offset + span.offset_delta)
@@ -187,6 +188,14 @@ def _batch_rows(
     return rows
 
 
+def _check_decompressed_bytes_max(decompressed_bytes_max: int) -> None:
+    if not 0 < decompressed_bytes_max <= limits.decompressed_batch_bytes_ceiling:
+        raise ValueError(
+            f"decompressed_bytes_max must be in 1..{limits.decompressed_batch_bytes_ceiling}, "
+            f"got {decompressed_bytes_max}"
+        )
+
+
 def decode_columns(
     data: Buffer,
     position: int = 0,
@@ -199,6 +208,7 @@ def decode_columns(
     runs: Sequence[tuple[int, int]] | None = None,
     records_max: int | None = None,
     skips: Sequence[tuple[int, int]] | None = None,
+    decompressed_bytes_max: int = limits.decompressed_batch_bytes_max,
 ) -> ColumnarRecords:
     """Decode the run of whole batches from `position` into Arrow-layout columns. Keeps
     records with offset_min <= offset < offset_end; skips control batches unless
@@ -224,6 +234,7 @@ def decode_columns(
         runs=runs,
         records_max=records_max,
         skips=skips,
+        decompressed_bytes_max=decompressed_bytes_max,
     )
     return decoder.finish()
 
@@ -254,6 +265,7 @@ class ColumnDecoder:
         runs: Sequence[tuple[int, int]] | None = None,
         records_max: int | None = None,
         skips: Sequence[tuple[int, int]] | None = None,
+        decompressed_bytes_max: int = limits.decompressed_batch_bytes_max,
     ) -> int:
         if self._finished:
             raise ValueError("this ColumnDecoder has finished")
@@ -261,6 +273,7 @@ class ColumnDecoder:
             raise ValueError(f"records_max must be at least 1, got {records_max}")
         if runs is not None and skips is not None:
             raise ValueError("give runs or skips, not both")
+        _check_decompressed_bytes_max(decompressed_bytes_max)
         skipped = _skip_ranges(skips)
         view = byte_view(data)
         ranges = _checked_runs(runs, position, len(view))
@@ -278,7 +291,9 @@ class ColumnDecoder:
                 check_crc(run, cursor, header)
             if header.is_control and not include_control:
                 return header, []
-            return header, _batch_rows(run, cursor, header, include_headers, offset_range)
+            return header, _batch_rows(
+                run, cursor, header, include_headers, offset_range, decompressed_bytes_max
+            )
 
         found = (
             self._decode_runs(view, ranges, rows_at, records_max, skipped) if ranges else position
