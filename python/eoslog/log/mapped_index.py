@@ -15,9 +15,11 @@ the entries in use, which drops the mapping, then truncates the file, then maps 
 switches back. Lookups on other threads answer from the copy in between. Mappings are never
 closed explicitly: the entries object holds the only reference, and a dropped mapping is
 unmapped when that reference goes. An index opened with writable=False reads its file once
-with pread into memory and maps nothing, as readers outside the owner process must; it counts
+with pread into memory and maps nothing, as readers outside the owner process must; it keeps
 only the entries before the first slot that breaks the index's order (the zeroed,
-preallocated slots of an active segment's file).
+preallocated slots of an active segment's file), reading limits.file_read_chunk_bytes at a
+time and stopping there, so a preallocated, sparse or lying file costs at most one chunk over
+its real entries, never its apparent size.
 
 Thread safety. One writer, the partition's writer thread (under the partition lock), calls
 every method that changes the index: append / maybe_append, truncate_to, truncate, reset,
@@ -34,6 +36,7 @@ import io
 from types import TracebackType
 from typing import TYPE_CHECKING, ClassVar, Final, Self
 
+from eoslog import limits
 from eoslog._ext import index as _index
 from eoslog.errors import IndexOffsetOverflowError
 from eoslog.fs import FileHandle, FileSystem
@@ -132,11 +135,33 @@ class MappedIndex:
             return
         try:
             length = handle.size()
-            image = handle.pread(length, 0)
+            image = self._read_entries_in_use(handle, length)
         finally:
             handle.close()
         self._length = length
-        self._entries.attach(image, self._entries_in_use(image))
+        self._entries.attach(image, len(image) // self.ENTRY_BYTES)
+
+    def _read_entries_in_use(self, handle: FileHandle, length: int) -> bytes:
+        """The entries in use at the start of the file, read a chunk at a time; reading stops
+        at the first chunk holding a slot that breaks the order (_entries_in_use), so neither
+        the zeroed tail of a preallocated file nor the holes of a sparse one are read whole.
+        Each chunk is judged together with the entry before it, so the order is checked
+        across chunk boundaries exactly as over the whole file."""
+        chunk_bytes = self._rounded(limits.file_read_chunk_bytes)
+        end = self._rounded(length)
+        image = bytearray()
+        position = 0
+        while position < end:
+            want = min(chunk_bytes, end - position)
+            chunk = handle.pread(want, position)
+            chunk = chunk[: self._rounded(len(chunk))]  # a file cut under the read
+            previous = bytes(image[-self.ENTRY_BYTES :])
+            in_use = self._entries_in_use(previous + chunk) - len(previous) // self.ENTRY_BYTES
+            image += chunk[: in_use * self.ENTRY_BYTES]
+            if in_use * self.ENTRY_BYTES < want:
+                break
+            position += want
+        return bytes(image)
 
     def _entries_in_use(self, image: bytes) -> int:
         """How many leading entries of a file read by pread are real entries. The owner's
