@@ -183,6 +183,36 @@ def test_sparse_offset_and_time_indexes_are_read_only_up_to_their_entries_in_sca
     assert _measured("scan", path)["result"] == 20
 
 
+def _write_segmented_log(path: str) -> list[str]:
+    """60 plain records over several small segments, closed cleanly; the segment bases."""
+    with eoslog.open(path, durability="none") as broker:
+        broker.create_topic(TOPIC, num_partitions=1, config={"segment.bytes": 2000})
+        producer = broker.producer({})
+        for number in range(60):
+            producer.produce(TOPIC, value=b"v%03d" % number + bytes(50), partition=0)
+            producer.flush()
+    partition = os.path.join(path, f"{TOPIC}-0")
+    return sorted(name[:20] for name in os.listdir(partition) if name.endswith(".log"))
+
+
+@pytest.mark.parametrize("clean", [True, False], ids=["clean", "unclean"])
+@pytest.mark.parametrize("which", ["inactive", "active"])
+@pytest.mark.parametrize("suffix", [".index", ".timeindex"])
+def test_sparse_index_of_the_owner_is_not_believed_and_never_touched_whole(
+    tmp_path, suffix: str, which: str, clean: bool
+) -> None:  # type: ignore[no-untyped-def]
+    # The owner maps its indexes; a file claiming more than segment.index.bytes is not taken
+    # as entries, so no resize or sanity check copies or scans the gigabytes it claims.
+    path = str(tmp_path / "log")
+    bases = _write_segmented_log(path)
+    assert len(bases) >= 3
+    base = bases[0] if which == "inactive" else bases[-1]
+    _make_sparse(os.path.join(path, f"{TOPIC}-0", base + suffix))
+    if not clean:
+        os.unlink(os.path.join(path, ".kafka_cleanshutdown"))
+    assert _measured("consume", path)["result"] == 60
+
+
 @pytest.mark.parametrize("op", ["open", "scan"])
 def test_sparse_snapshot_is_refused_from_its_header_within_the_bound(log_dir, op: str) -> None:  # type: ignore[no-untyped-def]
     path, partition = log_dir

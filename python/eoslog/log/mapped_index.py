@@ -5,7 +5,8 @@ fixed-size entries, mapped into memory, searched with the warm-section binary se
 Files. A new index file is sized to max_index_bytes rounded down to a multiple of the entry
 size and starts empty; an existing file is taken to hold length // entry size entries, all of
 them valid (§5.6), which is why an index is trimmed to its entries before it counts as durable
-(close, roll, end of recovery) and re-expanded when its segment becomes active again.
+(close, roll, end of recovery) and re-expanded when its segment becomes active again. A file
+longer than max_index_bytes is not believed at all (_entries_claimed): its size is a lie.
 
 Memory safety (DESIGN.md "Ownership, threads, processes"). Only the owner process maps index
 files, and a mapping never outlives the file bytes under it, since touching a mapped page past
@@ -116,14 +117,24 @@ class MappedIndex:
             if created:
                 handle.truncate(self._rounded(self._max_index_bytes))
             length = handle.size()
-            # A new file starts empty; an existing one is assumed to be all valid entries.
-            count = 0 if created else length // self.ENTRY_BYTES
+            count = 0 if created else self._entries_claimed(length)
             self._entries.attach(self._map(handle, length), count)
         except BaseException:
             handle.close()
             raise
         self._handle = handle
         self._length = length
+
+    def _entries_claimed(self, length: int) -> int:
+        """The entries an existing file of `length` bytes is taken to hold: all of them, as
+        in Kafka (§5.6), unless it is longer than any index this configuration writes. Such a
+        size is a lie (a sparse or forged file, or a file of another configuration) and none
+        of it is believed: its entries would otherwise be copied or checked whole by a resize
+        or a sanity check, costing the gigabytes it claims. Lookups then scan the log, and
+        the file is cut back when it is next resized."""
+        if length > self._rounded(self._max_index_bytes):
+            return 0
+        return length // self.ENTRY_BYTES
 
     def _open_read_only(self, missing_ok: bool) -> None:
         try:
