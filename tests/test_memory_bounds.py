@@ -375,3 +375,13 @@ def test_lz4_decompression_stops_one_piece_past_the_limit() -> None:
     whole = lz4frame.decompress(frame, 64 << 20)
     assert isinstance(whole, bytes) and whole == bytes(64 << 20)
     assert lz4.frame.decompress(frame) == whole  # the reference reader agrees
+
+
+def test_scan_passes_its_decompressed_limit_down_to_the_decoder(log_dir) -> None:  # type: ignore[no-untyped-def]
+    path, _ = log_dir
+    assert sum(batch.num_rows for batch in eoslog.scan(path, [TOPIC])) == 20
+    # The workload's lz4 batches hold ten records of ~20 bytes each: past a 16-byte limit.
+    with pytest.raises(CorruptRecordError, match="decompressed batch limit"):
+        list(eoslog.scan(path, [TOPIC], decompressed_bytes_max=16))
+    with pytest.raises(ValueError, match="decompressed_bytes_max"):
+        list(eoslog.scan(path, [TOPIC], decompressed_bytes_max=0))

@@ -29,6 +29,7 @@ from typing import Final
 
 import numpy as np
 
+from eoslog import limits
 from eoslog._ext import index as _index
 from eoslog._ext import readcommitted, scan
 from eoslog.errors import CorruptIndexError, CorruptSnapshotError, KafkaStorageError
@@ -312,11 +313,13 @@ class PartitionView:
         include_headers: bool = False,
         verify_crc: bool = True,
         chunk_bytes: int = READ_CHUNK_BYTES,
+        decompressed_bytes_max: int = limits.decompressed_batch_bytes_max,
     ) -> Iterator[ColumnarRecords]:
         """The records [start, stop) as columns, decoded in C with no Python object per
         record. aborted: the aborted transactions (read_committed; stop must then be at or
         below the last stable offset) or None (read_uncommitted). Control records never
-        appear; aborted transactional batches are dropped whole (FORMAT.md §6.4)."""
+        appear; aborted transactional batches are dropped whole (FORMAT.md §6.4). A batch
+        decompressing past decompressed_bytes_max raises CorruptRecordError (decode_columns)."""
         for data, offset in self.read_batches(start, stop, chunk_bytes):
             skips = None
             if aborted is not None:
@@ -341,6 +344,7 @@ class PartitionView:
                     offset_min=offset,
                     offset_end=stop,
                     skips=skips,
+                    decompressed_bytes_max=decompressed_bytes_max,
                 )
                 if columns.end_position <= position:
                     raise AssertionError("a column limit stopped the first batch")
