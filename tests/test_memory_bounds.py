@@ -385,3 +385,61 @@ def test_scan_passes_its_decompressed_limit_down_to_the_decoder(log_dir) -> None
         list(eoslog.scan(path, [TOPIC], decompressed_bytes_max=16))
     with pytest.raises(ValueError, match="decompressed_bytes_max"):
         list(eoslog.scan(path, [TOPIC], decompressed_bytes_max=0))
+
+
+# --- chunked reads keep every real entry -------------------------------------------------------
+
+
+def _index_file(tmp_path: Path, suffix: str, entries: bytes, zeros: int) -> str:
+    file = str(tmp_path / (SEGMENT + suffix))
+    Path(file).write_bytes(entries + bytes(zeros))
+    return file
+
+
+@pytest.mark.parametrize("zeros", [0, 4096], ids=["trimmed", "preallocated"])
+def test_read_only_indexes_read_in_chunks_keep_every_entry_across_chunk_boundaries(
+    tmp_path: Path, zeros: int
+) -> None:
+    from eoslog.fs import PosixFileSystem
+    from eoslog.log.offset_index import OffsetIndex
+    from eoslog.log.time_index import TimeIndex
+
+    fs = PosixFileSystem()
+    count = 3 * limits.file_read_chunk_bytes // 8 + 5  # over three chunks, not a multiple
+    offsets = b"".join(
+        (n).to_bytes(4, "big") + (61 * (n + 1)).to_bytes(4, "big") for n in range(count)
+    )
+    index = OffsetIndex(fs, _index_file(tmp_path, ".index", offsets, zeros), 0, writable=False)
+    assert index.entries == count
+    assert index.entry(count - 1) == (count - 1, 61 * count)
+    times = b"".join((1000 + n).to_bytes(8, "big") + (n).to_bytes(4, "big") for n in range(count))
+    time_index = TimeIndex(fs, _index_file(tmp_path, ".timeindex", times, zeros), 0, writable=False)
+    assert time_index.entries == count
+    assert time_index.entry(count - 1) == (1000 + count - 1, count - 1)
+
+
+def test_txnindex_read_in_chunks_keeps_every_entry_and_names_the_first_bad_byte(
+    tmp_path: Path,
+) -> None:
+    from eoslog.errors import CorruptIndexError
+    from eoslog.fs import PosixFileSystem
+    from eoslog.log.txn_index import AbortedTxn, TransactionIndex
+
+    count = 2 * limits.file_read_chunk_bytes // 34 + 7
+    txns = [AbortedTxn(n % 5, 10 * n, 10 * n + 5, 10 * n + 6) for n in range(count)]
+    data = b"".join(txn.encode() for txn in txns)
+    file = _index_file(tmp_path, ".txnindex", data, 0)
+    index = TransactionIndex(PosixFileSystem(), file, 0)
+    assert index.all_entries() == txns
+    index.sanity_check()
+    index.close()
+    # An entry out of order in the second chunk: the entries before it are kept and the
+    # sanity check names its byte, so that recovery rebuilds the index.
+    bad = count - 3
+    damaged = data[: bad * 34] + txns[0].encode() + data[(bad + 1) * 34 :]
+    file = _index_file(tmp_path, ".txnindex", damaged, 0)
+    index = TransactionIndex(PosixFileSystem(), file, 0)
+    assert index.all_entries() == txns[:bad]
+    with pytest.raises(CorruptIndexError, match=f"at byte {bad * 34} is malformed"):
+        index.sanity_check()
+    index.close()
