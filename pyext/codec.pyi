@@ -91,6 +91,7 @@ def decode_columns(
     records_max: int | None = None,
     skips: Sequence[tuple[int, int]] | None = None,
     decompressed_bytes_max: int = ...,
+    held_bytes_max: int | None = None,
 ) -> ColumnarRecords:
     """Decode the run of whole batches from `position` into Arrow-layout columns, with no
     Python object per record. Keeps records with offset_min <= offset < offset_end; skips
@@ -116,7 +117,12 @@ def decode_columns(
     decompressed_bytes_max: an lz4 batch whose records decompress past it raises
     CorruptRecordError before more is allocated (a decompression bomb); the default is
     limits.decompressed_batch_bytes_max, which covers every batch eoslog appends. ValueError
-    outside 1..limits.decompressed_batch_bytes_ceiling."""
+    outside 1..limits.decompressed_batch_bytes_ceiling.
+
+    held_bytes_max: once the columns hold that many payload bytes (keys, values, header keys
+    and values) and at least one record, stop before the next batch (end_position is there),
+    so a call's memory stays within the budget plus one batch. None: no budget. ValueError
+    when negative."""
 
 class ColumnDecoder:
     """Columns filled by decode() calls over one or more buffers, then taken once by
@@ -141,6 +147,7 @@ class ColumnDecoder:
         records_max: int | None = None,
         skips: Sequence[tuple[int, int]] | None = None,
         decompressed_bytes_max: int = ...,
+        held_bytes_max: int | None = None,
     ) -> int:
         """Add the records of `data` as decode_columns would decode them, records_max
         counting every record held (earlier calls' too); returns where decoding stopped in

@@ -443,3 +443,88 @@ def test_txnindex_read_in_chunks_keeps_every_entry_and_names_the_first_bad_byte(
     with pytest.raises(CorruptIndexError, match=f"at byte {bad * 34} is malformed"):
         index.sanity_check()
     index.close()
+
+
+# --- budgets across batches --------------------------------------------------------------------
+
+
+def _write_large_records(path: str, count: int, value_bytes: int) -> list[bytes]:
+    """`count` lz4 batches of one record each, `value_bytes` of mostly zeros (so a few KiB on
+    disk), appended to a fresh topic's segment; the values, in offset order."""
+    with eoslog.open(path, durability="none") as broker:
+        broker.create_topic(TOPIC, num_partitions=1)
+    values = [b"%04d" % number + bytes(value_bytes - 4) for number in range(count)]
+    log = os.path.join(path, f"{TOPIC}-0", f"{SEGMENT}.log")
+    with open(log, "ab") as handle:
+        for number, value in enumerate(values):
+            frame = lz4frame.compress(raw_record(value=value))
+            handle.write(
+                assemble(
+                    frame, records_count=1, attributes=layout.COMPRESSION_LZ4, base_offset=number
+                )
+            )
+    os.unlink(os.path.join(path, ".kafka_cleanshutdown"))
+    return values
+
+
+def test_readers_stop_at_the_held_bytes_budget_and_go_on_from_there(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # Four batches of 24 MiB each: a fetch or a decode holds at most the 64 MiB budget plus
+    # one batch, and every record is still delivered once, in order.
+    path = str(tmp_path / "log")
+    values = _write_large_records(path, 4, 24 << 20)
+    prefixes = [value[:4] for value in values]
+    with eoslog.open(path, durability="none") as broker:
+        consumer = broker.consumer({"group.id": "g", "auto.offset.reset": "earliest"})
+        consumer.assign([eoslog.TopicPartition(TOPIC, 0, 0)])
+        got = [(m.offset(), m.value()[:4], len(m.value())) for m in consumer.consume(10, 1.0)]
+        assert got == [(n, prefixes[n], 24 << 20) for n in range(4)]
+        consumer.assign([eoslog.TopicPartition(TOPIC, 0, 0)])
+        table = consumer.consume_arrow(10, 1.0)
+        assert table.column("offset").to_pylist() == [0, 1, 2, 3]
+        consumer.close()
+    scanned = list(eoslog.scan(path, [TOPIC]))
+    assert [batch.num_rows for batch in scanned] == [3, 1]  # cut once 72 MiB were held
+    offsets = [offset for batch in scanned for offset in batch.column("offset").to_pylist()]
+    assert offsets == [0, 1, 2, 3]
+
+
+def test_decode_columns_held_bytes_budget_is_the_same_in_both_twins(codec) -> None:  # type: ignore[no-untyped-def]
+    batches = b"".join(
+        assemble(
+            lz4frame.compress(raw_record(value=bytes(1000))),
+            records_count=1,
+            attributes=layout.COMPRESSION_LZ4,
+            base_offset=number,
+        )
+        for number in range(5)
+    )
+    whole = codec.decode_columns(batches)
+    assert whole.count == 5 and whole.end_position == len(batches)
+    # Stops before the batch after the one that reached 2500 bytes (three are held).
+    cut = codec.decode_columns(batches, held_bytes_max=2500)
+    assert cut.count == 3
+    assert cut.end_position == 3 * len(batches) // 5
+    assert codec.decode_columns(batches, held_bytes_max=0).count == 1  # one batch at least
+    with pytest.raises(ValueError, match="held_bytes_max"):
+        codec.decode_columns(batches, held_bytes_max=-1)
+
+
+def test_index_records_stops_at_the_held_bytes_budget_before_a_compressed_batch() -> None:
+    from eoslog._ext.message import RecordRefs, index_records
+
+    batches = b"".join(
+        assemble(
+            lz4frame.compress(raw_record(value=bytes(1000))),
+            records_count=1,
+            attributes=layout.COMPRESSION_LZ4,
+            base_offset=10 + number,
+        )
+        for number in range(5)
+    )
+    refs = RecordRefs(5)
+    owners: list[object] = [batches]
+    assert index_records(batches, 0, len(batches), refs, owners, held_bytes_max=2500) == 13
+    assert refs.count == 3
+    refs = RecordRefs(5)
+    assert index_records(batches, 0, len(batches), refs, [batches]) == -1
+    assert refs.count == 5

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 import pyarrow as pa
 
+from eoslog import limits
 from eoslog.client.fetch import FetchPlan, plan_fetch
 from eoslog.client.group_member import GroupMember, RebalanceCallback
 from eoslog.client.message import (
@@ -746,8 +747,7 @@ class Consumer:
     ) -> None:
         plan = plan_fetch(records, offset, aborted, records_wanted)
         if kind == MESSAGES:
-            fetched = self._index_messages(assigned, records, offset, plan)
-            next_offset = plan.next_offset
+            fetched, next_offset = self._index_messages(assigned, records, offset, plan)
         else:
             fetched, next_offset = self._decode_columns(
                 assigned, records, offset, plan, kind == ARROW_HEADERS, records_wanted
@@ -760,14 +760,17 @@ class Consumer:
 
     def _index_messages(
         self, assigned: _Assigned, records: memoryview, offset: int, plan: FetchPlan
-    ) -> list[FetchedRecords | MessageBatch]:
-        """The planned records as one MessageBatch of references into `records` (no copy)."""
+    ) -> tuple[list[FetchedRecords | MessageBatch], int]:
+        """The planned records as one MessageBatch of references into `records` (no copy),
+        and the offset past them: the plan's, unless the decompressed sections reached
+        limits.decompressed_batch_bytes_max first (the rest is fetched next time)."""
         # plan.records counts the records the runs hold at or after offset (more when
         # compaction left gaps), so the references fit without growing.
         refs = RecordRefs(plan.records)
         owners: list[object] = [records]
+        next_offset = plan.next_offset
         for start, end in plan.runs:
-            index_records(
+            stopped = index_records(
                 records,
                 start,
                 end,
@@ -775,10 +778,15 @@ class Consumer:
                 owners,
                 verify_crc=self._config.check_crcs,
                 offset_min=offset,
+                held_bytes_max=limits.decompressed_batch_bytes_max,
             )
+            if stopped >= 0:
+                next_offset = stopped
+                break
         if not refs.count:
-            return []
-        return [MessageBatch(assigned.topic, assigned.partition, refs, owners, plan.next_offset)]
+            return [], next_offset
+        batch = MessageBatch(assigned.topic, assigned.partition, refs, owners, next_offset)
+        return [batch], next_offset
 
     def _decode_columns(
         self,
@@ -805,6 +813,8 @@ class Consumer:
                     offset_min=offset,
                     runs=plan.runs,
                     records_max=records_wanted,
+                    # Batches each just under the decompressed limit must not add up.
+                    held_bytes_max=limits.decompressed_batch_bytes_max,
                 )
             except KafkaException:
                 if first or not decoder.count:

@@ -345,6 +345,9 @@ class PartitionView:
                     offset_end=stop,
                     skips=skips,
                     decompressed_bytes_max=decompressed_bytes_max,
+                    # One piece holds at most one decompressed limit plus a batch, however
+                    # many batches each just under that limit the read holds.
+                    held_bytes_max=decompressed_bytes_max,
                 )
                 if columns.end_position <= position:
                     raise AssertionError("a column limit stopped the first batch")
