@@ -49,6 +49,8 @@ class MessageBatch:
     count: Final[int]
     # Where the consumer's position goes once every record here is consumed.
     next_offset: Final[int]
+    # The size of the decompressed sections it keeps alive (the bytes among its owners).
+    decompressed_bytes: Final[int]
 
     def __init__(
         self,

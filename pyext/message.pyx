@@ -160,13 +160,15 @@ cdef class MessageBatch:
     it replaces the file instead of cutting it: mapped_log.py) and decompressed sections. A
     Message keeps its fetch alive, as a confluent Message keeps its fetch buffer.
     `next_offset`: where the consumer's position goes once every record here is consumed (past
-    control or dropped batches after the last one). Immutable; used by the thread that owns
-    the Consumer."""
+    control or dropped batches after the last one). `decompressed_bytes`: the size of the
+    decompressed sections it keeps alive (the bytes objects among its owners). Immutable;
+    used by the thread that owns the Consumer."""
 
     cdef readonly str topic
     cdef readonly int partition
     cdef readonly Py_ssize_t count
     cdef readonly int64_t next_offset
+    cdef readonly Py_ssize_t decompressed_bytes
     cdef RecordRefs _refs
     cdef list _owners
     cdef const eos_record_ref *refs
@@ -183,6 +185,7 @@ cdef class MessageBatch:
         self._owners = owners
         self.refs = refs.refs
         self.next_offset = next_offset
+        self.decompressed_bytes = sum(len(owner) for owner in owners if type(owner) is bytes)
         if next_offset <= self.refs[self.count - 1].offset:
             raise ValueError("next_offset must be past the last record")
 

@@ -468,19 +468,22 @@ def _write_large_records(path: str, count: int, value_bytes: int) -> list[bytes]
 
 
 def test_readers_stop_at_the_held_bytes_budget_and_go_on_from_there(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    # Four batches of 24 MiB each: a fetch or a decode holds at most the 64 MiB budget plus
-    # one batch, and every record is still delivered once, in order.
+    # Four batches of 24 MiB each: a fetch, a decode or a consume call holds at most the
+    # 64 MiB budget plus one batch (three batches here), and the next call goes on from
+    # there: every record is delivered once, in order.
     path = str(tmp_path / "log")
     values = _write_large_records(path, 4, 24 << 20)
     prefixes = [value[:4] for value in values]
     with eoslog.open(path, durability="none") as broker:
         consumer = broker.consumer({"group.id": "g", "auto.offset.reset": "earliest"})
         consumer.assign([eoslog.TopicPartition(TOPIC, 0, 0)])
-        got = [(m.offset(), m.value()[:4], len(m.value())) for m in consumer.consume(10, 1.0)]
+        calls = [consumer.consume(10, 0.5) for _ in range(3)]
+        assert [len(call) for call in calls] == [3, 1, 0]
+        got = [(m.offset(), m.value()[:4], len(m.value())) for call in calls for m in call]
         assert got == [(n, prefixes[n], 24 << 20) for n in range(4)]
         consumer.assign([eoslog.TopicPartition(TOPIC, 0, 0)])
-        table = consumer.consume_arrow(10, 1.0)
-        assert table.column("offset").to_pylist() == [0, 1, 2, 3]
+        tables = [consumer.consume_arrow(10, 0.5) for _ in range(3)]
+        assert [table.column("offset").to_pylist() for table in tables] == [[0, 1, 2], [3], []]
         consumer.close()
     scanned = list(eoslog.scan(path, [TOPIC]))
     assert [batch.num_rows for batch in scanned] == [3, 1]  # cut once 72 MiB were held
