@@ -40,7 +40,9 @@ def validate_batch(
     batch_bytes_max -> RecordTooLargeError; from a client, base offset != 0; CRC; from a
     client: control batch, count != last offset delta + 1 or count <= 0, producer id >= 0 with
     sequence < 0, transactional without producer id; codec (gzip/snappy/zstd ->
-    UnsupportedCompressionTypeError); every record well formed, offset deltas exactly
+    UnsupportedCompressionTypeError); an lz4 section decompressing past
+    limits.decompressed_bytes_max_for(batch_bytes_max) -> CorruptRecordError, raised before
+    more is allocated; every record well formed, offset deltas exactly
     0..count-1, header keys valid UTF-8, no bytes left over; a control batch holds exactly one
     record whose key is >= 4 bytes. Changes nothing."""
 
@@ -88,6 +90,8 @@ def decode_columns(
     runs: Sequence[tuple[int, int]] | None = None,
     records_max: int | None = None,
     skips: Sequence[tuple[int, int]] | None = None,
+    decompressed_bytes_max: int = ...,
+    held_bytes_max: int | None = None,
 ) -> ColumnarRecords:
     """Decode the run of whole batches from `position` into Arrow-layout columns, with no
     Python object per record. Keeps records with offset_min <= offset < offset_end; skips
@@ -108,7 +112,17 @@ def decode_columns(
     records_max (>= 1): stop once that many records are decoded. The batch that reaches it
     is cut after its records_max-th record if it holds one record per offset (every batch
     eoslog appends); end_position is then that batch's position, so a caller goes on from the
-    last offset + 1. A batch with offset gaps is decoded whole. ValueError below 1."""
+    last offset + 1. A batch with offset gaps is decoded whole. ValueError below 1.
+
+    decompressed_bytes_max: an lz4 batch whose records decompress past it raises
+    CorruptRecordError before more is allocated (a decompression bomb); the default is
+    limits.decompressed_batch_bytes_max, which covers every batch eoslog appends. ValueError
+    outside 1..limits.decompressed_batch_bytes_ceiling.
+
+    held_bytes_max: once the columns hold that many payload bytes (keys, values, header keys
+    and values) and at least one record, stop before the next batch (end_position is there),
+    so a call's memory stays within the budget plus one batch. None: no budget. ValueError
+    when negative."""
 
 class ColumnDecoder:
     """Columns filled by decode() calls over one or more buffers, then taken once by
@@ -132,6 +146,8 @@ class ColumnDecoder:
         runs: Sequence[tuple[int, int]] | None = None,
         records_max: int | None = None,
         skips: Sequence[tuple[int, int]] | None = None,
+        decompressed_bytes_max: int = ...,
+        held_bytes_max: int | None = None,
     ) -> int:
         """Add the records of `data` as decode_columns would decode them, records_max
         counting every record held (earlier calls' too); returns where decoding stopped in

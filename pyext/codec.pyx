@@ -201,6 +201,7 @@ def validate_batch(data, *, Py_ssize_t batch_bytes_max=limits.message_bytes_defa
     cdef eos_walk_result walk
     cdef int status = EOS_OK
     cdef uint32_t crc
+    cdef _RecordsSection section
     check(eos_read_header(batch, size, &h), 0)
     cdef size_t batch_size = EOS_LOG_OVERHEAD + <size_t>h.batch_length
     if batch_size > size:
@@ -232,7 +233,10 @@ def validate_batch(data, *, Py_ssize_t batch_bytes_max=limits.message_bytes_defa
         check(check_client_rules(&h), 0)
     check_codec_and_count(&h, 0)
     if not walked:
-        status = walk_section(records_section(data, batch, batch_size, &h, 0), &h, &walk)
+        # The topic's max.message.bytes bounds decompression too: a bomb stops at that limit.
+        section = records_section(data, batch, batch_size, &h, 0,
+                                  limits.decompressed_bytes_max_for(batch_bytes_max))
+        status = walk_section(section, &h, &walk)
     check(status, 0)
     if h.attributes & EOS_CONTROL_MASK:
         if h.records_count != 1 or walk.first_key_length < EOS_CONTROL_KEY_SIZE:
@@ -301,7 +305,8 @@ def batch_records(data, Py_ssize_t position=0, *, bint verify_crc=True):
     if verify_crc and eos_batch_crc(batch, batch_size) != h.crc:
         raise_for_status(EOS_CRC_MISMATCH, position)
     check_codec_and_count(&h, position)
-    cdef _RecordsSection section = records_section(data, batch, batch_size, &h, position)
+    cdef _RecordsSection section = records_section(data, batch, batch_size, &h, position,
+                                                   limits.decompressed_batch_bytes_max)
     cdef const uint8_t *cursor = section.start
     cdef const uint8_t *end = section.start + section.size
     cdef bint log_append_time = (h.attributes & EOS_TIMESTAMP_TYPE_MASK) != 0

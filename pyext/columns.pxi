@@ -266,6 +266,19 @@ cdef int64_t clipped_end(const eos_batch_header *h, int64_t offset_min, int64_t 
     return first + records_left if first + records_left < offset_end else offset_end
 
 
+cdef inline int64_t held_bytes(const eos_columns *c) noexcept:
+    """The payload bytes the columns hold: keys, values, header keys and header values."""
+    return <int64_t>(c.key_bytes + c.value_bytes + c.header_key_bytes + c.header_value_bytes)
+
+
+cdef int check_decompressed_bytes_max(Py_ssize_t decompressed_bytes_max) except -1:
+    if not 0 < decompressed_bytes_max <= limits.decompressed_batch_bytes_ceiling:
+        raise ValueError(
+            f"decompressed_bytes_max must be in 1..{limits.decompressed_batch_bytes_ceiling}, "
+            f"got {decompressed_bytes_max}")
+    return 0
+
+
 @cython.final
 cdef class ColumnDecoder:
     """Columns being filled by decode calls over one or more buffers (a consumer's fetches
@@ -287,12 +300,15 @@ cdef class ColumnDecoder:
 
     def decode(self, data, Py_ssize_t position=0, *, bint verify_crc=True,
                bint include_control=False, int64_t offset_min=0,
-               int64_t offset_end=INT64_MAX, runs=None, records_max=None, skips=None):
+               int64_t offset_end=INT64_MAX, runs=None, records_max=None, skips=None,
+               Py_ssize_t decompressed_bytes_max=limits.decompressed_batch_bytes_max,
+               held_bytes_max=None):
         if self.finished:
             raise ValueError("this ColumnDecoder has finished")
         self.end_position = decode_into(self.columns, data, position, verify_crc,
                                         include_control, offset_min, offset_end, runs,
-                                        records_max, skips)
+                                        records_max, skips, decompressed_bytes_max,
+                                        held_bytes_max)
         return self.end_position
 
     def finish(self):
@@ -305,16 +321,20 @@ cdef class ColumnDecoder:
 def decode_columns(data, Py_ssize_t position=0, *, bint include_headers=False,
                    bint verify_crc=True, bint include_control=False,
                    int64_t offset_min=0, int64_t offset_end=INT64_MAX, runs=None,
-                   records_max=None, skips=None):
+                   records_max=None, skips=None,
+                   Py_ssize_t decompressed_bytes_max=limits.decompressed_batch_bytes_max,
+                   held_bytes_max=None):
     cdef _ColumnBuffers columns = _ColumnBuffers(include_headers)
     end_position = decode_into(columns, data, position, verify_crc, include_control,
-                               offset_min, offset_end, runs, records_max, skips)
+                               offset_min, offset_end, runs, records_max, skips,
+                               decompressed_bytes_max, held_bytes_max)
     return columns.result(end_position)
 
 
 cdef Py_ssize_t decode_into(_ColumnBuffers columns, data, Py_ssize_t position,
                             bint verify_crc, bint include_control, int64_t offset_min,
-                            int64_t offset_end, runs, records_max, skips) except -1:
+                            int64_t offset_end, runs, records_max, skips,
+                            Py_ssize_t decompressed_bytes_max, held_bytes_max) except -1:
     """decode_columns' loop, adding to `columns`; returns the end position. records_max
     counts every record the columns hold, earlier calls' included. runs (the ranges to
     decode) and skips (the ranges to jump over) are two spellings of one plan: at most one
@@ -335,6 +355,12 @@ cdef Py_ssize_t decode_into(_ColumnBuffers columns, data, Py_ssize_t position,
             raise ValueError(f"records_max must be at least 1, got {records_max}")
     if runs is not None and skips is not None:
         raise ValueError("give runs or skips, not both")
+    check_decompressed_bytes_max(decompressed_bytes_max)
+    cdef int64_t held_max = -1
+    if held_bytes_max is not None:
+        held_max = held_bytes_max
+        if held_max < 0:
+            raise ValueError(f"held_bytes_max must not be negative, got {held_bytes_max}")
     cdef const int64_t[:, ::1] skip_ranges = _skip_ranges(skips)
     cdef Py_ssize_t skip_index = 0
     cdef Py_ssize_t first = position
@@ -359,6 +385,11 @@ cdef Py_ssize_t decode_into(_ColumnBuffers columns, data, Py_ssize_t position,
                         f"{skip_ranges[skip_index, 1]} does not start at a batch boundary "
                         f"(next batch at {position})")
                 skip_index += 1
+            # Once the columns hold held_max payload bytes, stop before the next batch: the
+            # caller goes on from here, so one call's memory is bounded by the budget and one
+            # batch (a log of batches each just under the decompressed limit cannot add up).
+            if held_max >= 0 and columns.c.records > 0 and held_bytes(&columns.c) >= held_max:
+                return position
             batch = at(view, position)
             status = eos_frame_batch(batch, remaining_after(position, run_end), &batch_size)
             if status == EOS_TRUNCATED_BATCH:
@@ -374,7 +405,8 @@ cdef Py_ssize_t decode_into(_ColumnBuffers columns, data, Py_ssize_t position,
             batch_end = offset_end
             if limit >= 0:
                 batch_end = clipped_end(&h, offset_min, offset_end, limit - columns.c.records)
-            section = records_section(data, batch, batch_size, &h, position)
+            section = records_section(data, batch, batch_size, &h, position,
+                                      decompressed_bytes_max)
             columns.reserve(min(<int64_t>h.records_count,
                                 <int64_t>section.size // limits.record_bytes_min),
                             <int64_t>section.size)

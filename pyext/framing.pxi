@@ -63,9 +63,12 @@ cdef int check_codec_and_count(const eos_batch_header *h, Py_ssize_t position) e
 
 
 cdef _RecordsSection records_section(object data, const uint8_t *batch, size_t size,
-                                     const eos_batch_header *h, Py_ssize_t position):
+                                     const eos_batch_header *h, Py_ssize_t position,
+                                     Py_ssize_t decompressed_bytes_max):
     """Locate (decompressing if needed) the records of the batch batch[0, size) found at
-    `position` of `data`, after check_codec_and_count. Raises for a bad lz4 frame."""
+    `position` of `data`, after check_codec_and_count. Raises for a bad lz4 frame, and
+    CorruptRecordError (DECOMPRESSED_TOO_LARGE) once the records pass decompressed_bytes_max:
+    a decompression bomb allocates no more than that."""
     cdef _RecordsSection section = _RecordsSection.__new__(_RecordsSection)
     cdef int codec = h.attributes & EOS_COMPRESSION_MASK
     if codec == EOS_COMPRESSION_NONE:
@@ -76,7 +79,7 @@ cdef _RecordsSection records_section(object data, const uint8_t *batch, size_t s
         # One Python call per batch: lz4frame wraps the lz4 package (reference liblz4) with
         # Kafka's framing rules. It returns bytes, or an int status for a bad frame.
         payload = memoryview(data)[position + EOS_RECORDS_OFFSET:position + <Py_ssize_t>size]
-        result = lz4frame.decompress(payload, limits.decompressed_batch_bytes_max)
+        result = lz4frame.decompress(payload, decompressed_bytes_max)
         if isinstance(result, int):
             raise_for_status(result, position)
         section.owner = result

@@ -25,13 +25,20 @@ def index_records(
     *,
     verify_crc: bool = True,
     offset_min: int = 0,
-) -> None:
+    held_bytes_max: int | None = None,
+) -> int:
     """Append to `refs` a reference to each data record (offset >= offset_min) of the whole
     batches in data[start, end), growing it as needed. Control batches are skipped.
     Decompressed sections are appended to `owners`: the references point into them and into
     `data`, which the caller must keep alive (a MessageBatch does). Raises as
     codec.decode_columns does for a corrupt or malformed batch (CRC checked when verify_crc),
-    with `refs` then holding the batches before the bad one. ValueError for frozen refs."""
+    with `refs` then holding the batches before the bad one. ValueError for frozen refs.
+
+    Returns -1 once every batch of the range is indexed. With held_bytes_max, once the
+    decompressed sections in `owners` (earlier calls' included) hold that many bytes and
+    `refs` holds a record, it stops before the next compressed batch and returns that batch's
+    base offset, where the next fetch starts: a fetch of batches each just under the
+    decompressed limit holds at most held_bytes_max plus one batch."""
 
 class MessageBatch:
     """The records of one fetch of one partition as references into bytes it keeps alive.
@@ -42,6 +49,8 @@ class MessageBatch:
     count: Final[int]
     # Where the consumer's position goes once every record here is consumed.
     next_offset: Final[int]
+    # The size of the decompressed sections it keeps alive (the bytes among its owners).
+    decompressed_bytes: Final[int]
 
     def __init__(
         self,

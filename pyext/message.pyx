@@ -85,13 +85,17 @@ cdef class RecordRefs:
 
 
 def index_records(data, Py_ssize_t start, Py_ssize_t end, RecordRefs refs, list owners, *,
-                  bint verify_crc=True, int64_t offset_min=0):
+                  bint verify_crc=True, int64_t offset_min=0, held_bytes_max=None):
     """Append to `refs` a reference to each data record (offset >= offset_min) of the whole
     batches in data[start, end), growing it as needed. Control batches are skipped.
     Decompressed sections are appended to `owners`: the references point into them and into
     `data`, which the caller must keep alive (a MessageBatch does). Raises as
     codec.decode_columns does for a corrupt or malformed batch (CRC checked when verify_crc),
-    with `refs` then holding the batches before the bad one."""
+    with `refs` then holding the batches before the bad one.
+
+    held_bytes_max (message.pyi): once the decompressed sections in `owners` hold that many
+    bytes and `refs` holds a record, stop before the next compressed batch and return its
+    base offset (where the next fetch starts); -1 when every batch of the range was indexed."""
     cdef const uint8_t[::1] view = data
     cdef Py_ssize_t size = view.shape[0]
     cdef Py_ssize_t position = start
@@ -101,7 +105,12 @@ def index_records(data, Py_ssize_t start, Py_ssize_t end, RecordRefs refs, list 
     cdef int64_t count
     cdef int status
     cdef const uint8_t *batch
+    cdef int64_t held = 0, held_max = -1
     check_position(start)
+    if held_bytes_max is not None:
+        held_max = held_bytes_max
+        # The sections earlier calls left in `owners` count too (not `data` itself).
+        held = sum(len(owner) for owner in owners if type(owner) is bytes and owner is not data)
     if end > size or end < start:
         raise ValueError(f"bad range [{start}, {end}) of {size} bytes")
     if refs.frozen:
@@ -119,9 +128,16 @@ def index_records(data, Py_ssize_t start, Py_ssize_t end, RecordRefs refs, list 
             position += <Py_ssize_t>batch_size
             continue
         check_codec_and_count(&h, position)
-        section = records_section(data, batch, batch_size, &h, position)
+        if (held_max >= 0 and refs.count > 0 and held >= held_max
+                and (h.attributes & EOS_COMPRESSION_MASK) != EOS_COMPRESSION_NONE):
+            # A fetch of batches each just under the decompressed limit must not add up:
+            # the rest is fetched next time.
+            return h.base_offset
+        section = records_section(data, batch, batch_size, &h, position,
+                                  limits.decompressed_batch_bytes_max)
         if section.owner is not None:
             owners.append(section.owner)
+            held += <int64_t>section.size
         # The count in the header bounds the records; the section's size bounds a lying count
         # (a record takes at least limits.record_bytes_min bytes).
         refs.reserve(refs.count + min(<int64_t>h.records_count,
@@ -134,6 +150,7 @@ def index_records(data, Py_ssize_t start, Py_ssize_t end, RecordRefs refs, list 
         check(status, position)
         refs.count = count
         position += <Py_ssize_t>batch_size
+    return -1
 
 
 @cython.final
@@ -143,13 +160,15 @@ cdef class MessageBatch:
     it replaces the file instead of cutting it: mapped_log.py) and decompressed sections. A
     Message keeps its fetch alive, as a confluent Message keeps its fetch buffer.
     `next_offset`: where the consumer's position goes once every record here is consumed (past
-    control or dropped batches after the last one). Immutable; used by the thread that owns
-    the Consumer."""
+    control or dropped batches after the last one). `decompressed_bytes`: the size of the
+    decompressed sections it keeps alive (the bytes objects among its owners). Immutable;
+    used by the thread that owns the Consumer."""
 
     cdef readonly str topic
     cdef readonly int partition
     cdef readonly Py_ssize_t count
     cdef readonly int64_t next_offset
+    cdef readonly Py_ssize_t decompressed_bytes
     cdef RecordRefs _refs
     cdef list _owners
     cdef const eos_record_ref *refs
@@ -166,6 +185,7 @@ cdef class MessageBatch:
         self._owners = owners
         self.refs = refs.refs
         self.next_offset = next_offset
+        self.decompressed_bytes = sum(len(owner) for owner in owners if type(owner) is bytes)
         if next_offset <= self.refs[self.count - 1].offset:
             raise ValueError("next_offset must be past the last record")
 

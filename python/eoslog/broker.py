@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, NamedTuple
 
+from eoslog import limits
 from eoslog.coordinator.group_coordinator import GroupCoordinator
 from eoslog.coordinator.producer_ids import ProducerIdManager
 from eoslog.coordinator.transaction_coordinator import TransactionCoordinator
@@ -275,7 +276,9 @@ class Broker:
             return {}
         handle = self.fs.open(path, read_only=True)
         try:
-            data = handle.pread(handle.size(), 0)
+            data = checkpoints.read_small_file(handle, path, limits.metadata_file_bytes_max)
+        except ValueError as error:
+            raise KafkaStorageError(str(error)) from None
         finally:
             handle.close()
         if len(data) < _META_HEADER.size:

@@ -14,9 +14,19 @@ message_bytes_default: Final = 1_048_588
 # The hard ceiling on one batch: Kafka's batchLength is an int32, and Arrow's 32-bit offsets
 # must hold a decoded batch, so nothing larger is ever accepted or built.
 batch_bytes_max: Final = 256 * 1024 * 1024
-# A compressed batch may not expand past this when decompressed. lz4 can reach ~255x, so a
-# small batch could otherwise ask for gigabytes; 1 GiB keeps Arrow's int32 offsets valid too.
-decompressed_batch_bytes_max: Final = 1024 * 1024 * 1024
+# How far a compressed batch may expand when decompressed, per byte of its topic's
+# max.message.bytes. lz4 can reach ~255x, so without a bound a 5 MB batch could ask for
+# gigabytes (a decompression bomb). Real data compresses 2-10x with lz4 (JSON, logs, text);
+# 64x leaves room for very repetitive values while a bomb stays within a few dozen MiB.
+decompressed_bytes_per_message_byte_max: Final = 64
+# The most any decompressed batch may hold: Kafka's default message.max.bytes (1 MiB) times
+# the factor above. It is the limit of every reader with no topic configuration at hand
+# (consumers, eoslog.scan, decode_columns; each takes a parameter to raise it for logs other
+# writers produced), and the ceiling of the append limit, so that whatever an append accepts
+# every reader can decode. A decompression never allocates more than this (plus its copy).
+decompressed_batch_bytes_max: Final = 64 * 1024 * 1024
+# Arrow's int32 offsets must hold a decoded batch: no decompressed limit may exceed this.
+decompressed_batch_bytes_ceiling: Final = 1024 * 1024 * 1024
 # The smallest possible v2 record is 7 bytes (length, attributes, timestamp delta, offset
 # delta, key length, value length, header count: one byte each), so a records section of N
 # bytes cannot hold more than N // 7 records. Used to bound allocations by the bytes given.
@@ -37,3 +47,24 @@ producer_epoch_max: Final = (1 << 15) - 1
 # The largest transaction.timeout.ms a producer may ask for: Kafka's broker default for
 # transaction.max.timeout.ms, 15 minutes (COORDINATOR.md §4).
 txn_timeout_ms_max: Final = 900_000
+# Files read whole (indexes, .txnindex, snapshots, checkpoints) are read this many bytes at a
+# time and checked as they are read, so that a sparse or lying file (a size claiming
+# gigabytes over a few KiB of real data) costs one chunk over its valid contents, never its
+# apparent size.
+file_read_chunk_bytes: Final = 1024 * 1024
+# Checkpoint files (recovery point, log start) hold one text line per partition, under 300
+# bytes each (a 249-character topic name and two numbers); 16 MiB covers over 50,000
+# partitions, and a larger file is refused before it is read, whatever size it claims.
+checkpoint_file_bytes_max: Final = 16 * 1024 * 1024
+# eoslog.meta holds each topic's name, partition count and configuration overrides (a few
+# hundred bytes a topic); refused past this before it is read, as for checkpoints.
+metadata_file_bytes_max: Final = 16 * 1024 * 1024
+
+
+def decompressed_bytes_max_for(message_bytes_max: int) -> int:
+    """The largest decompressed batch an append under max.message.bytes = message_bytes_max
+    accepts: the factor above times it, never past decompressed_batch_bytes_max (so that
+    readers, who use that default, decode every batch an append accepted)."""
+    return min(
+        message_bytes_max * decompressed_bytes_per_message_byte_max, decompressed_batch_bytes_max
+    )

@@ -21,6 +21,7 @@ from typing import Final, NamedTuple
 
 import pyarrow as pa
 
+from eoslog import limits
 from eoslog.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from eoslog.fs import FileSystem, PosixFileSystem
 from eoslog.log import checkpoints
@@ -231,6 +232,7 @@ def read_range(
     chunk_bytes: int = READ_CHUNK_BYTES,
     fs: FileSystem | None = None,
     fail_on_data_loss: bool = True,
+    decompressed_bytes_max: int = limits.decompressed_batch_bytes_max,
 ) -> Iterator[pa.RecordBatch]:
     """The records of one planned range as RecordBatches in the Spark Kafka source's schema;
     nothing past scan_range.stop is read.
@@ -260,6 +262,7 @@ def read_range(
             include_headers=include_headers,
             verify_crc=verify_crc,
             chunk_bytes=chunk_bytes,
+            decompressed_bytes_max=decompressed_bytes_max,
         )
         yield from _gathered(columns.to_arrow(topic, partition) for columns in decoded)
 
@@ -306,6 +309,7 @@ def scan(
     include_headers: bool = False,
     verify_crc: bool = True,
     fail_on_data_loss: bool = True,
+    decompressed_bytes_max: int = limits.decompressed_batch_bytes_max,
 ) -> Iterator[pa.RecordBatch]:
     """Read a log directory without opening it: pyarrow.RecordBatches in the Spark Kafka
     source's schema (API.md "Spark"), partition after partition in offset order.
@@ -322,6 +326,11 @@ def scan(
     Every partition is planned before the first is read. If the owner's retention deletes
     planned records before they are read, OffsetOutOfRangeError is raised, or with
     fail_on_data_loss=False the lost records are skipped (Spark's failOnDataLoss).
+
+    decompressed_bytes_max: a compressed batch whose records decompress past it raises
+    CorruptRecordError before more is allocated (a decompression bomb). The default,
+    limits.decompressed_batch_bytes_max, covers every batch eoslog appends; raise it (up to
+    limits.decompressed_batch_bytes_ceiling) to read batches other writers compressed harder.
 
     Raises UnknownTopicOrPartitionError for a topic or partition with no directory,
     ValueError for a bad option, CorruptRecordError where the files are damaged,
@@ -344,6 +353,7 @@ def scan(
             include_headers=include_headers,
             verify_crc=verify_crc,
             fail_on_data_loss=fail_on_data_loss,
+            decompressed_bytes_max=decompressed_bytes_max,
         )
 
 

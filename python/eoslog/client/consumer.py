@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 import pyarrow as pa
 
+from eoslog import limits
 from eoslog.client.fetch import FetchPlan, plan_fetch
 from eoslog.client.group_member import GroupMember, RebalanceCallback
 from eoslog.client.message import (
@@ -412,14 +413,17 @@ class Consumer:
     def consume(self, num_messages: int = 1, timeout: float = -1) -> list[Message]:
         """Up to num_messages records (1 .. 1,000,000). Like confluent's, it returns once
         num_messages are collected or the timeout expires (negative: wait indefinitely; 0:
-        return what is readable now), so the list may be short or empty. Partitions are
-        served in turn, each delivering in offset order. A fetch that fails after records
+        return what is readable now), so the list may be short or empty; it also returns once
+        the records taken keep limits.decompressed_batch_bytes_max of decompressed data alive
+        (so batches that each decompress to just under the limit cannot add up). Partitions
+        are served in turn, each delivering in offset order. A fetch that fails after records
         were collected ends the call with those records; the next call raises the error."""
         self._check_open()
         if not 1 <= num_messages <= CONSUME_MESSAGES_MAX:
             raise ValueError(f"num_messages must be in 1..{CONSUME_MESSAGES_MAX}")
         deadline = _deadline(timeout)
         out: list[Message] = []
+        held = [0]  # decompressed bytes the messages taken keep alive
         sleep_s = WAIT_SLEEP_S_MIN
         while True:
             if self._group is not None and not self._group.step():
@@ -428,17 +432,19 @@ class Consumer:
                 sleep_s = min(sleep_s * 2, WAIT_SLEEP_S_MAX)
                 continue
             for assigned in self._rotation():
-                if len(out) >= num_messages:
+                if len(out) >= num_messages or held[0] >= limits.decompressed_batch_bytes_max:
                     break
                 try:
-                    self._take_messages(assigned, out, num_messages)
+                    self._take_messages(assigned, out, num_messages, held)
                 except KafkaException:
                     if not out:
                         raise
                     # The records taken have moved their positions: deliver them. The failing
                     # fetch is at its partition's position, so the next call raises it.
                     return out
-            if len(out) >= num_messages or not self._wait(deadline, sleep_s):
+            if len(out) >= num_messages or held[0] >= limits.decompressed_batch_bytes_max:
+                return out
+            if not self._wait(deadline, sleep_s):
                 return out
             sleep_s = min(sleep_s * 2, WAIT_SLEEP_S_MAX)
 
@@ -448,13 +454,16 @@ class Consumer:
         """Up to max_records records as one pyarrow.RecordBatch in the Spark Kafka source's
         schema (API.md "Spark"; with a `headers` column when include_headers), made without
         a Python object per record. Waits like consume(): until max_records are collected or
-        the timeout expires. Moves the same positions poll() and consume() move."""
+        the timeout expires; returns earlier once the pieces collected hold
+        limits.decompressed_batch_bytes_max bytes, as consume() does. Moves the same positions
+        poll() and consume() move."""
         self._check_open()
         if max_records < 1:
             raise ValueError("max_records must be at least 1")
         deadline = _deadline(timeout)
         pieces: list[pa.RecordBatch] = []
-        total = 0
+        total = held = 0
+        budget = limits.decompressed_batch_bytes_max
         sleep_s = WAIT_SLEEP_S_MIN
         while True:
             if self._group is not None and not self._group.step():
@@ -464,17 +473,24 @@ class Consumer:
                 continue
             for assigned in self._rotation():
                 try:
-                    while total < max_records and self._fill(
-                        assigned, max_records - total, ARROW_HEADERS if include_headers else ARROW
+                    while (
+                        total < max_records
+                        and held < budget
+                        and self._fill(
+                            assigned,
+                            max_records - total,
+                            ARROW_HEADERS if include_headers else ARROW,
+                        )
                     ):
                         piece = self._take_arrow(assigned, max_records - total, include_headers)
                         pieces.append(piece)
                         total += piece.num_rows
+                        held += piece.nbytes
                 except KafkaException:
                     if not total:
                         raise
                     return _one_batch(pieces, include_headers)  # as in consume()
-            if total >= max_records or not self._wait(deadline, sleep_s):
+            if total >= max_records or held >= budget or not self._wait(deadline, sleep_s):
                 return _one_batch(pieces, include_headers)
             sleep_s = min(sleep_s * 2, WAIT_SLEEP_S_MAX)
 
@@ -747,8 +763,7 @@ class Consumer:
     ) -> None:
         plan = _planned(assigned, records, offset, aborted, records_wanted)
         if kind == MESSAGES:
-            fetched = self._index_messages(assigned, records, offset, plan)
-            next_offset = plan.next_offset
+            fetched, next_offset = self._index_messages(assigned, records, offset, plan)
         else:
             fetched, next_offset = self._decode_columns(
                 assigned, records, offset, plan, kind == ARROW_HEADERS, records_wanted
@@ -761,14 +776,17 @@ class Consumer:
 
     def _index_messages(
         self, assigned: _Assigned, records: memoryview, offset: int, plan: FetchPlan
-    ) -> list[FetchedRecords | MessageBatch]:
-        """The planned records as one MessageBatch of references into `records` (no copy)."""
+    ) -> tuple[list[FetchedRecords | MessageBatch], int]:
+        """The planned records as one MessageBatch of references into `records` (no copy),
+        and the offset past them: the plan's, unless the decompressed sections reached
+        limits.decompressed_batch_bytes_max first (the rest is fetched next time)."""
         # plan.records counts the records the runs hold at or after offset (more when
         # compaction left gaps), so the references fit without growing.
         refs = RecordRefs(plan.records)
         owners: list[object] = [records]
+        next_offset = plan.next_offset
         for start, end in plan.runs:
-            index_records(
+            stopped = index_records(
                 records,
                 start,
                 end,
@@ -776,10 +794,15 @@ class Consumer:
                 owners,
                 verify_crc=self._config.check_crcs,
                 offset_min=offset,
+                held_bytes_max=limits.decompressed_batch_bytes_max,
             )
+            if stopped >= 0:
+                next_offset = stopped
+                break
         if not refs.count:
-            return []
-        return [MessageBatch(assigned.topic, assigned.partition, refs, owners, plan.next_offset)]
+            return [], next_offset
+        batch = MessageBatch(assigned.topic, assigned.partition, refs, owners, next_offset)
+        return [batch], next_offset
 
     def _decode_columns(
         self,
@@ -806,6 +829,8 @@ class Consumer:
                     offset_min=offset,
                     runs=plan.runs,
                     records_max=records_wanted,
+                    # Batches each just under the decompressed limit must not add up.
+                    held_bytes_max=limits.decompressed_batch_bytes_max,
                 )
             except KafkaException:
                 if first or not decoder.count:
@@ -858,11 +883,18 @@ class Consumer:
             return None
         return result.records, plan
 
-    def _take_messages(self, assigned: _Assigned, out: list[Message], limit: int) -> None:
-        while len(out) < limit and self._fill(assigned):
+    def _take_messages(
+        self, assigned: _Assigned, out: list[Message], limit: int, held: list[int]
+    ) -> None:
+        """Messages from `assigned` into `out` up to limit, or until held[0] (the decompressed
+        bytes the messages taken keep alive, counted once per fetch) reaches the limit."""
+        budget = limits.decompressed_batch_bytes_max
+        while len(out) < limit and held[0] < budget and self._fill(assigned):
             fetched = assigned.fetched[0]
             assert isinstance(fetched, MessageBatch)
             start = assigned.index
+            if start == 0:
+                held[0] += fetched.decompressed_bytes
             count = min(limit - len(out), fetched.count - start)
             # One Message per record, made in C: no Python code per record.
             make_messages(out, fetched, start, start + count)

@@ -8,7 +8,8 @@ import json
 import os
 from collections.abc import Mapping
 
-from eoslog.fs import FileSystem
+from eoslog import limits
+from eoslog.fs import FileHandle, FileSystem
 
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_FILE = "log-start-offset-checkpoint"
@@ -69,7 +70,9 @@ def read_offsets(fs: FileSystem, path: str) -> dict[TopicPartition, int]:
         return {}
     handle = fs.open(path, read_only=True)
     try:
-        data = handle.pread(handle.size(), 0)
+        data = read_small_file(handle, path, limits.checkpoint_file_bytes_max)
+    except ValueError:
+        return {}
     finally:
         handle.close()
     try:
@@ -96,3 +99,13 @@ def take_clean_shutdown(fs: FileSystem, root: str) -> bool:
     fs.unlink(path)
     fs.sync_dir(root)
     return True
+
+
+def read_small_file(handle: FileHandle, path: str, bytes_max: int) -> bytes:
+    """The whole of a file that is small by nature (a checkpoint, eoslog.meta), open as
+    `handle`. ValueError, before anything is read, if it claims more than bytes_max bytes: a
+    sparse or lying file must not cost the size it claims. OSError from the file system."""
+    size = handle.size()
+    if size > bytes_max:
+        raise ValueError(f"{path} is {size} bytes, over the limit of {bytes_max} for its kind")
+    return handle.pread(size, 0)

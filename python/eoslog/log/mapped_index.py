@@ -5,7 +5,8 @@ fixed-size entries, mapped into memory, searched with the warm-section binary se
 Files. A new index file is sized to max_index_bytes rounded down to a multiple of the entry
 size and starts empty; an existing file is taken to hold length // entry size entries, all of
 them valid (§5.6), which is why an index is trimmed to its entries before it counts as durable
-(close, roll, end of recovery) and re-expanded when its segment becomes active again.
+(close, roll, end of recovery) and re-expanded when its segment becomes active again. A file
+longer than max_index_bytes is not believed at all (_entries_claimed): its size is a lie.
 
 Memory safety (DESIGN.md "Ownership, threads, processes"). Only the owner process maps index
 files, and a mapping never outlives the file bytes under it, since touching a mapped page past
@@ -15,9 +16,11 @@ the entries in use, which drops the mapping, then truncates the file, then maps 
 switches back. Lookups on other threads answer from the copy in between. Mappings are never
 closed explicitly: the entries object holds the only reference, and a dropped mapping is
 unmapped when that reference goes. An index opened with writable=False reads its file once
-with pread into memory and maps nothing, as readers outside the owner process must; it counts
+with pread into memory and maps nothing, as readers outside the owner process must; it keeps
 only the entries before the first slot that breaks the index's order (the zeroed,
-preallocated slots of an active segment's file).
+preallocated slots of an active segment's file), reading limits.file_read_chunk_bytes at a
+time and stopping there, so a preallocated, sparse or lying file costs at most one chunk over
+its real entries, never its apparent size.
 
 Thread safety. One writer, the partition's writer thread (under the partition lock), calls
 every method that changes the index: append / maybe_append, truncate_to, truncate, reset,
@@ -34,6 +37,7 @@ import io
 from types import TracebackType
 from typing import TYPE_CHECKING, ClassVar, Final, Self
 
+from eoslog import limits
 from eoslog._ext import index as _index
 from eoslog.errors import IndexOffsetOverflowError
 from eoslog.fs import FileHandle, FileSystem
@@ -113,14 +117,24 @@ class MappedIndex:
             if created:
                 handle.truncate(self._rounded(self._max_index_bytes))
             length = handle.size()
-            # A new file starts empty; an existing one is assumed to be all valid entries.
-            count = 0 if created else length // self.ENTRY_BYTES
+            count = 0 if created else self._entries_claimed(length)
             self._entries.attach(self._map(handle, length), count)
         except BaseException:
             handle.close()
             raise
         self._handle = handle
         self._length = length
+
+    def _entries_claimed(self, length: int) -> int:
+        """The entries an existing file of `length` bytes is taken to hold: all of them, as
+        in Kafka (§5.6), unless it is longer than any index this configuration writes. Such a
+        size is a lie (a sparse or forged file, or a file of another configuration) and none
+        of it is believed: its entries would otherwise be copied or checked whole by a resize
+        or a sanity check, costing the gigabytes it claims. Lookups then scan the log, and
+        the file is cut back when it is next resized."""
+        if length > self._rounded(self._max_index_bytes):
+            return 0
+        return length // self.ENTRY_BYTES
 
     def _open_read_only(self, missing_ok: bool) -> None:
         try:
@@ -132,11 +146,33 @@ class MappedIndex:
             return
         try:
             length = handle.size()
-            image = handle.pread(length, 0)
+            image = self._read_entries_in_use(handle, length)
         finally:
             handle.close()
         self._length = length
-        self._entries.attach(image, self._entries_in_use(image))
+        self._entries.attach(image, len(image) // self.ENTRY_BYTES)
+
+    def _read_entries_in_use(self, handle: FileHandle, length: int) -> bytes:
+        """The entries in use at the start of the file, read a chunk at a time; reading stops
+        at the first chunk holding a slot that breaks the order (_entries_in_use), so neither
+        the zeroed tail of a preallocated file nor the holes of a sparse one are read whole.
+        Each chunk is judged together with the entry before it, so the order is checked
+        across chunk boundaries exactly as over the whole file."""
+        chunk_bytes = self._rounded(limits.file_read_chunk_bytes)
+        end = self._rounded(length)
+        image = bytearray()
+        position = 0
+        while position < end:
+            want = min(chunk_bytes, end - position)
+            chunk = handle.pread(want, position)
+            chunk = chunk[: self._rounded(len(chunk))]  # a file cut under the read
+            previous = bytes(image[-self.ENTRY_BYTES :])
+            in_use = self._entries_in_use(previous + chunk) - len(previous) // self.ENTRY_BYTES
+            image += chunk[: in_use * self.ENTRY_BYTES]
+            if in_use * self.ENTRY_BYTES < want:
+                break
+            position += want
+        return bytes(image)
 
     def _entries_in_use(self, image: bytes) -> int:
         """How many leading entries of a file read by pread are real entries. The owner's

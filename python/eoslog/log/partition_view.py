@@ -31,9 +31,10 @@ from typing import Final
 
 import numpy as np
 
+from eoslog import limits
 from eoslog._ext import index as _index
 from eoslog._ext import readcommitted, scan
-from eoslog.errors import CorruptSnapshotError, KafkaStorageError
+from eoslog.errors import CorruptIndexError, CorruptSnapshotError, KafkaStorageError
 from eoslog.fs import FileHandle, FileSystem
 from eoslog.log.offset_index import OffsetIndex
 from eoslog.log.producer_state import ProducerStateManager, snapshot_disagreement
@@ -47,7 +48,7 @@ from eoslog.log.segment_reads import (
     file_name,
 )
 from eoslog.log.time_index import TimeIndex
-from eoslog.log.txn_index import AbortedTxn, LoggedBatch, entry_disagreement
+from eoslog.log.txn_index import AbortedTxn, LoggedBatch, entry_disagreement, read_entries
 from eoslog.record import codec, layout
 from eoslog.record.columns import ColumnarRecords
 
@@ -90,16 +91,25 @@ class SegmentFiles(SegmentReads):
         return self._handle
 
     def aborted_transactions(self) -> list[AbortedTxn]:
-        """The entries of this segment's .txnindex as its whole entries stand now."""
+        """The entries of this segment's .txnindex as its whole entries stand now, read in
+        bounded chunks (txn_index.read_entries). CorruptIndexError, naming the file and the
+        byte, if an entry is malformed: a reader cannot rebuild the index, and trusting what
+        precedes the damage could show aborted records."""
+        path = self.path(TXN_INDEX_SUFFIX)
         try:
-            handle = self.fs.open(self.path(TXN_INDEX_SUFFIX), read_only=True)
+            handle = self.fs.open(path, read_only=True)
         except FileNotFoundError:
             return []  # created with the first abort; removed with the segment
         try:
-            data = handle.pread(handle.size(), 0)
+            image, damaged_at = read_entries(handle)
         finally:
             handle.close()
-        return _index.decode_aborted_txns(data, AbortedTxn)
+        if damaged_at is not None:
+            raise CorruptIndexError(
+                f"corrupt transaction index {path}: the entry at byte {damaged_at} is "
+                f"malformed or out of order"
+            )
+        return _index.decode_aborted_txns(image, AbortedTxn)
 
 
 class PartitionView:
@@ -199,16 +209,8 @@ class PartitionView:
             if not self._bases or offset < self._bases[0]:
                 continue
             try:
-                handle = self.fs.open(manager.snapshot_path(offset), read_only=True)
-            except FileNotFoundError:
-                continue
-            try:
-                data = handle.pread(handle.size(), 0)
-            finally:
-                handle.close()
-            try:
-                manager.table.load_snapshot(data, offset)
-            except CorruptSnapshotError:
+                manager.table.load_snapshot(manager.read_snapshot_file(offset), offset)
+            except (FileNotFoundError, CorruptSnapshotError):
                 continue
             if (
                 snapshot_disagreement(manager.table, offset, self._logged_batch, self._bases[0])
@@ -349,11 +351,13 @@ class PartitionView:
         include_headers: bool = False,
         verify_crc: bool = True,
         chunk_bytes: int = READ_CHUNK_BYTES,
+        decompressed_bytes_max: int = limits.decompressed_batch_bytes_max,
     ) -> Iterator[ColumnarRecords]:
         """The records [start, stop) as columns, decoded in C with no Python object per
         record. aborted: the aborted transactions (read_committed; stop must then be at or
         below the last stable offset) or None (read_uncommitted). Control records never
-        appear; aborted transactional batches are dropped whole (FORMAT.md §6.4)."""
+        appear; aborted transactional batches are dropped whole (FORMAT.md §6.4). A batch
+        decompressing past decompressed_bytes_max raises CorruptRecordError (decode_columns)."""
         for data, offset in self.read_batches(start, stop, chunk_bytes):
             skips = None
             if aborted is not None:
@@ -378,6 +382,10 @@ class PartitionView:
                     offset_min=offset,
                     offset_end=stop,
                     skips=skips,
+                    decompressed_bytes_max=decompressed_bytes_max,
+                    # One piece holds at most one decompressed limit plus a batch, however
+                    # many batches each just under that limit the read holds.
+                    held_bytes_max=decompressed_bytes_max,
                 )
                 if columns.end_position <= position:
                     raise AssertionError("a column limit stopped the first batch")
@@ -428,9 +436,9 @@ def _whole_batches(
     end = segment.size
     data = segment.read_bytes(position, min(chunk_bytes, end - position))
     infos, stop, status = scan.scan_batches(data, verify_crc=False)
-    if len(infos) == 0 and status == 0 and len(data) >= layout.LOG_OVERHEAD:
-        claimed = layout.LOG_OVERHEAD + int.from_bytes(data[8:12], "big", signed=True)
-        if len(data) < claimed <= end - position:
+    if len(infos) == 0 and status == 0:
+        claimed = segment.claimed_batch_bytes(data, position, end)
+        if claimed is not None and len(data) < claimed:
             data = segment.read_bytes(position, claimed)
             infos, stop, status = scan.scan_batches(data, verify_crc=False)
     if len(infos) == 0:

@@ -26,9 +26,17 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from eoslog._ext.producer_state import NO_OFFSET, ProducerStateTable, last_sequence_of
+from eoslog import limits
+from eoslog._ext.producer_state import (
+    NO_OFFSET,
+    SNAPSHOT_ENTRY_BYTES,
+    SNAPSHOT_HEADER_BYTES,
+    SNAPSHOT_VERSION,
+    ProducerStateTable,
+    last_sequence_of,
+)
 from eoslog.errors import CorruptRecordError, CorruptSnapshotError
-from eoslog.fs import FileSystem
+from eoslog.fs import FileHandle, FileSystem
 from eoslog.log.segment import LogSegment
 from eoslog.log.segment_reads import (
     SNAPSHOT_SUFFIX,
@@ -65,6 +73,55 @@ def aborted_txn(
     first_unstable = table.first_unstable_offset()
     stable = marker_offset + 1 if first_unstable is None else first_unstable
     return AbortedTxn(producer_id, first_offset, marker_offset, stable)
+
+
+# The snapshot header (FORMAT.md §8.3): version int16, CRC-32C uint32, entry count int32.
+_SNAPSHOT_HEADER = struct.Struct(">hIi")
+# Whole entries per read of a snapshot after its header.
+_SNAPSHOT_CHUNK_ENTRIES = limits.file_read_chunk_bytes // SNAPSHOT_ENTRY_BYTES
+
+
+def _snapshot_corrupt(path: str, position: int, reason: str) -> CorruptSnapshotError:
+    return CorruptSnapshotError(f"snapshot {path} at byte {position}: {reason}")
+
+
+def read_snapshot(handle: FileHandle, path: str) -> bytes:
+    """The bytes of the snapshot file open as `handle`, for ProducerStateTable.load_snapshot
+    (which checks the CRC), read so that a sparse or lying file costs at most one chunk over
+    its real contents: the header first, whose version and entry count must agree with the
+    file's size before anything else is read; then the entries limits.file_read_chunk_bytes
+    at a time, each chunk refused if it names a producer twice (a run of zeros, what a sparse
+    file reads as, names producer 0 again and again). CorruptSnapshotError, naming the file and
+    the byte, for anything wrong; OSError from the file system."""
+    size = handle.size()
+    header = handle.pread(SNAPSHOT_HEADER_BYTES, 0)
+    if len(header) < SNAPSHOT_HEADER_BYTES:
+        raise _snapshot_corrupt(path, len(header), f"a snapshot of {size} bytes is truncated")
+    version, _, count = _SNAPSHOT_HEADER.unpack(header)
+    if version != SNAPSHOT_VERSION:
+        raise _snapshot_corrupt(path, 0, f"snapshot version {version} is not supported")
+    if count < 0 or size != SNAPSHOT_HEADER_BYTES + count * SNAPSHOT_ENTRY_BYTES:
+        raise _snapshot_corrupt(
+            path, 6, f"a snapshot of {size} bytes cannot hold the {count} entries it claims"
+        )
+    pieces = [header]
+    position = SNAPSHOT_HEADER_BYTES
+    while position < size:
+        want = min(_SNAPSHOT_CHUNK_ENTRIES * SNAPSHOT_ENTRY_BYTES, size - position)
+        chunk = handle.pread(want, position)
+        if len(chunk) < want:
+            raise _snapshot_corrupt(path, position + len(chunk), "the file ends early")
+        producer_ids = np.ndarray(
+            (want // SNAPSHOT_ENTRY_BYTES,),
+            dtype=">i8",
+            buffer=chunk,
+            strides=(SNAPSHOT_ENTRY_BYTES,),
+        )
+        if len(np.unique(producer_ids)) != len(producer_ids):
+            raise _snapshot_corrupt(path, position, "a producer appears twice in these entries")
+        pieces.append(chunk)
+        position += want
+    return b"".join(pieces)
 
 
 class AbortedTxnSink(Protocol):
@@ -202,6 +259,16 @@ class ProducerStateManager:
             if offset not in bases:
                 self.delete_snapshot(offset)
 
+    def read_snapshot_file(self, offset: int) -> bytes:
+        """The bytes of the snapshot at offset, read in bounded chunks (read_snapshot).
+        FileNotFoundError if it is missing; CorruptSnapshotError; OSError."""
+        path = self.snapshot_path(offset)
+        handle = self.fs.open(path, read_only=True)
+        try:
+            return read_snapshot(handle, path)
+        finally:
+            handle.close()
+
     def load_newest_snapshot(
         self,
         log_start_offset: int,
@@ -219,13 +286,8 @@ class ProducerStateManager:
         for offset in reversed(self.snapshot_offsets()):
             if offset > bound:
                 continue
-            handle = self.fs.open(self.snapshot_path(offset), read_only=True)
             try:
-                data = handle.pread(handle.size(), 0)
-            finally:
-                handle.close()
-            try:
-                self.table.load_snapshot(data, offset)
+                self.table.load_snapshot(self.read_snapshot_file(offset), offset)
             except CorruptSnapshotError:
                 self.delete_snapshot(offset)
                 continue

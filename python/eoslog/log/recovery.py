@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from eoslog._ext import scan
 from eoslog.errors import CorruptIndexError, CorruptRecordError
 from eoslog.fs import FileSystem
 from eoslog.log.config import LogConfig
@@ -249,9 +248,9 @@ def _cut_torn_tail(
     durable; Kafka cuts there too). Damage below the recovery point with valid data after
     it is refused (middle damage) rather than dropping durable records. The recovery point
     comes from the checkpoint: without one (deleted, unreadable) nothing is known durable."""
-    rest = segment.log.pread(file_size - position, position)
     later_data = any(s.log.size() > 0 for s in segments if s.base_offset > segment.base_offset)
-    valid_after = scan.find_valid_batch(rest, 1) < len(rest) if len(rest) > 1 else False
+    # Read in bounded chunks: a sparse tail must not cost its apparent size in memory.
+    valid_after = segment.valid_batch_after(position, file_size)
     if (valid_after or later_data) and not past_recovery_point:
         path = segment.path(LOG_SUFFIX)
         raise CorruptRecordError(

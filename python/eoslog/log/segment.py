@@ -429,9 +429,12 @@ class LogSegment(SegmentReads):
         chunk = self.log.pread(min(RECOVERY_CHUNK_BYTES, end - position), position)
         infos, stop, status = scan.scan_batches(chunk, verify_crc=True)
         if len(infos) == 0 and status == 0 and position + len(chunk) < end:
-            claimed = 12 + int.from_bytes(chunk[8:12], "big", signed=True)
-            chunk = self.log.pread(min(claimed, end - position), position)
-            infos, stop, status = scan.scan_batches(chunk, verify_crc=True)
+            # The claim is read only once it passed claimed_batch_bytes' checks; otherwise
+            # the bytes are scanned as they are, a batch running past them (a torn tail).
+            claimed = self.claimed_batch_bytes(chunk, position, end)
+            if claimed is not None:
+                chunk = self.log.pread(claimed, position)
+                infos, stop, status = scan.scan_batches(chunk, verify_crc=True)
         return infos, stop, status
 
     def reset_indexes(self) -> None:

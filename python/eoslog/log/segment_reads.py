@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
+from eoslog import limits
 from eoslog._ext import scan
 from eoslog.errors import CorruptRecordError
 from eoslog.log.time_index import NO_TIMESTAMP
 from eoslog.log.txn_index import BatchAt, LoggedBatch
-from eoslog.record import codec, layout
+from eoslog.record import codec, layout, primitives
 from eoslog.record.status import TRUNCATED_BATCH
 
 if TYPE_CHECKING:
@@ -52,6 +53,36 @@ LOOKUP_CHUNK_BYTES: Final = 8 * 1024
 _OFFSET_FIELDS: Final = struct.Struct(
     f">q{layout.LAST_OFFSET_DELTA_OFFSET - layout.BASE_OFFSET_OFFSET - 8}xi"
 )
+
+
+def _batch_size_at(chunk: bytes, at: int) -> int:
+    length = layout.BATCH_LENGTH_OFFSET
+    return layout.LOG_OVERHEAD + int.from_bytes(chunk[at + length : at + length + 4], "big")
+
+
+def _batches_running_past(chunk: bytes, remaining: int) -> list[int]:
+    """The positions in `chunk` whose header (whole in the chunk) has magic 2 and claims a
+    batch that runs past the chunk but fits in the `remaining` bytes from the chunk's start
+    and within limits.batch_bytes_max: the candidates find_valid_batch cannot judge from the
+    chunk alone."""
+    data = np.frombuffer(chunk, dtype=np.uint8)
+    magic = data[layout.MAGIC_OFFSET : len(data) - layout.HEADER_SIZE + 1 + layout.MAGIC_OFFSET]
+    starts = np.flatnonzero(magic == layout.MAGIC_V2)
+    at = starts + layout.BATCH_LENGTH_OFFSET
+    length = (
+        (data[at].astype(np.int64) << 24)
+        | (data[at + 1].astype(np.int64) << 16)
+        | (data[at + 2].astype(np.int64) << 8)
+        | data[at + 3].astype(np.int64)
+    )
+    size = layout.LOG_OVERHEAD + length
+    fits = (
+        (length >= layout.BATCH_LENGTH_MIN)
+        & (length <= limits.batch_bytes_max)
+        & (starts + size > len(data))
+        & (starts + size <= remaining)
+    )
+    return [int(at) for at in starts[fits]]
 
 
 def _base_offset(buffer: bytes | memoryview, at: int) -> int:
@@ -110,6 +141,63 @@ class SegmentReads:
     def read_bytes(self, position: int, size: int) -> bytes:
         return self.log.pread(size, position)
 
+    def claimed_batch_bytes(self, chunk: bytes, position: int, end: int) -> int | None:
+        """The size the batch header at the start of `chunk` (read at `position`) claims, if
+        that many bytes may be read at once: the claim must fit below `end` and within
+        limits.batch_bytes_max, and a claim larger than limits.file_read_chunk_bytes must
+        carry a matching CRC, computed a chunk at a time before the batch is read whole. A
+        length field is never trusted for an allocation before these checks: a forged one over
+        a sparse or zero-filled region would otherwise cost its full size. None otherwise
+        (the caller treats the bytes as a batch it cannot read: damage or a torn tail)."""
+        if len(chunk) < layout.LOG_OVERHEAD:
+            return None
+        claimed = layout.LOG_OVERHEAD + int.from_bytes(
+            chunk[layout.BATCH_LENGTH_OFFSET : layout.LOG_OVERHEAD], "big", signed=True
+        )
+        if not layout.HEADER_SIZE <= claimed <= end - position:
+            return None
+        if claimed > layout.LOG_OVERHEAD + limits.batch_bytes_max:
+            return None
+        if claimed > limits.file_read_chunk_bytes and not self.batch_crc_matches(position, claimed):
+            return None
+        return claimed
+
+    def batch_crc_matches(self, position: int, size: int) -> bool:
+        """Whether the `size` bytes at `position` hold a batch whose CRC-32C matches its
+        header, computed over reads of limits.file_read_chunk_bytes (memory stays one chunk,
+        whatever the size)."""
+        header = self.log.pread(layout.ATTRIBUTES_OFFSET, position)
+        if len(header) < layout.ATTRIBUTES_OFFSET:
+            return False
+        expected = int.from_bytes(header[layout.CRC_OFFSET : layout.ATTRIBUTES_OFFSET], "big")
+        crc = 0
+        at = position + layout.ATTRIBUTES_OFFSET
+        while at < position + size:
+            piece = self.log.pread(min(limits.file_read_chunk_bytes, position + size - at), at)
+            if not piece:
+                return False  # the file ends inside the batch
+            crc = primitives.crc32c(piece, crc)
+            at += len(piece)
+        return crc == expected
+
+    def valid_batch_after(self, position: int, end: int) -> bool:
+        """Whether a whole batch with a valid CRC starts anywhere in (position, end): what
+        scan.find_valid_batch answers over those bytes, read limits.file_read_chunk_bytes at
+        a time (consecutive reads overlap by a header, so no start is missed); a candidate
+        batch running past its read is checked by batch_crc_matches, never read whole."""
+        start = position + 1
+        while end - start >= layout.HEADER_SIZE:
+            chunk = self.log.pread(min(limits.file_read_chunk_bytes, end - start), start)
+            if len(chunk) < layout.HEADER_SIZE:
+                return False  # the file was cut under the read
+            if scan.find_valid_batch(chunk, 0) < len(chunk):
+                return True
+            for at in _batches_running_past(chunk, end - start):
+                if self.batch_crc_matches(start + at, _batch_size_at(chunk, at)):
+                    return True
+            start += len(chunk) - layout.HEADER_SIZE + 1
+        return False
+
     def _batches_at(
         self, position: int, end: int, chunk_bytes: int = SCAN_CHUNK_BYTES
     ) -> tuple[np.ndarray, bytes]:
@@ -118,9 +206,9 @@ class SegmentReads:
         exactly that batch instead. Empty at the end, at a torn tail or at damage."""
         chunk = self.log.pread(min(chunk_bytes, end - position), position)
         infos, _, status = scan.scan_batches(chunk, verify_crc=False)
-        if len(infos) == 0 and status == 0 and len(chunk) >= 12:
-            claimed = 12 + int.from_bytes(chunk[8:12], "big", signed=True)
-            if len(chunk) < claimed <= end - position:
+        if len(infos) == 0 and status == 0:
+            claimed = self.claimed_batch_bytes(chunk, position, end)
+            if claimed is not None and len(chunk) < claimed:
                 chunk = self.log.pread(claimed, position)
                 infos, _, status = scan.scan_batches(chunk, verify_crc=False)
         return infos, chunk
@@ -195,6 +283,8 @@ class SegmentReads:
                 raise self.corruption(position + at, "no whole batch starts there")
             if at + size <= len(chunk):
                 return position + at, chunk, at, size
+            if self.claimed_batch_bytes(chunk[at:], position + at, end) != size:
+                raise self.corruption(position + at, "the batch there cannot be read whole")
             batch = self.log.pread(size, position + at)
             if len(batch) < size:  # the file is shorter than the log's end: cut under us
                 raise self.corruption(position + at + len(batch), "the file ends in a batch")

@@ -28,11 +28,27 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final, NamedTuple
 
+import numpy as np
+
+from eoslog import limits
 from eoslog._ext import index as _index
 from eoslog.errors import CorruptIndexError, InvalidOffsetError
 from eoslog.fs import FileHandle, FileSystem
 
 ENTRY_BYTES: Final = _index.TXN_ENTRY_BYTES  # engine/index.h holds the layout
+# The entry's fields as numpy reads them, for the checks made while the file is read
+# (FORMAT.md §6.1: a version byte pair, then four int64, big-endian, unpadded).
+_ENTRY_DTYPE: Final = np.dtype(
+    [
+        ("version", ">i2"),
+        ("producer_id", ">i8"),
+        ("first_offset", ">i8"),
+        ("last_offset", ">i8"),
+        ("last_stable_offset", ">i8"),
+    ]
+)
+# Whole entries per read of the file (limits.file_read_chunk_bytes rounded down to entries).
+_CHUNK_ENTRIES: Final = limits.file_read_chunk_bytes // ENTRY_BYTES
 
 
 class AbortedTxn(NamedTuple):
@@ -119,14 +135,76 @@ def entry_disagreement(entry: AbortedTxn, batch_at: BatchAt, log_start_offset: i
     return None
 
 
+class LoadedEntries(NamedTuple):
+    """What reading a .txnindex found: the bytes of its whole, well-formed entries, and the
+    byte position of the first entry that is not (None when every whole entry is)."""
+
+    image: bytearray
+    damaged_at: int | None
+
+
+def _first_malformed(entries: np.ndarray, previous_last: int | None) -> int:
+    """The slot of the first entry that cannot be a real one, or len(entries): first_offset
+    above last_offset, or last_offset not above the entry before it (entries are appended in
+    increasing last_offset order; a run of zeros, what a sparse or preallocated file reads
+    as, breaks that order by its second entry at the latest). An unknown version and an entry
+    ending below the segment's base are left for the searches and sanity_check to report,
+    as Kafka reports them."""
+    last = entries["last_offset"]
+    bad = entries["first_offset"] > last
+    bad[1:] |= last[1:] <= last[:-1]
+    if previous_last is not None and len(last):
+        bad[0] |= bool(last[0] <= previous_last)
+    found = np.flatnonzero(bad)
+    return int(found[0]) if len(found) else len(entries)
+
+
+def read_entries(handle: FileHandle) -> LoadedEntries:
+    """The whole entries of the open .txnindex `handle`, read limits.file_read_chunk_bytes at
+    a time and checked as they are read (_first_malformed); reading stops at the first
+    malformed entry, so a sparse or lying file costs at most one chunk over its real entries,
+    whatever size it claims. A partial entry at the end (a write cut short) is left out and
+    is no damage. OSError from the file system."""
+    size = handle.size()
+    image = bytearray()
+    previous_last: int | None = None
+    position = 0
+    while position + ENTRY_BYTES <= size:
+        want = min(_CHUNK_ENTRIES, (size - position) // ENTRY_BYTES) * ENTRY_BYTES
+        chunk = handle.pread(want, position)
+        whole = len(chunk) - len(chunk) % ENTRY_BYTES  # a file cut under the read
+        entries = np.frombuffer(chunk, dtype=_ENTRY_DTYPE, count=whole // ENTRY_BYTES)
+        good = _first_malformed(entries, previous_last)
+        image += chunk[: good * ENTRY_BYTES]
+        if good < len(entries):
+            return LoadedEntries(image, position + good * ENTRY_BYTES)
+        if whole < want:
+            break
+        if good:
+            previous_last = int(entries["last_offset"][good - 1])
+        position += whole
+    return LoadedEntries(image, None)
+
+
 class TransactionIndex:
     """The aborted transactions of one segment; see the module doc for the contract."""
 
-    __slots__ = ("_base_offset", "_dirty", "_fs", "_handle", "_image", "_last_offset", "_path")
+    __slots__ = (
+        "_base_offset",
+        "_damaged_at",
+        "_dirty",
+        "_fs",
+        "_handle",
+        "_image",
+        "_last_offset",
+        "_path",
+    )
 
     def __init__(self, fs: FileSystem, path: str, base_offset: int) -> None:
         """Open the index at path if the file exists (appends go after its whole entries);
-        otherwise it stays a missing file until the first append."""
+        otherwise it stays a missing file until the first append. The file is read in
+        bounded chunks up to its first malformed entry (read_entries), which sanity_check
+        then reports, so that recovery rebuilds the index from the log."""
         self._fs = fs
         self._path = path
         self._base_offset = base_offset
@@ -136,10 +214,9 @@ class TransactionIndex:
         self._dirty = True
         self._image = bytearray()
         self._last_offset: int | None = None
+        self._damaged_at: int | None = None
         if fs.exists(path):
-            handle = self._open()
-            size = handle.size()
-            self._image = bytearray(handle.pread(size - size % ENTRY_BYTES, 0))
+            self._image, self._damaged_at = read_entries(self._open())
         # As in Kafka, the order check starts afresh on open: it covers the entries appended
         # since (recovery resets the index before it rebuilds it, and truncate_to restores it).
 
@@ -235,10 +312,11 @@ class TransactionIndex:
             self._handle.truncate(0)
         self._image = bytearray()
         self._last_offset = None
+        self._damaged_at = None
 
     def sanity_check(self) -> None:
         """CorruptIndexError if an entry ends below the segment's base offset (or has an
-        unknown version)."""
+        unknown version), or if the file held a malformed entry when it was read."""
         try:
             slot = _index.first_aborted_txn_ending_below(self._image, self._base_offset)
         except CorruptIndexError as error:
@@ -247,6 +325,11 @@ class TransactionIndex:
             raise CorruptIndexError(
                 f"corrupt transaction index {self._path}: entry {slot} ends at offset "
                 f"{self._entry(slot).last_offset}, below the base offset {self._base_offset}"
+            )
+        if self._damaged_at is not None:
+            raise CorruptIndexError(
+                f"corrupt transaction index {self._path}: the entry at byte "
+                f"{self._damaged_at} is malformed or out of order"
             )
 
     def check_against_log(self, batch_at: BatchAt, log_start_offset: int) -> None:
@@ -293,6 +376,7 @@ class TransactionIndex:
         self.close()
         self._image = bytearray()
         self._last_offset = None
+        self._damaged_at = None
         if not self._fs.exists(self._path):
             return False
         self._fs.unlink(self._path)

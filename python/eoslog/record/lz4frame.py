@@ -52,6 +52,10 @@ BLOCK_SIZE_MASK: Final = 0x7FFFFFFF
 END_MARK: Final = b"\x00\x00\x00\x00"
 
 _U32_LE: Final = struct.Struct("<I")
+# Decompression produces its output this many bytes at a time, so that a frame stopped at the
+# limit (a decompression bomb) never holds more than the limit plus one piece, and a batch of
+# up to one piece (nearly every batch) is produced by one call with no copy.
+DECOMPRESS_PIECE_BYTES: Final = 1024 * 1024
 
 # xxHash32's five primes (the xxHash specification), for the header and block checksums.
 _PRIME32_1: Final = 2654435761
@@ -244,8 +248,10 @@ def decompress(payload: Buffer, size_max: int) -> bytes | int:
     """The records inside a Kafka LZ4 frame, or a status code: DECOMPRESS_FAILED for a frame
     Kafka's reader would refuse (bad magic, flags, block size code, header checksum, block
     checksum, a block larger than its size code, missing end mark, bytes after the frame, a
-    block liblz4 cannot decode); DECOMPRESSED_TOO_LARGE if the records exceed size_max.
-    Never allocates more than size_max + 1 bytes of output. Never raises for bad bytes."""
+    block liblz4 cannot decode); DECOMPRESSED_TOO_LARGE as soon as the records exceed
+    size_max. The output is produced DECOMPRESS_PIECE_BYTES at a time, so a frame that would
+    exceed size_max holds at most size_max + one piece before it is refused (a records
+    section of several pieces is then joined into one copy). Never raises for bad bytes."""
     view = memoryview(payload).cast("B")
     header = _read_header(view)
     if isinstance(header, int):
@@ -253,21 +259,32 @@ def decompress(payload: Buffer, size_max: int) -> bytes | int:
     shape = _walk_blocks(view, header)
     if isinstance(shape, int):
         return shape
-    source = _kafka_shaped(view, shape)
+    source = memoryview(_kafka_shaped(view, shape)).cast("B")
     # One byte more than the most the blocks can hold keeps the lz4 package from stopping at a
     # full buffer just before the end mark; one byte more than size_max detects an overflow.
     output_bytes_max = min(size_max, shape.decompressed_bytes_max) + 1
+    pieces: list[bytes] = []
+    produced = 0
+    consumed = 0
+    end_of_frame = False
     try:
         context = lz4.frame.create_decompression_context()
-        result: tuple[bytes, int, bool] = lz4.frame.decompress_chunk(
-            context, source, max_length=output_bytes_max
-        )
+        while not end_of_frame and produced < output_bytes_max:
+            piece_bytes_max = min(DECOMPRESS_PIECE_BYTES, output_bytes_max - produced)
+            result: tuple[bytes, int, bool] = lz4.frame.decompress_chunk(
+                context, source[consumed:], max_length=piece_bytes_max
+            )
+            piece, bytes_read, end_of_frame = result
+            if not piece and not bytes_read and not end_of_frame:
+                break  # no progress: the frame cannot go on (reported below)
+            pieces.append(piece)
+            produced += len(piece)
+            consumed += bytes_read
+            if produced > size_max:
+                return status.DECOMPRESSED_TOO_LARGE
     except (RuntimeError, ValueError):
         # The lz4 package reports a block liblz4 cannot decode as RuntimeError.
         return status.DECOMPRESS_FAILED
-    records, bytes_read, end_of_frame = result
-    if len(records) > size_max:
-        return status.DECOMPRESSED_TOO_LARGE
-    if not end_of_frame or bytes_read != len(memoryview(source)):
+    if not end_of_frame or consumed != len(source):
         return status.DECOMPRESS_FAILED
-    return records
+    return pieces[0] if len(pieces) == 1 else b"".join(pieces)

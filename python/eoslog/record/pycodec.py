@@ -140,7 +140,9 @@ def _validate(view: memoryview, batch_bytes_max: int, from_client: bool) -> Vali
     check_crc(view, 0, header)
     if from_client:
         _check_client_rules(header)
-    _, spans = walk_records(view, 0, header, client_rules=True)
+    # The topic's max.message.bytes bounds decompression too: a bomb stops at that limit.
+    decompressed_bytes_max = limits.decompressed_bytes_max_for(batch_bytes_max)
+    _, spans = walk_records(view, 0, header, True, decompressed_bytes_max)
     max_timestamp, offset_delta = _max_timestamp(header, spans)
     return ValidatedBatch(header, max_timestamp, offset_delta)
 
@@ -158,7 +160,9 @@ def validate_batch(
     client: control batch, count != last offset delta + 1 or count <= 0, producer id >= 0 with
     sequence < 0, transactional without producer id; codec (gzip/snappy/zstd ->
     UnsupportedCompressionTypeError; ids 5-7 -> CorruptRecordError); negative count; every
-    record well formed, offset deltas exactly 0..count-1, header keys valid UTF-8, no bytes
+    record well formed (an lz4 section decompressing past
+    limits.decompressed_bytes_max_for(batch_bytes_max) -> CorruptRecordError, before more is
+    allocated), offset deltas exactly 0..count-1, header keys valid UTF-8, no bytes
     left over; a control batch holds exactly one record whose key is >= 4 bytes. Changes
     nothing. Errors name byte 0."""
     view = byte_view(data)

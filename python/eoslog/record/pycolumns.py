@@ -108,6 +108,11 @@ class _ColumnBuilder:
             added.append((self.header_values.data, sum(len(v or b"") for _, v in entries)))
         return all(len(data) + more <= limits.column_bytes_max for data, more in added)
 
+    def held_bytes(self) -> int:
+        """The payload bytes the columns hold: keys, values, header keys and header values."""
+        columns = (self.keys, self.values, self.header_keys, self.header_values)
+        return sum(len(column.data) for column in columns)
+
     def add(self, rows: list[_Row]) -> None:
         for row in rows:
             self.offsets.append(row.offset)
@@ -157,9 +162,10 @@ def _batch_rows(
     header: BatchHeader,
     include_headers: bool,
     offset_range: range,
+    decompressed_bytes_max: int,
 ) -> list[_Row]:
     """The records of one whole batch whose offsets fall in offset_range, as rows."""
-    records, spans = walk_records(view, position, header, client_rules=False)
+    records, spans = walk_records(view, position, header, False, decompressed_bytes_max)
     rows = []
     for span in spans:
         offset = wrap_int64(header.base_offset + span.offset_delta)
@@ -187,6 +193,14 @@ def _batch_rows(
     return rows
 
 
+def _check_decompressed_bytes_max(decompressed_bytes_max: int) -> None:
+    if not 0 < decompressed_bytes_max <= limits.decompressed_batch_bytes_ceiling:
+        raise ValueError(
+            f"decompressed_bytes_max must be in 1..{limits.decompressed_batch_bytes_ceiling}, "
+            f"got {decompressed_bytes_max}"
+        )
+
+
 def decode_columns(
     data: Buffer,
     position: int = 0,
@@ -199,6 +213,8 @@ def decode_columns(
     runs: Sequence[tuple[int, int]] | None = None,
     records_max: int | None = None,
     skips: Sequence[tuple[int, int]] | None = None,
+    decompressed_bytes_max: int = limits.decompressed_batch_bytes_max,
+    held_bytes_max: int | None = None,
 ) -> ColumnarRecords:
     """Decode the run of whole batches from `position` into Arrow-layout columns. Keeps
     records with offset_min <= offset < offset_end; skips control batches unless
@@ -224,6 +240,8 @@ def decode_columns(
         runs=runs,
         records_max=records_max,
         skips=skips,
+        decompressed_bytes_max=decompressed_bytes_max,
+        held_bytes_max=held_bytes_max,
     )
     return decoder.finish()
 
@@ -254,6 +272,8 @@ class ColumnDecoder:
         runs: Sequence[tuple[int, int]] | None = None,
         records_max: int | None = None,
         skips: Sequence[tuple[int, int]] | None = None,
+        decompressed_bytes_max: int = limits.decompressed_batch_bytes_max,
+        held_bytes_max: int | None = None,
     ) -> int:
         if self._finished:
             raise ValueError("this ColumnDecoder has finished")
@@ -261,6 +281,9 @@ class ColumnDecoder:
             raise ValueError(f"records_max must be at least 1, got {records_max}")
         if runs is not None and skips is not None:
             raise ValueError("give runs or skips, not both")
+        _check_decompressed_bytes_max(decompressed_bytes_max)
+        if held_bytes_max is not None and held_bytes_max < 0:
+            raise ValueError(f"held_bytes_max must not be negative, got {held_bytes_max}")
         skipped = _skip_ranges(skips)
         view = byte_view(data)
         ranges = _checked_runs(runs, position, len(view))
@@ -278,10 +301,14 @@ class ColumnDecoder:
                 check_crc(run, cursor, header)
             if header.is_control and not include_control:
                 return header, []
-            return header, _batch_rows(run, cursor, header, include_headers, offset_range)
+            return header, _batch_rows(
+                run, cursor, header, include_headers, offset_range, decompressed_bytes_max
+            )
 
         found = (
-            self._decode_runs(view, ranges, rows_at, records_max, skipped) if ranges else position
+            self._decode_runs(view, ranges, rows_at, records_max, skipped, held_bytes_max)
+            if ranges
+            else position
         )
         self._end_position = found
         return found
@@ -293,6 +320,7 @@ class ColumnDecoder:
         rows_at: Callable[[memoryview, int], tuple[BatchHeader, list[_Row]] | None],
         records_max: int | None,
         skipped: list[tuple[int, int]],
+        held_bytes_max: int | None,
     ) -> int:
         columns = self._columns
         position = first = ranges[0][0]
@@ -300,6 +328,13 @@ class ColumnDecoder:
             run = view[:run_end]
             while True:
                 position = _past_skips(skipped, position, first, len(view))
+                # The held-bytes budget: stop before the next batch (native twin's comment).
+                if (
+                    held_bytes_max is not None
+                    and columns.offsets
+                    and columns.held_bytes() >= held_bytes_max
+                ):
+                    return position
                 batch = at_batch(position, rows_at, run, position)
                 if batch is None:
                     break

@@ -252,8 +252,11 @@ def _read_record(
     return span, cursor
 
 
-def _records_section(view: memoryview, position: int, header: BatchHeader) -> Section:
-    """The batch's records, decompressed if need be. Checks the codec, then the count."""
+def _records_section(
+    view: memoryview, position: int, header: BatchHeader, decompressed_bytes_max: int
+) -> Section:
+    """The batch's records, decompressed if need be (DECOMPRESSED_TOO_LARGE past
+    decompressed_bytes_max, before more is allocated). Checks the codec, then the count."""
     codec = header.compression
     if codec in _CLIENT_UNSUPPORTED_CODECS:
         fail(status.UNSUPPORTED_COMPRESSION)
@@ -264,20 +267,24 @@ def _records_section(view: memoryview, position: int, header: BatchHeader) -> Se
     section = view[position + layout.RECORDS_OFFSET : position + header.size_in_bytes]
     if codec == layout.COMPRESSION_NONE:
         return section
-    records = lz4frame.decompress(section, limits.decompressed_batch_bytes_max)
+    records = lz4frame.decompress(section, decompressed_bytes_max)
     if isinstance(records, int):
         fail(records)
     return records
 
 
 def walk_records(
-    view: memoryview, position: int, header: BatchHeader, client_rules: bool
+    view: memoryview,
+    position: int,
+    header: BatchHeader,
+    client_rules: bool,
+    decompressed_bytes_max: int = limits.decompressed_batch_bytes_max,
 ) -> tuple[Section, list[RecordSpan]]:
     """Every record of the whole batch at `position`, checked as Kafka's reader checks them.
     With client_rules (validation of an append) also: offset deltas exactly 0..count-1, header
     keys valid UTF-8, and the control-batch rule (one record, key of at least 4 bytes). Readers
     skip those, so batches Kafka's compaction left with gaps still read."""
-    records = _records_section(view, position, header)
+    records = _records_section(view, position, header, decompressed_bytes_max)
     end = len(records)
     cursor = 0
     spans = []
