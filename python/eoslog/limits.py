@@ -37,3 +37,7 @@ producer_epoch_max: Final = (1 << 15) - 1
 # The largest transaction.timeout.ms a producer may ask for: Kafka's broker default for
 # transaction.max.timeout.ms, 15 minutes (COORDINATOR.md §4).
 txn_timeout_ms_max: Final = 900_000
+# The largest checkpoint file (recovery point, log start offset) read at open: one line of at
+# most ~280 bytes (a 249-character topic, a partition, an int64) per partition, so 64 MiB holds
+# over 200,000 partitions; a larger (or sparse, lying) file is refused before it is read.
+checkpoint_bytes_max: Final = 64 * 1024 * 1024

@@ -390,6 +390,28 @@ class LogSegment(SegmentReads):
             infos, stop, status = scan.scan_batches(chunk, verify_crc=True)
         return infos, stop, status
 
+    def first_batch_problem(self) -> tuple[int, str] | None:
+        """What is wrong with the first batch's header, cheaply (one 61-byte read), or None:
+        the check every open makes of a segment it does not rescan. eoslog's logs are
+        contiguous, so the first batch starts exactly at the base offset in the file name,
+        which is where the previous segment ended (a roll happens at the log end). The base
+        offset is outside the CRC, so only this check catches a flip there before a reader
+        meets it. (byte, what) for CorruptRecordError."""
+        if self.size == 0:
+            return None
+        header = self.log.pread(layout.HEADER_SIZE, 0)
+        if len(header) < layout.HEADER_SIZE:
+            return 0, f"the file ends inside the first batch header ({self.size} bytes)"
+        if header[layout.MAGIC_OFFSET] != layout.MAGIC_V2:
+            return layout.MAGIC_OFFSET, f"magic {header[layout.MAGIC_OFFSET]} is not 2"
+        base_offset, last_offset = _base_offset(header, 0), _last_offset(header, 0)
+        if base_offset != self.base_offset or last_offset < base_offset:
+            return 0, (
+                f"the first batch holds offsets {base_offset}..{last_offset}, but the segment "
+                f"(and so the log) continues at offset {self.base_offset}"
+            )
+        return None
+
     def reset_indexes(self) -> None:
         """Drop every index entry and re-expand the (possibly trimmed) files to full size, so
         a rebuild has room for all the entries its scan adds."""
