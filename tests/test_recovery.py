@@ -737,3 +737,28 @@ def test_a_damaged_base_offset_of_the_last_consumer_offsets_batch_is_refused_at_
     with pytest.raises(eoslog.CorruptRecordError) as raised:
         eoslog.open(path, background=False)
     assert log_path in str(raised.value) and f"byte {last}" in str(raised.value)
+
+
+def test_a_batch_longer_than_a_recovery_chunk_after_damage_is_seen_without_a_recovery_point(
+    open_broker: OpenBroker, data_dir: str
+) -> None:
+    # Without a trusted recovery point only a torn tail may be cut: the search for a valid
+    # batch after the damage reads bounded windows, and must still find a 9 MiB batch (more
+    # than a window's stride) by its header.
+    builder = codec.BatchBuilder(batch_bytes_max=16 << 20)
+    builder.append(TS, None, logtools.seeded(3).randbytes(9 << 20))
+    big = builder.build()
+    broker = open_broker()
+    broker.create_topic("t", 1, config={"max.message.bytes": 16 << 20})
+    log = broker.log("t", 0)
+    log.append_batch(single(0))
+    log.append_batch(single(1))
+    log.append_batch(big)
+    broker.close()
+    (log_path,) = logtools.partition_files(log.directory, ".log")
+    logtools.flip_bit(log_path, 2 * SINGLE_BYTES - 1, 0)  # the batch of offset 1
+    remove_marker(data_dir)
+    os.unlink(os.path.join(data_dir, RECOVERY_POINT_FILE))
+    with pytest.raises(eoslog.CorruptRecordError, match=f"byte {SINGLE_BYTES}"):
+        open_broker()
+    assert os.path.getsize(log_path) == 2 * SINGLE_BYTES + len(big)

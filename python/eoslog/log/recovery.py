@@ -44,6 +44,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+import numpy as np
+
+from eoslog import limits
 from eoslog._ext import scan
 from eoslog.errors import CorruptCheckpointError, CorruptIndexError, CorruptRecordError
 from eoslog.fs import FileSystem, PosixFileSystem
@@ -54,7 +57,7 @@ from eoslog.log.checkpoints import (
     write_offsets,
 )
 from eoslog.log.config import LogConfig
-from eoslog.log.segment import LogSegment, first_offset_violation
+from eoslog.log.segment import RECOVERY_CHUNK_BYTES, LogSegment, first_offset_violation
 from eoslog.log.segment_reads import (
     DELETED_SUFFIX,
     INDEX_SUFFIX,
@@ -64,6 +67,7 @@ from eoslog.log.segment_reads import (
     file_name,
     offset_from_file_name,
 )
+from eoslog.record import layout
 
 _INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 # The recovery point of a log closed cleanly: every byte of it is durable.
@@ -305,7 +309,9 @@ def _recover_segment(
     later_data = any(s.log.size() > 0 for s in segments if s.base_offset > segment.base_offset)
     cut: _Cut | None = None
     if position < file_size:
-        valid_after = discontinuous or later_data or _valid_batch_after(segment, position)
+        valid_after = durable_to is None and (
+            discontinuous or later_data or _valid_batch_after(segment, position)
+        )
         if not _may_cut(durable_to, next_offset, valid_after):
             raise _refusal(segment, position, "is damaged", durable_to, next_offset)
         cut = _Cut(segment, position, next_offset)
@@ -390,10 +396,48 @@ def _valid_prefix(
 
 def _valid_batch_after(segment: LogSegment, position: int) -> bool:
     """Whether a whole batch with a valid CRC starts anywhere after the bad bytes at
-    `position` (then they are not a torn tail)."""
+    `position` (then they are not a torn tail). Reads windows of two recovery chunks, one
+    chunk apart, so every batch up to a chunk long lies whole in some window; a longer one is
+    found by its header (magic 2, a length reaching past the window) and read alone. Memory
+    stays within a window plus one batch however large (or sparse) the file claims to be."""
     file_size = segment.log.size()
-    rest = segment.log.pread(file_size - position, position)
-    return len(rest) > 1 and scan.find_valid_batch(rest, 1) < len(rest)
+    start = position + 1
+    while start < file_size:
+        window = segment.log.pread(min(2 * RECOVERY_CHUNK_BYTES, file_size - start), start)
+        if scan.find_valid_batch(window, 0) < len(window):
+            return True
+        long_starts = _long_batch_starts(window, file_size - start)
+        if any(_whole_valid_batch(segment, start + at) for at in long_starts):
+            return True
+        start += RECOVERY_CHUNK_BYTES
+    return False
+
+
+def _long_batch_starts(window: bytes, room: int) -> list[int]:
+    """Positions in `window` whose bytes could start a batch longer than a recovery chunk:
+    magic 2 at its place and a length up to limits.batch_bytes_max that ends within the
+    `room` bytes the file has from the window's start."""
+    data = np.frombuffer(window, dtype=np.uint8)
+    last = len(data) - layout.HEADER_SIZE
+    if last < 0:
+        return []
+    magic = data[layout.MAGIC_OFFSET : last + layout.MAGIC_OFFSET + 1]
+    starts = np.flatnonzero(magic == layout.MAGIC_V2)
+    fields = data[starts[:, None] + np.arange(8, 12)].astype(np.int64)
+    lengths = (fields[:, 0] << 24 | fields[:, 1] << 16 | fields[:, 2] << 8 | fields[:, 3]) + 12
+    long = (
+        (lengths > RECOVERY_CHUNK_BYTES)
+        & (lengths <= limits.batch_bytes_max)
+        & (starts + lengths <= room)
+    )
+    return [int(at) for at in starts[long]]
+
+
+def _whole_valid_batch(segment: LogSegment, position: int) -> bool:
+    header = segment.log.pread(layout.LOG_OVERHEAD, position)
+    length = layout.LOG_OVERHEAD + int.from_bytes(header[8:12], "big", signed=True)
+    batch = segment.log.pread(length, position)
+    return len(batch) == length and scan.find_valid_batch(batch, 0) == 0
 
 
 def _check_clean_tail(active: LogSegment) -> None:
