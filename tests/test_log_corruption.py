@@ -161,7 +161,9 @@ def batch_at(written: Written, log_path: str, byte: int) -> tuple[int, object]:
 # --- .log: every bit ----------------------------------------------------------------------------
 
 
-def judge_log_flip(written: Written, log_path: str, bit: int) -> tuple[str, str | None]:
+def judge_log_flip(
+    written: Written, log_path: str, bit: int, *, unclean: bool = True
+) -> tuple[str, str | None]:
     """Flip one bit of a copy of log_path, reopen uncleanly and classify the outcome:
     ("cut" | "refused" | "detected by reads" | "benign" | "silent" | "crash", problem or None).
 
@@ -169,7 +171,7 @@ def judge_log_flip(written: Written, log_path: str, bit: int) -> tuple[str, str 
     last segment is rescanned at open (damage there is refused, or cut if it is the last
     batch); segments below the recovery point are not rescanned, so their damage must be
     caught by the reader (the CRC check of decode_columns)."""
-    copy, target = damaged_copy(written, log_path)
+    copy, target = damaged_copy(written, log_path, unclean=unclean)
     flip(target, bit)
     byte = bit // 8
     position, header = batch_at(written, log_path, byte)
@@ -255,6 +257,30 @@ def test_every_bit_flip_in_a_log_is_detected_at_an_unclean_reopen(
     # The last segment is rescanned at open, which refuses damage; a middle segment lies
     # below the recovery point, is not rescanned, and its damage is caught by the reads.
     assert outcomes["refused" if which == "last segment" else "detected by reads"] > 0
+
+
+def test_every_bit_flip_in_the_last_segment_after_a_clean_shutdown_is_detected(
+    written: Written,
+) -> None:
+    """A clean shutdown makes nothing damaged durable-and-fine: the open checks the last
+    batches (from the last offset-index entry: CRC and offsets, the base offset and length
+    included, which the CRC does not cover) and each segment's first batch, and refuses
+    damage there, never cutting it; damage in earlier batches is caught by the readers.
+    Never silent, never cut."""
+    log_path = written.segments[-1][0]
+    bits = os.path.getsize(log_path) * 8
+    outcomes: Counter[str] = Counter()
+    problems: list[str] = []
+    for bit in range(bits):
+        outcome, problem = judge_log_flip(written, log_path, bit, unclean=False)
+        outcomes[outcome] += 1
+        if outcome == "cut":
+            problem = problem or f"bit {bit}: cut after a clean shutdown"
+        if problem is not None:
+            problems.append(problem)
+    print(f"\nclean {os.path.basename(log_path)}: {bits} flips -> {dict(outcomes)}")
+    assert not problems, f"{len(problems)} of {bits} flips went wrong:\n" + "\n".join(problems[:8])
+    assert outcomes["refused"] > 0
 
 
 # --- .log: truncation at every byte of the tail -------------------------------------------------
