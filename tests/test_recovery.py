@@ -762,3 +762,35 @@ def test_a_batch_longer_than_a_recovery_chunk_after_damage_is_seen_without_a_rec
     with pytest.raises(eoslog.CorruptRecordError, match=f"byte {SINGLE_BYTES}"):
         open_broker()
     assert os.path.getsize(log_path) == 2 * SINGLE_BYTES + len(big)
+
+
+@pytest.mark.parametrize("trusted", [True, False], ids=["recovery-point", "no-recovery-point"])
+def test_a_sparse_tail_claiming_a_huge_batch_is_cut_without_allocating_the_claim(
+    open_broker: OpenBroker, data_dir: str, trusted: bool
+) -> None:
+    # A header claiming 1 GiB, then a hole up to 1.5 GiB: a length past
+    # limits.batch_bytes_max is bad bytes at once, never a read of the claim, and the search
+    # for valid data after bad bytes reads bounded windows.
+    import tracemalloc
+
+    directory = write_topic(open_broker, 10, {})
+    (log_path,) = logtools.partition_files(directory, ".log")
+    size = os.path.getsize(log_path)
+    claim = bytearray(61)
+    claim[8:12] = (1 << 30).to_bytes(4, "big")
+    claim[16] = 2  # magic
+    logtools.append_bytes(log_path, bytes(claim))
+    os.truncate(log_path, 3 << 29)
+    remove_marker(data_dir)
+    set_recovery_point(data_dir, 10)
+    if not trusted:
+        os.unlink(os.path.join(data_dir, RECOVERY_POINT_FILE))
+    tracemalloc.start()
+    try:
+        log = open_broker().log("t", 0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert log.recovery_report.bytes_truncated == (3 << 29) - size
+    assert [r.offset for r in logtools.read_all(log)] == list(range(10))
+    assert peak < 128 << 20, f"peak {peak >> 20} MiB while opening"

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
+from eoslog import limits
 from eoslog._ext import scan
 from eoslog.errors import IndexOffsetOverflowError
 from eoslog.fs import FileHandle, FileSystem
@@ -381,11 +382,16 @@ class LogSegment(SegmentReads):
 
     def scan_chunk_checked(self, position: int, end: int) -> tuple[np.ndarray, int, int]:
         """scan.scan_batches (CRCs checked) over the next piece of the .log from `position`:
-        a chunk, or exactly the next batch when it is larger than a chunk."""
+        a chunk, or exactly the next batch when it is larger than a chunk (no batch when its
+        length claims more than limits.batch_bytes_max)."""
         chunk = self.log.pread(min(RECOVERY_CHUNK_BYTES, end - position), position)
         infos, stop, status = scan.scan_batches(chunk, verify_crc=True)
         if len(infos) == 0 and status == 0 and position + len(chunk) < end:
             claimed = 12 + int.from_bytes(chunk[8:12], "big", signed=True)
+            if claimed > limits.batch_bytes_max:
+                # No batch is that large: bad bytes, found without allocating the claim
+                # (a sparse file can make any length look readable).
+                return infos, 0, status
             chunk = self.log.pread(min(claimed, end - position), position)
             infos, stop, status = scan.scan_batches(chunk, verify_crc=True)
         return infos, stop, status
