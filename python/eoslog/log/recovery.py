@@ -339,7 +339,7 @@ def _refusal(
 ) -> CorruptRecordError:
     path = segment.path(LOG_SUFFIX)
     if durable_to is None:
-        why = "valid data follows and no recovery point is known (its checkpoint is missing)"
+        why = "valid data follows and no recovery point is known (checkpoint missing or unreadable)"
     elif durable_to == _ALL_DURABLE:
         why = "the log was closed cleanly, so everything in it was durable"
     else:
@@ -366,19 +366,18 @@ def _valid_prefix(
     index: add each batch to the indexes (a rescan). Returns (where the valid batches end,
     the offset after them, whether they end at a batch whose offsets break continuity)."""
     next_offset: int | None = segment.base_offset if first_last_offset is None else None
-    while position < end:
+    discontinuous = False
+    while position < end and not discontinuous:
         infos, stop, status = segment.scan_chunk_checked(position, end)
-        discontinuous = False
-        if len(infos):
-            if next_offset is None:
-                # Only the entry's own batch is pinned, by its last offset.
-                if int(infos["last_offset"][0]) != first_last_offset:
-                    return position, -1, True
-                next_offset = int(infos["base_offset"][0])
+        if len(infos) and next_offset is None:
+            # From an index entry only the entry's own batch is pinned, by its last offset.
+            if int(infos["last_offset"][0]) != first_last_offset:
+                return position, segment.base_offset, True
+            next_offset = int(infos["base_offset"][0])
+        if len(infos) and next_offset is not None:
             bad = first_offset_violation(infos, next_offset)
             if bad is not None:
-                infos, stop, status = infos[:bad], int(infos["position"][bad]), -1
-                discontinuous = True
+                infos, stop, discontinuous = infos[:bad], int(infos["position"][bad]), True
         if index:
             for row in infos:
                 segment.index_batch(position, row)
@@ -386,12 +385,8 @@ def _valid_prefix(
             next_offset = int(infos["last_offset"][-1]) + 1
         position += stop
         if status != 0 or len(infos) == 0:
-            return (
-                position,
-                segment.base_offset if next_offset is None else next_offset,
-                (discontinuous),
-            )
-    return position, segment.base_offset if next_offset is None else next_offset, False
+            break
+    return position, segment.base_offset if next_offset is None else next_offset, discontinuous
 
 
 def _valid_batch_after(segment: LogSegment, position: int) -> bool:
@@ -409,6 +404,8 @@ def _valid_batch_after(segment: LogSegment, position: int) -> bool:
         long_starts = _long_batch_starts(window, file_size - start)
         if any(_whole_valid_batch(segment, start + at) for at in long_starts):
             return True
+        if start + len(window) >= file_size:
+            break
         start += RECOVERY_CHUNK_BYTES
     return False
 
