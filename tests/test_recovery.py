@@ -794,3 +794,71 @@ def test_a_sparse_tail_claiming_a_huge_batch_is_cut_without_allocating_the_claim
     assert log.recovery_report.bytes_truncated == (3 << 29) - size
     assert [r.offset for r in logtools.read_all(log)] == list(range(10))
     assert peak < 128 << 20, f"peak {peak >> 20} MiB while opening"
+
+
+def test_an_open_without_a_trusted_recovery_point_syncs_the_log_and_checkpoints_its_end(
+    open_broker: OpenBroker, data_dir: str
+) -> None:
+    # After a full rescan the log is made durable and its end becomes the recovery point,
+    # so the next open trusts it: not 0, under which later damage anywhere would be cut.
+    write_topic(open_broker, 10, {})
+    remove_marker(data_dir)
+    os.unlink(os.path.join(data_dir, RECOVERY_POINT_FILE))
+    log = open_broker().log("t", 0)
+    assert not log.recovery_report.recovery_point_trusted
+    assert log.recovery_point == 10
+    points = checkpoints.read_offsets(
+        PosixFileSystem(), os.path.join(data_dir, RECOVERY_POINT_FILE)
+    )
+    assert points[("t", 0)] == 10
+
+
+# --- the checkpoint reader -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "byte"),
+    [
+        (b"0\n1\nt 0 5", 9),  # no final newline
+        (b"1\n0\n", 0),  # unknown version
+        (b"0\n2\nt 0 5\n", 2),  # the count disagrees
+        (b"0\n1\nt 0  5\n", 4),  # two spaces
+        (b"0\n1\nt 0 +5\n", 4),  # int() would take a sign...
+        (b"0\n1\nt 0 -5\n", 4),
+        (b"0\n1\nt 0 5_0\n", 4),  # ...an underscore...
+        (b"0\n1\nt 0 \xd9\xa5\n", 4),  # ...and a non-ASCII digit
+        (b"0\n1\nt 0 9223372036854775808\n", 4),  # past int64
+        (b"0\n2\nt 0 5\nt 0 6\n", 10),  # the same partition twice
+    ],
+)
+def test_a_malformed_checkpoint_is_a_typed_error_naming_the_file_and_byte(
+    data: bytes, byte: int
+) -> None:
+    with pytest.raises(CorruptCheckpointError, match=f"^x/cp is malformed at byte {byte}: "):
+        checkpoints.decode_offsets(data, "x/cp")
+
+
+def test_random_damage_to_a_checkpoint_decodes_or_raises_only_the_typed_error() -> None:
+    seed = 12
+    rng = logtools.seeded(seed)
+    good = checkpoints.encode_offsets({("t", 0): 40, ("__consumer_offsets", 0): 7, ("u", 3): 0})
+    for _ in range(3000):
+        data = bytearray(good)
+        for _ in range(rng.randrange(1, 4)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        try:
+            offsets = checkpoints.decode_offsets(bytes(data), "cp")
+        except CorruptCheckpointError:
+            continue
+        assert all(0 <= offset < 1 << 63 for offset in offsets.values()), (seed, data)
+
+
+def test_a_checkpoint_larger_than_the_limit_is_refused_before_it_is_read(
+    tmp_path: os.PathLike[str],
+) -> None:
+    path = os.path.join(tmp_path, RECOVERY_POINT_FILE)
+    with open(path, "wb") as file:
+        file.write(b"0\n0\n")
+    os.truncate(path, (64 << 20) + 1)  # sparse: costs nothing on disk
+    with pytest.raises(CorruptCheckpointError, match="too large"):
+        checkpoints.read_offsets(PosixFileSystem(), path)

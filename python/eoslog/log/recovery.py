@@ -169,7 +169,17 @@ def load(
     active.active = True
     active.offset_index.resize(config.segment_index_bytes)
     active.time_index.resize(config.segment_index_bytes)
-    recovered_to = log_end_offset if clean_shutdown else min(recovery_point or 0, log_end_offset)
+    if clean_shutdown:
+        recovered_to = log_end_offset
+    elif recovery_point is None:
+        # Every segment was rescanned and found whole: made durable now, the log end is a
+        # recovery point the next checkpoint can carry. (A 0 there would be a trusted
+        # "nothing durable", under which later damage anywhere could be cut as unsynced.)
+        for segment in segments:
+            segment.flush()
+        recovered_to = log_end_offset
+    else:
+        recovered_to = min(recovery_point, log_end_offset)
     if rescanned_from is not None and rescanned_from > log_end_offset:
         rescanned_from = None  # the rescanned segments were all cut away
     return LoadedLog(
