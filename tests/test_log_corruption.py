@@ -102,7 +102,8 @@ def written(scratch: str) -> Written:
             values.append(value)
         info = log.append_batch(builder.build())
         acked.append((info.base_offset, info.last_offset, values))
-    # Retention removes the first segment, so the log-start checkpoint holds an entry.
+    # Retention removes the first segment: the log starts at the next one's base (the
+    # log-start checkpoint holds no entry: eoslog writes one only above the first base).
     broker.run_maintenance()
     acked = [entry for entry in acked if entry[0] >= log.log_start_offset]
     assert log.log_start_offset > 0

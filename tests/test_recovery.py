@@ -862,3 +862,20 @@ def test_a_checkpoint_larger_than_the_limit_is_refused_before_it_is_read(
     os.truncate(path, (64 << 20) + 1)  # sparse: costs nothing on disk
     with pytest.raises(CorruptCheckpointError, match="too large"):
         checkpoints.read_offsets(PosixFileSystem(), path)
+
+
+def test_a_segment_whose_batches_run_into_the_next_segment_is_refused(
+    open_broker: OpenBroker, data_dir: str
+) -> None:
+    # Segments hold [0, 8), [8, 16), [16, 24); the middle one gains a copy of the batches of
+    # offsets 16 and 17 (valid CRCs, continuing its own offsets): two copies of each offset.
+    # Without a trusted recovery point every segment is rescanned: an offset at or past the
+    # next segment's base is a continuity break there, refused like any other.
+    directory = write_topic(open_broker, 24, {"segment.bytes": 8 * SINGLE_BYTES})
+    _, middle, last = logtools.partition_files(directory, ".log")
+    logtools.append_bytes(middle, logtools.file_bytes(last)[: 2 * SINGLE_BYTES])
+    remove_marker(data_dir)
+    os.unlink(os.path.join(data_dir, RECOVERY_POINT_FILE))
+    with pytest.raises(eoslog.CorruptRecordError) as raised:
+        open_broker()
+    assert middle in str(raised.value) and f"byte {8 * SINGLE_BYTES}" in str(raised.value)

@@ -313,9 +313,11 @@ def _recover_segment(
     segment.txn_index.reset()
     segment.index_suspect = False
     file_size = segment.log.size()
-    position, next_offset, discontinuous = _valid_prefix(segment, 0, file_size, index=True)
-    segment.size = file_size
     next_base = _next_base(segments, segment)
+    position, next_offset, discontinuous = _valid_prefix(
+        segment, 0, file_size, index=True, offset_end=next_base
+    )
+    segment.size = file_size
     later_data = any(s.log.size() > 0 for s in segments if s.base_offset > segment.base_offset)
     cut: _Cut | None = None
     if position < file_size:
@@ -369,12 +371,14 @@ def _valid_prefix(
     *,
     index: bool,
     first_last_offset: int | None = None,
+    offset_end: int = 1 << 63,
 ) -> tuple[int, int, bool]:
     """Walk the .log from `position` (a batch boundary) to `end`: framing, CRC and offset
     continuity, the first batch starting at the segment's base offset, or, when
-    first_last_offset is given (a walk from an offset-index entry), ending at that offset.
-    index: add each batch to the indexes (a rescan). Returns (where the valid batches end,
-    the offset after them, whether they end at a batch whose offsets break continuity)."""
+    first_last_offset is given (a walk from an offset-index entry), ending at that offset;
+    every offset below offset_end (where the next segment begins). index: add each batch to
+    the indexes (a rescan). Returns (where the valid batches end, the offset after them,
+    whether they end at a batch whose offsets break continuity)."""
     next_offset: int | None = segment.base_offset if first_last_offset is None else None
     discontinuous = False
     while position < end and not discontinuous:
@@ -386,6 +390,9 @@ def _valid_prefix(
             next_offset = int(infos["base_offset"][0])
         if len(infos) and next_offset is not None:
             bad = first_offset_violation(infos, next_offset)
+            overlapping = np.flatnonzero(infos["last_offset"] >= offset_end)
+            if len(overlapping) and (bad is None or overlapping[0] < bad):
+                bad = int(overlapping[0])
             if bad is not None:
                 infos, stop, discontinuous = infos[:bad], int(infos["position"][bad]), True
         if index:
