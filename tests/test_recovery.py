@@ -879,3 +879,18 @@ def test_a_segment_whose_batches_run_into_the_next_segment_is_refused(
     with pytest.raises(eoslog.CorruptRecordError) as raised:
         open_broker()
     assert middle in str(raised.value) and f"byte {8 * SINGLE_BYTES}" in str(raised.value)
+
+
+@pytest.mark.parametrize("clean", [False, True], ids=["unclean", "clean"])
+def test_an_emptied_segment_below_the_recovery_point_is_refused_at_open(
+    open_broker: OpenBroker, data_dir: str, clean: bool
+) -> None:
+    # Offsets 8-15 were durable; eoslog never leaves an empty segment before another.
+    directory = write_topic(open_broker, 24, {"segment.bytes": 8 * SINGLE_BYTES})
+    middle = logtools.partition_files(directory, ".log")[1]
+    os.truncate(middle, 0)
+    if not clean:
+        remove_marker(data_dir)
+    with pytest.raises(eoslog.CorruptRecordError) as raised:
+        open_broker()
+    assert middle in str(raised.value) and "next segment starts at 16" in str(raised.value)

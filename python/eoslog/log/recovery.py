@@ -234,15 +234,24 @@ def _rescan(
             report.indexes_rebuilt.append(segment.path(INDEX_SUFFIX))
             needs_rescan = True
         if not needs_rescan:
-            problem = segment.first_batch_problem()
-            if problem is not None:
-                raise segment.corruption(*problem)
+            _check_segment_start(segment, segments)
             continue
         rescanned.append(segment)
         cut = _recover_segment(segment, segments, report, durable_to)
         if cut is not None:
             return rescanned, cut
     return rescanned, None
+
+
+def _check_segment_start(segment: LogSegment, segments: list[LogSegment]) -> None:
+    """The check of a segment not rescanned (its data is durable): its first batch starts
+    at its base offset (one header read), and unless it is the last it is not empty (eoslog
+    rolls only a segment with data; an empty one before another means records missing)."""
+    problem = segment.first_batch_problem()
+    if problem is None and segment.size == 0 and segment is not segments[-1]:
+        problem = 0, f"it is empty, but the next segment starts at {_next_base(segments, segment)}"
+    if problem is not None:
+        raise segment.corruption(*problem)
 
 
 def _next_base(segments: list[LogSegment], segment: LogSegment) -> int:
