@@ -894,3 +894,14 @@ def test_an_emptied_segment_below_the_recovery_point_is_refused_at_open(
     with pytest.raises(eoslog.CorruptRecordError) as raised:
         open_broker()
     assert middle in str(raised.value) and "next segment starts at 16" in str(raised.value)
+
+
+def test_a_segment_whose_first_batch_has_a_wrong_magic_is_refused_at_its_start(
+    open_broker: OpenBroker, data_dir: str
+) -> None:
+    directory = write_topic(open_broker, 24, {"segment.bytes": 8 * SINGLE_BYTES})
+    middle = logtools.partition_files(directory, ".log")[1]
+    logtools.write_at(middle, 16, b"\x01")  # the magic byte of its first batch
+    with pytest.raises(eoslog.CorruptRecordError) as raised:
+        open_broker()
+    assert f"repair_truncate({middle!r}, 0)" in str(raised.value), raised.value

@@ -402,14 +402,15 @@ class LogSegment(SegmentReads):
         contiguous, so the first batch starts exactly at the base offset in the file name,
         which is where the previous segment ended (a roll happens at the log end). The base
         offset is outside the CRC, so only this check catches a flip there before a reader
-        meets it. (byte, what) for CorruptRecordError."""
+        meets it. (byte, what) for CorruptRecordError; the byte is 0, the batch's start, where
+        a repair would cut."""
         if self.size == 0:
             return None
         header = self.log.pread(layout.HEADER_SIZE, 0)
         if len(header) < layout.HEADER_SIZE:
             return 0, f"the file ends inside the first batch header ({self.size} bytes)"
         if header[layout.MAGIC_OFFSET] != layout.MAGIC_V2:
-            return layout.MAGIC_OFFSET, f"magic {header[layout.MAGIC_OFFSET]} is not 2"
+            return 0, f"the first batch's magic byte is {header[layout.MAGIC_OFFSET]}, not 2"
         base_offset, last_offset = _base_offset(header, 0), _last_offset(header, 0)
         if base_offset != self.base_offset or last_offset < base_offset:
             return 0, (
