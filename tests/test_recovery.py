@@ -905,3 +905,32 @@ def test_a_segment_whose_first_batch_has_a_wrong_magic_is_refused_at_its_start(
     with pytest.raises(eoslog.CorruptRecordError) as raised:
         open_broker()
     assert f"repair_truncate({middle!r}, 0)" in str(raised.value), raised.value
+
+
+def test_a_refused_open_leaves_the_transaction_index_as_it_was(
+    open_broker: OpenBroker, data_dir: str
+) -> None:
+    # The .txnindex is rebuilt by the producer-state replay after a load that succeeds; a
+    # refused one must not have emptied it, since the next open need not rescan the segment.
+    broker = open_broker()
+    broker.create_topic("t", 1)
+    log = broker.log("t", 0)
+    builder = codec.BatchBuilder(
+        producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True
+    )
+    builder.append(TS, None, b"aborted")
+    log.append_batch(builder.build())
+    log.append_marker(7, 1, 0, False)  # ABORT: one .txnindex entry
+    for i in range(5):
+        log.append_batch(single(i))
+    broker.close()
+    (log_path,) = logtools.partition_files(log.directory, ".log")
+    (txn_path,) = logtools.partition_files(log.directory, ".txnindex")
+    entries = logtools.file_bytes(txn_path)
+    assert entries
+    size = os.path.getsize(log_path)
+    logtools.flip_bit(log_path, size - 2 * SINGLE_BYTES - 1, 0)  # the batch before the last
+    remove_marker(data_dir)
+    with pytest.raises(eoslog.CorruptRecordError):
+        open_broker()
+    assert logtools.file_bytes(txn_path) == entries

@@ -151,6 +151,11 @@ def load(
         log_start_offset = _believed_log_start(
             directory, segments, log_start_offset, log_end_offset, report
         )
+        # The producer-state replay rewrites the rescanned segments' ABORT entries. Reset
+        # only now: a refused open must leave every .txnindex as it was, since the next open
+        # may not rescan that segment again.
+        for segment in rescanned:
+            segment.txn_index.reset()
         if cut is not None:
             _apply_cut(fs, directory, segments, cut, report)
     except BaseException:
@@ -319,7 +324,6 @@ def _recover_segment(
     be cut (module docstring). durable_to: the trusted recovery point, or None."""
     report.segments_recovered += 1
     segment.reset_indexes()
-    segment.txn_index.reset()
     segment.index_suspect = False
     file_size = segment.log.size()
     next_base = _next_base(segments, segment)
