@@ -934,3 +934,27 @@ def test_a_refused_open_leaves_the_transaction_index_as_it_was(
     with pytest.raises(eoslog.CorruptRecordError):
         open_broker()
     assert logtools.file_bytes(txn_path) == entries
+
+
+def test_a_clean_open_that_rebuilds_one_segment_keeps_each_abort_entry_once(
+    open_broker: OpenBroker, data_dir: str
+) -> None:
+    # A missing .index rescans that one segment; the producer-state replay then rewrites the
+    # ABORT entries of every segment from it on, so all of those must start empty (they
+    # used to keep their entries and get each one twice).
+    broker = open_broker()
+    broker.create_topic("t", 1, config={"segment.bytes": 300})
+    log = broker.log("t", 0)
+    for epoch in range(4):
+        builder = codec.BatchBuilder(
+            producer_id=7, producer_epoch=epoch, base_sequence=0, is_transactional=True
+        )
+        builder.append(TS, None, b"x" * 50)
+        log.append_batch(builder.build())
+        log.append_marker(7, epoch + 1, 0, False)
+    expected = [segment.txn_index.all_entries() for segment in log.segments]
+    assert sum(map(len, expected)) == 4 and len(expected) > 2
+    broker.close()
+    os.unlink(logtools.partition_files(log.directory, ".index")[0])
+    again = open_broker().log("t", 0)
+    assert [segment.txn_index.all_entries() for segment in again.segments] == expected

@@ -151,10 +151,12 @@ def load(
         log_start_offset = _believed_log_start(
             directory, segments, log_start_offset, log_end_offset, report
         )
-        # The producer-state replay rewrites the rescanned segments' ABORT entries. Reset
-        # only now: a refused open must leave every .txnindex as it was, since the next open
-        # may not rescan that segment again.
-        for segment in rescanned:
+        # The producer-state replay rewrites the ABORT entries of every segment from the
+        # first one rescanned on (rescanned_from), rescanned or not (after a clean stop an
+        # index problem rescans single segments): reset them all, or entries double. Reset
+        # only now: a refused open must leave every .txnindex as it was, since the next
+        # open may not rescan that segment again.
+        for segment in segments[segments.index(rescanned[0]) :] if rescanned else ():
             segment.txn_index.reset()
         if cut is not None:
             _apply_cut(fs, directory, segments, cut, report)
