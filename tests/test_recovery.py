@@ -5,6 +5,13 @@ An unclean stop is made two ways: by a child process that appends and dies with 
 a crash leaves: no clean-shutdown marker, no checkpoints written at close, indexes still at
 their preallocated size), or by closing cleanly and then removing the marker and editing the
 checkpoints, when a test needs a precise recovery point. Damage is done with plain file writes.
+
+The rule under test is the table in eoslog.log.recovery: cut only past a trusted recovery point
+or, without one, a torn tail; refuse everything else before changing anything; check the
+checkpoints against the segments and the tail of a cleanly closed log. Issue 12's cases each
+have a test here (log start 400 of 40, recovery point past the end, batch 5 of 40 with the
+checkpoint missing or garbled, a base offset flipped after a clean shutdown, the
+__consumer_offsets roll-back).
 """
 
 from __future__ import annotations
