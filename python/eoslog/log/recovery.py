@@ -48,14 +48,9 @@ import numpy as np
 
 from eoslog import limits
 from eoslog._ext import scan
-from eoslog.errors import CorruptCheckpointError, CorruptIndexError, CorruptRecordError
+from eoslog.errors import CorruptIndexError, CorruptRecordError
 from eoslog.fs import FileSystem, PosixFileSystem
-from eoslog.log.checkpoints import (
-    LOG_START_OFFSET_FILE,
-    RECOVERY_POINT_FILE,
-    read_believed_offsets,
-    write_offsets,
-)
+from eoslog.log import checkpoint_checks
 from eoslog.log.config import LogConfig
 from eoslog.log.segment import RECOVERY_CHUNK_BYTES, LogSegment, first_offset_violation
 from eoslog.log.segment_reads import (
@@ -148,9 +143,11 @@ def load(
         rescanned, cut, log_end_offset = _recover_and_check(
             directory, segments, report, clean_shutdown, recovery_point, missing_indexes
         )
-        log_start_offset = _believed_log_start(
-            directory, segments, log_start_offset, log_end_offset, report
+        first_base = segments[0].base_offset if segments else 0
+        log_start_offset, note = checkpoint_checks.believed_log_start(
+            directory, first_base, log_start_offset, log_end_offset
         )
+        report.checkpoints_ignored.extend([note] if note else [])
         # The producer-state replay rewrites the ABORT entries of every segment from the
         # first one rescanned on (rescanned_from), rescanned or not (after a clean stop an
         # index problem rescans single segments): reset them all, or entries double. Reset
@@ -170,28 +167,39 @@ def load(
         segments = [LogSegment(fs, directory, 0, config, created_ms=now_ms)]
         fs.sync_dir(directory)
     rescanned_from = rescanned[0].base_offset if rescanned else None
+    _set_active(segments, config)
+    recovered_to = _recovered_to(segments, clean_shutdown, recovery_point, log_end_offset)
+    if rescanned_from is not None and rescanned_from > log_end_offset:
+        rescanned_from = None  # the rescanned segments were all cut away
+    return LoadedLog(
+        segments, log_end_offset, log_start_offset, recovered_to, report, rescanned_from
+    )
+
+
+def _set_active(segments: list[LogSegment], config: LogConfig) -> None:
+    """The last segment takes appends: its indexes get back their preallocated size."""
     for inactive in segments[:-1]:
         inactive.active = False
     active = segments[-1]
     active.active = True
     active.offset_index.resize(config.segment_index_bytes)
     active.time_index.resize(config.segment_index_bytes)
+
+
+def _recovered_to(
+    segments: list[LogSegment], clean_shutdown: bool, recovery_point: int | None, log_end: int
+) -> int:
+    """Where the loaded log is durable to: its end after a clean stop, else the recovery
+    point. Without a trusted one every segment was rescanned and found whole: made durable
+    now, the log end is a recovery point the next checkpoint can carry. (A 0 there would be
+    a trusted "nothing durable", under which later damage anywhere could be cut.)"""
     if clean_shutdown:
-        recovered_to = log_end_offset
-    elif recovery_point is None:
-        # Every segment was rescanned and found whole: made durable now, the log end is a
-        # recovery point the next checkpoint can carry. (A 0 there would be a trusted
-        # "nothing durable", under which later damage anywhere could be cut as unsynced.)
+        return log_end
+    if recovery_point is None:
         for segment in segments:
             segment.flush()
-        recovered_to = log_end_offset
-    else:
-        recovered_to = min(recovery_point, log_end_offset)
-    if rescanned_from is not None and rescanned_from > log_end_offset:
-        rescanned_from = None  # the rescanned segments were all cut away
-    return LoadedLog(
-        segments, log_end_offset, log_start_offset, recovered_to, report, rescanned_from
-    )
+        return log_end
+    return min(recovery_point, log_end)
 
 
 def _recover_and_check(
@@ -210,7 +218,7 @@ def _recover_and_check(
     if clean_shutdown and segments and segments[-1] not in rescanned:
         _check_clean_tail(segments[-1])
     log_end_offset = cut.next_offset if cut else segments[-1].next_offset() if segments else 0
-    _check_recovery_point(directory, recovery_point, log_end_offset)
+    checkpoint_checks.check_recovery_point(directory, recovery_point, log_end_offset)
     return rescanned, cut, log_end_offset
 
 
@@ -493,59 +501,6 @@ def _check_clean_tail(active: LogSegment) -> None:
         raise _refusal(active, stop, "is damaged", _ALL_DURABLE, next_offset)
 
 
-def _check_recovery_point(directory: str, recovery_point: int | None, log_end: int) -> None:
-    """A recovery point is written only after an fsync of everything below it, so the log
-    on disk must reach it: one past the end means durable records are missing (or the
-    checkpoint lies). Refused, naming the values, before anything is cut or deleted."""
-    if recovery_point is None or recovery_point <= log_end:
-        return
-    path, entry = _checkpoint_entry(directory, RECOVERY_POINT_FILE, recovery_point)
-    raise CorruptCheckpointError(
-        f"{path} says {directory} is durable up to offset {recovery_point}, but its log "
-        f"ends at offset {log_end}: durable records are missing, or the checkpoint is wrong. "
-        f"Nothing was changed. To open with the records on disk, close every process using "
-        f"the directory and remove the line {entry!r} from {path}."
-    )
-
-
-def _believed_log_start(
-    directory: str,
-    segments: list[LogSegment],
-    checkpointed: int | None,
-    log_end: int,
-    report: RecoveryReport,
-) -> int:
-    """The log start offset: the first segment's base. eoslog moves the log start only by
-    deleting whole segments (retention), so a checkpointed value above that base is one the
-    segments do not explain: it is ignored and reported, never used to hide records. One
-    past the log end is refused (CorruptCheckpointError), never used to delete segments."""
-    first_base = segments[0].base_offset if segments else 0
-    if checkpointed is None or checkpointed <= first_base:
-        return first_base
-    path, entry = _checkpoint_entry(directory, LOG_START_OFFSET_FILE, checkpointed)
-    if checkpointed > log_end:
-        raise CorruptCheckpointError(
-            f"{path} says the log of {directory} starts at offset {checkpointed}, past its "
-            f"end at offset {log_end} (its segments hold {first_base}..{log_end}): the "
-            f"checkpoint is wrong or segments are missing. Nothing was deleted. To open with "
-            f"the segments on disk, close every process using the directory and remove the "
-            f"line {entry!r} from {path}."
-        )
-    report.checkpoints_ignored.append(
-        f"{path}: log start {checkpointed} of {directory} ignored: it is inside the segments "
-        f"({first_base}..{log_end}) but not where one begins, and eoslog moves the log start "
-        f"only by deleting whole segments; the log starts at {first_base}"
-    )
-    return first_base
-
-
-def _checkpoint_entry(directory: str, checkpoint: str, value: int) -> tuple[str, str]:
-    """The checkpoint file beside a partition directory, and the line naming it."""
-    root, name = os.path.split(directory)
-    topic, _, partition = name.rpartition("-")
-    return os.path.join(root, checkpoint), f"{topic} {partition} {value}"
-
-
 def _apply_cut(
     fs: FileSystem, directory: str, segments: list[LogSegment], cut: _Cut, report: RecoveryReport
 ) -> None:
@@ -590,20 +545,5 @@ def repair_truncate(log_file: str, position: int, fs: FileSystem | None = None) 
                 discarded += fs.file_size(path)
             fs.unlink(path)
     fs.sync_dir(directory)
-    forget_recovery_point(fs, directory)
+    checkpoint_checks.forget_recovery_point(fs, directory)
     return discarded
-
-
-def forget_recovery_point(fs: FileSystem, directory: str) -> None:
-    """Remove the partition's entry from the recovery-point checkpoint beside its directory,
-    after a repair cut its log below it: the next open then trusts no recovery point for it
-    (a full rescan, cutting only a torn tail) instead of refusing a log that ends before its
-    recovery point."""
-    root, name = os.path.split(os.path.abspath(directory))
-    topic, _, partition = name.rpartition("-")
-    path = os.path.join(root, RECOVERY_POINT_FILE)
-    if not topic or not partition.isdigit():
-        return
-    offsets, _ = read_believed_offsets(fs, path)
-    if offsets.pop((topic, int(partition)), None) is not None:
-        write_offsets(fs, path, offsets)
