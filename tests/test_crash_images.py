@@ -519,6 +519,31 @@ def test_a_power_loss_during_truncate_to_opens_to_a_prefix_of_the_log(seed: int)
     assert not problems, "\n".join(problems[:5])
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_a_power_loss_before_the_first_maintenance_checkpoint_opens_with_every_fsynced_record(
+    seed: int,
+) -> None:
+    """A new topic, a flush, more appends, and a power loss before any maintenance pass
+    wrote a recovery point: the images hold holes with valid unsynced batches after them.
+    They open because create_topic wrote the partition's recovery point (0), a trusted
+    "nothing known durable past here", so those holes are cut; without it the open would
+    trust no recovery point and refuse them as middle damage (eoslog.log.recovery)."""
+    problems = []
+    for number in range(20):
+        twin = RecordingFileSystem(seed=seed)
+        broker = small_broker(twin, "commit", **{"segment.bytes": 1 << 20})
+        log = broker.log(TOPIC, 0)
+        kept = append_batches(log, 5, seed=seed)
+        log.flush()
+        append_batches(log, 15, seed=seed + 100)  # unsynced: applied, dropped or torn
+        image = twin.crash_image(random.Random(f"{seed} {number}"))
+        _, problem = check_image_opens_and_keeps(image, kept, f"seed={seed} {number}")
+        if problem is not None:
+            problems.append(problem)
+    print(f"\nseed={seed}: 20 images before the first checkpoint, {len(problems)} wrong")
+    assert not problems, "\n".join(problems[:5])
+
+
 @pytest.mark.parametrize("seed", range(0, 40, 4))
 def test_a_power_loss_after_a_roll_keeps_the_rolled_segment_indexes_right(seed: int) -> None:
     """flush, roll, checkpoint (run_maintenance), then a power loss: the recovery point covers

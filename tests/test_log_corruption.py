@@ -11,8 +11,9 @@ test), removes the clean-shutdown marker (an unclean reopen), opens it and check
   rescanned, as in Kafka) the reader must get the CRC error. A flip that changes no record (the
   partition leader epoch, which no checksum covers and no reader uses) may pass unnoticed.
   Never: a read that returns a wrong record, or silently skips one.
-- .log truncated at every byte of its last batch: open cuts exactly that batch and reports
-  the bytes cut; everything before it reads back.
+- .log truncated at every byte of its last batch, written after the last fsync (the recovery
+  point): open cuts exactly that batch and reports the bytes cut; everything before it reads
+  back. (Below the recovery point the same damage is refused: tests/test_recovery.py.)
 - .index / .timeindex: a sample of bit flips per file: open (rebuilding what it must) and every
   lookup answers as a scan of the .log does (tests/invariants.py, invariant 7).
 - checkpoints and eoslog.meta: a sample of bit flips: open succeeds or raises a typed eoslog
@@ -36,6 +37,7 @@ import pytest
 
 import eoslog
 from eoslog.errors import CorruptRecordError, KafkaException
+from eoslog.fs import PosixFileSystem
 from eoslog.log import checkpoints
 from eoslog.record import codec
 from invariants import check_log
@@ -100,7 +102,8 @@ def written(scratch: str) -> Written:
             values.append(value)
         info = log.append_batch(builder.build())
         acked.append((info.base_offset, info.last_offset, values))
-    # Retention removes the first segment, so the log-start checkpoint holds an entry.
+    # Retention removes the first segment: the log starts at the next one's base (the
+    # log-start checkpoint holds no entry: eoslog writes one only above the first base).
     broker.run_maintenance()
     acked = [entry for entry in acked if entry[0] >= log.log_start_offset]
     assert log.log_start_offset > 0
@@ -135,9 +138,13 @@ def flip(path: str, bit: int) -> None:
         file.write(bytes([byte ^ (0x80 >> (bit % 8))]))
 
 
-def forget_recovery_point(root: str) -> None:
-    """As if the process died before its first checkpoint: every segment is rescanned."""
-    os.unlink(os.path.join(root, checkpoints.RECOVERY_POINT_FILE))
+def lower_recovery_point(root: str, offset: int) -> None:
+    """As if the process died after an fsync of everything below `offset` only."""
+    fs = PosixFileSystem()
+    path = os.path.join(root, checkpoints.RECOVERY_POINT_FILE)
+    offsets = checkpoints.read_offsets(fs, path)
+    offsets[(TOPIC, 0)] = offset
+    checkpoints.write_offsets(fs, path, offsets)
 
 
 def acked_before(written: Written, offset: int) -> list[tuple[int, int, list[bytes | None]]]:
@@ -155,7 +162,9 @@ def batch_at(written: Written, log_path: str, byte: int) -> tuple[int, object]:
 # --- .log: every bit ----------------------------------------------------------------------------
 
 
-def judge_log_flip(written: Written, log_path: str, bit: int) -> tuple[str, str | None]:
+def judge_log_flip(
+    written: Written, log_path: str, bit: int, *, unclean: bool = True
+) -> tuple[str, str | None]:
     """Flip one bit of a copy of log_path, reopen uncleanly and classify the outcome:
     ("cut" | "refused" | "detected by reads" | "benign" | "silent" | "crash", problem or None).
 
@@ -163,7 +172,7 @@ def judge_log_flip(written: Written, log_path: str, bit: int) -> tuple[str, str 
     last segment is rescanned at open (damage there is refused, or cut if it is the last
     batch); segments below the recovery point are not rescanned, so their damage must be
     caught by the reader (the CRC check of decode_columns)."""
-    copy, target = damaged_copy(written, log_path)
+    copy, target = damaged_copy(written, log_path, unclean=unclean)
     flip(target, bit)
     byte = bit // 8
     position, header = batch_at(written, log_path, byte)
@@ -251,6 +260,30 @@ def test_every_bit_flip_in_a_log_is_detected_at_an_unclean_reopen(
     assert outcomes["refused" if which == "last segment" else "detected by reads"] > 0
 
 
+def test_every_bit_flip_in_the_last_segment_after_a_clean_shutdown_is_detected(
+    written: Written,
+) -> None:
+    """A clean shutdown makes nothing damaged durable-and-fine: the open checks the last
+    batches (from the last offset-index entry: CRC and offsets, the base offset and length
+    included, which the CRC does not cover) and each segment's first batch, and refuses
+    damage there, never cutting it; damage in earlier batches is caught by the readers.
+    Never silent, never cut."""
+    log_path = written.segments[-1][0]
+    bits = os.path.getsize(log_path) * 8
+    outcomes: Counter[str] = Counter()
+    problems: list[str] = []
+    for bit in range(bits):
+        outcome, problem = judge_log_flip(written, log_path, bit, unclean=False)
+        outcomes[outcome] += 1
+        if outcome == "cut":
+            problem = problem or f"bit {bit}: cut after a clean shutdown"
+        if problem is not None:
+            problems.append(problem)
+    print(f"\nclean {os.path.basename(log_path)}: {bits} flips -> {dict(outcomes)}")
+    assert not problems, f"{len(problems)} of {bits} flips went wrong:\n" + "\n".join(problems[:8])
+    assert outcomes["refused"] > 0
+
+
 # --- .log: truncation at every byte of the tail -------------------------------------------------
 
 
@@ -264,6 +297,9 @@ def test_truncating_the_last_batch_at_every_byte_cuts_exactly_that_batch(
     problems = []
     for size in range(position, end):
         copy, target = damaged_copy(written, log_path)
+        # A crash tears only what was written after the last fsync: the recovery point lies
+        # at the last batch (below it, a cut would lose durable data and is refused).
+        lower_recovery_point(copy, header.base_offset)  # type: ignore[attr-defined]
         os.truncate(target, size)
         where = f"{os.path.basename(log_path)} cut at byte {size} (last batch {position}..{end})"
         try:
@@ -402,8 +438,10 @@ def test_a_misdirected_write_in_the_middle_is_never_read_as_records(
     written: Written, rescanned: bool
 ) -> None:
     """A segment in the middle overwritten with the bytes of the first one (a misdirected
-    write): well-formed batches with valid CRCs but the wrong offsets. Rescanned at open (no
-    recovery point), it lies past the recovery point, so the open cuts there as a torn tail;
+    write): well-formed batches with valid CRCs but the wrong offsets. Rescanned at open (a
+    recovery point of 0: nothing known durable), it lies past the recovery point, where a
+    power loss may leave holes, so the open cuts there (tests/test_recovery.py: without a
+    trusted recovery point the same damage is refused);
     below the recovery point (not rescanned) it must be refused at open or by the reader,
     never skipped silently or read as records."""
     first, middle = written.segments[0][0], written.segments[2][0]
@@ -411,7 +449,7 @@ def test_a_misdirected_write_in_the_middle_is_never_read_as_records(
         stray = file.read()
     copy, target = damaged_copy(written, middle)
     if rescanned:
-        forget_recovery_point(copy)
+        lower_recovery_point(copy, 0)
     with open(target, "r+b") as file:
         file.seek(0)
         file.write(stray[: os.path.getsize(middle)])

@@ -196,12 +196,13 @@ class Broker:
         for entry in self.fs.listdir(self.path):
             if entry.endswith(DELETE_SUFFIX):
                 _remove_tree(self.fs, os.path.join(self.path, entry))
-        recovery_points = checkpoints.read_offsets(
+        recovery_points, recovery_problem = checkpoints.read_believed_offsets(
             self.fs, os.path.join(self.path, checkpoints.RECOVERY_POINT_FILE)
         )
-        log_starts = checkpoints.read_offsets(
+        log_starts, log_start_problem = checkpoints.read_believed_offsets(
             self.fs, os.path.join(self.path, checkpoints.LOG_START_OFFSET_FILE)
         )
+        problems = [p for p in (recovery_problem, log_start_problem) if p is not None]
         self._topics = self._read_meta()
         for name, partitions, segment_key in (
             (
@@ -230,9 +231,15 @@ class Broker:
                     partition,
                     log_config,
                     clean,
-                    recovery_points.get(key, 0),
-                    log_starts.get(key, 0),
+                    recovery_points.get(key),
+                    log_starts.get(key),
+                    problems,
                 )
+        if any(key not in recovery_points for key in self._logs):
+            # Every partition has a recovery-point entry from its creation on, so that a
+            # missing entry at a later open means a lost or damaged checkpoint, not a young
+            # partition (eoslog.log.recovery trusts no recovery point then).
+            self._write_recovery_points()
 
     def _open_log(
         self,
@@ -240,8 +247,9 @@ class Broker:
         partition: int,
         config: LogConfig,
         clean: bool,
-        recovery_point: int,
-        log_start: int,
+        recovery_point: int | None,
+        log_start: int | None,
+        checkpoint_problems: list[str] | None = None,
     ) -> PartitionLog:
         directory = os.path.join(self.path, f"{topic}-{partition}")
         if not self.fs.exists(directory):
@@ -255,6 +263,7 @@ class Broker:
             recovery_point=recovery_point,
             log_start_offset=log_start,
             now_ms=self.clock_ms(),
+            checkpoint_problems=checkpoint_problems or (),
         )
         return PartitionLog(
             self.fs,
@@ -379,6 +388,9 @@ class Broker:
                     self._logs[(name, partition)] = self._open_log(
                         name, partition, log_config, True, 0, 0
                     )
+                # Recovery points of 0 for the new partitions before anything is written to
+                # them (see _load).
+                self._write_recovery_points()
             except OSError as error:
                 raise KafkaStorageError(f"creating topic {name!r} failed: {error}") from error
             return metadata

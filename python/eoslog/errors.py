@@ -463,3 +463,13 @@ class RepairRefusedError(KafkaException, ValueError):
     def __init__(self, message: str, boundary: int) -> None:
         super().__init__(message)
         self.boundary = boundary
+
+
+class CorruptCheckpointError(KafkaException, ValueError):
+    """A checkpoint file (recovery point, log start offset) that cannot be read, or whose
+    value the log on disk contradicts: a value past the log end, which no eoslog write leaves
+    (FORMAT.md §9.1). The message names the file, the byte or the entry, and the values.
+    Nothing is deleted because of a checkpoint: the open refuses instead."""
+
+    code = -1
+    error_name = "UNKNOWN_SERVER_ERROR"

@@ -199,7 +199,7 @@ def plan_ranges(
     >= start_timestamp up to, not including, the first with timestamp >= end_timestamp."""
     fs = fs or PosixFileSystem()
     try:
-        log_starts = checkpoints.read_offsets(
+        log_starts, _ = checkpoints.read_believed_offsets(
             fs, os.path.join(path, checkpoints.LOG_START_OFFSET_FILE)
         )
     except OSError:

@@ -6,15 +6,24 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
+from typing import Final
 
 from eoslog import limits
+from eoslog.errors import CorruptCheckpointError
 from eoslog.fs import FileHandle, FileSystem
 
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_FILE = "log-start-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 _VERSION = 0
+# Decimal ASCII without sign or spaces: Python's int() alone would also take " 5", "+5",
+# "5_0" and non-ASCII digits, which no checkpoint writer produces.
+_NUMBER: Final = re.compile(rb"0|[1-9][0-9]{0,18}")
+_ENTRY: Final = re.compile(rb"([!-~]+) (0|[1-9][0-9]{0,9}) (0|[1-9][0-9]{0,18})")
+_PARTITION_MAX: Final = (1 << 31) - 1
+_OFFSET_MAX: Final = (1 << 63) - 1
 
 TopicPartition = tuple[str, int]
 
@@ -42,43 +51,67 @@ def encode_offsets(offsets: Mapping[TopicPartition, int]) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def decode_offsets(data: bytes) -> dict[TopicPartition, int]:
-    """The entries of a checkpoint file; ValueError if it is malformed (Kafka treats a file it
-    cannot read as holding no entries, and so do the callers)."""
+def decode_offsets(data: bytes, path: str = "checkpoint") -> dict[TopicPartition, int]:
+    """The entries of a checkpoint file. CorruptCheckpointError naming `path` and the byte
+    where it goes wrong if it is malformed: a bad header or count, a line that is not
+    `topic partition offset` in decimal ASCII, an offset outside 0 .. 2**63 - 1, or the same
+    partition twice. (Kafka reads a file it cannot parse as holding no entries; eoslog's
+    callers decide what an unreadable file means, so they must be told.)"""
     if not data:
         return {}
-    lines = data.decode().split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    if len(lines) < 2 or int(lines[0]) != _VERSION:
-        raise ValueError("unsupported checkpoint version or missing header")
-    count = int(lines[1])
-    if count != len(lines) - 2:
-        raise ValueError(f"checkpoint says {count} entries but holds {len(lines) - 2}")
-    offsets = {}
-    for line in lines[2:]:
-        fields = line.split()
-        if len(fields) != 3:
-            raise ValueError(f"malformed checkpoint line {line!r}")
-        offsets[(fields[0], int(fields[1]))] = int(fields[2])
+    lines = data.split(b"\n")
+    if lines[-1] != b"":
+        raise _malformed(path, len(data), "the last line has no newline")
+    lines.pop()
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    if len(lines) < 2 or lines[0] != str(_VERSION).encode():
+        raise _malformed(path, 0, f"not a version {_VERSION} checkpoint")
+    if not _NUMBER.fullmatch(lines[1]) or int(lines[1]) != len(lines) - 2:
+        raise _malformed(path, starts[1], f"the count does not match the {len(lines) - 2} entries")
+    offsets: dict[TopicPartition, int] = {}
+    for number, line in enumerate(lines[2:], start=2):
+        entry = _ENTRY.fullmatch(line)
+        if entry is None:
+            raise _malformed(path, starts[number], "expected `topic partition offset`")
+        topic, partition, offset = entry.group(1).decode(), int(entry[2]), int(entry[3])
+        if partition > _PARTITION_MAX or offset > _OFFSET_MAX or (topic, partition) in offsets:
+            raise _malformed(path, starts[number], "a value out of range or a repeated entry")
+        offsets[(topic, partition)] = offset
     return offsets
 
 
+def _malformed(path: str, position: int, what: str) -> CorruptCheckpointError:
+    return CorruptCheckpointError(f"{path} is malformed at byte {position}: {what}")
+
+
 def read_offsets(fs: FileSystem, path: str) -> dict[TopicPartition, int]:
-    """The checkpoint's entries; none if the file is missing or unreadable (FORMAT.md §9.1)."""
+    """The checkpoint's entries; none if the file is missing (FORMAT.md §9.1).
+    CorruptCheckpointError if it cannot be read as a checkpoint (decode_offsets), or if it is
+    larger than limits.checkpoint_file_bytes_max (refused before anything is read)."""
     if not fs.exists(path):
         return {}
     handle = fs.open(path, read_only=True)
     try:
         data = read_small_file(handle, path, limits.checkpoint_file_bytes_max)
-    except ValueError:
-        return {}
+    except ValueError as error:
+        raise CorruptCheckpointError(str(error)) from None
     finally:
         handle.close()
+    return decode_offsets(data, path)
+
+
+def read_believed_offsets(
+    fs: FileSystem, path: str
+) -> tuple[dict[TopicPartition, int], str | None]:
+    """read_offsets for an open: the entries, and, for a file that cannot be read, no
+    entries and the reason, which the caller reports (a partition without an entry then has
+    no value it can trust, which is safe: see eoslog.log.recovery)."""
     try:
-        return decode_offsets(data)
-    except (ValueError, UnicodeDecodeError):
-        return {}
+        return read_offsets(fs, path), None
+    except CorruptCheckpointError as error:
+        return {}, f"{error}; none of its entries is believed"
 
 
 def write_offsets(fs: FileSystem, path: str, offsets: Mapping[TopicPartition, int]) -> None:

@@ -1,21 +1,54 @@
 """Loading a partition directory and recovering it after an unclean stop (FORMAT.md §9.2, §9.3).
 
 The three failure classes (STYLE.md rule 3) are handled differently here:
-- a torn tail (a partial or garbled last write after a crash, with nothing valid behind it)
-  is cut at the last valid batch and reported as a byte count;
-- damage in the middle of the log (a bad batch with valid data after it) is never truncated
-  silently: loading fails with CorruptRecordError naming the file, the position and the
-  repair call that would cut the log there;
+- a torn tail (a partial or garbled last write after a crash) is cut at the last valid batch
+  and reported as a byte count, but only where a crash can leave one (the table below);
+- damage anywhere else (bad bytes in data known durable, or with valid data after them) is
+  never truncated silently: loading fails with CorruptRecordError naming the file, the byte
+  and the repair call that would cut the log there;
 - missing or corrupt index files are rebuilt from the log.
+
+What a rescan does with bad bytes (a failed frame or CRC, or a batch whose offsets do not
+continue the previous one) depends on where they lie relative to the recovery point, the offset
+below which everything was fsynced before the checkpoint holding it was written:
+
+| first offset a cut would lose    | valid data after the damage  | outcome                |
+|----------------------------------|------------------------------|------------------------|
+| at or past a trusted recovery pt | any                          | cut (1)                |
+| below a trusted recovery point   | any                          | CorruptRecordError (2) |
+| (no trusted recovery point)      | none: a torn tail            | cut                    |
+| (no trusted recovery point)      | a valid batch, a batch whose | CorruptRecordError     |
+|                                  | offsets break continuity, or |                        |
+|                                  | a later segment with data    |                        |
+
+(1) A power loss leaves any mix of written and lost unsynced writes, holes included; nothing
+there was acknowledged as durable (Kafka cuts there too). (2) Durable data is damaged.
+
+"Trusted" means read from a readable recovery-point checkpoint entry. The broker writes one
+for a partition when it creates it, so a missing entry for a partition with data means the
+checkpoint was lost or damaged, not that the partition is young. After a clean shutdown
+everything is durable: the active segment's tail is checked (CRC and offsets, from its last
+offset-index entry) and any damage is refused. Every open also checks each segment it does
+not rescan with one header read (its first batch starts at the base offset in its name), and
+checks the checkpoints against the segments: a recovery point or log start past the log end
+is a CorruptCheckpointError, and a log start the segments do not explain (eoslog moves the log
+start only by deleting whole segments) is ignored and reported. No checkpoint value ever
+causes a deletion, and every check runs before recovery cuts anything.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Final
+
+import numpy as np
 
 from eoslog.errors import CorruptIndexError, CorruptRecordError
 from eoslog.fs import FileSystem
+from eoslog.log import checkpoint_checks
 from eoslog.log.config import LogConfig
 from eoslog.log.repair import repair_truncate as repair_truncate  # the call refusals name
 from eoslog.log.segment import LogSegment, first_offset_violation
@@ -31,6 +64,8 @@ from eoslog.log.segment_reads import (
 )
 
 _INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+# The recovery point of a log closed cleanly: every byte of it is durable.
+_ALL_DURABLE: Final = 1 << 63
 
 
 @dataclass
@@ -43,6 +78,21 @@ class RecoveryReport:
     truncated_file: str | None = None
     truncated_at: int | None = None
     indexes_rebuilt: list[str] = field(default_factory=list)
+    # Whether the recovery point came from a readable checkpoint entry. Without one nothing is
+    # known durable, and recovery cuts only a torn tail (module docstring).
+    recovery_point_trusted: bool = True
+    # Checkpoint files or entries not believed, each with the reason.
+    checkpoints_ignored: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Cut:
+    """A cut a rescan decided on; applied once the checkpoints were checked, so an open that
+    refuses has cut nothing."""
+
+    segment: LogSegment
+    position: int  # where its .log is cut (its size when only the later segments go)
+    next_offset: int  # the log end after the cut
 
 
 @dataclass
@@ -63,13 +113,22 @@ def load(
     config: LogConfig,
     *,
     clean_shutdown: bool,
-    recovery_point: int,
-    log_start_offset: int,
+    recovery_point: int | None,
+    log_start_offset: int | None,
     now_ms: int,
+    checkpoint_problems: Sequence[str] = (),
 ) -> LoadedLog:
     """Open every segment of the partition directory, recovering from the recovery point
-    when the last stop was not clean."""
-    report = RecoveryReport(clean_shutdown=clean_shutdown)
+    when the last stop was not clean (module docstring). recovery_point and log_start_offset
+    are the checkpoints' entries (None: no readable entry); checkpoint_problems are the
+    reasons checkpoint files were not read, copied into the report. CorruptRecordError for
+    damage recovery may not cut, CorruptCheckpointError for a checkpoint past the log end;
+    both before anything is cut."""
+    report = RecoveryReport(
+        clean_shutdown=clean_shutdown,
+        recovery_point_trusted=recovery_point is not None,
+        checkpoints_ignored=list(checkpoint_problems),
+    )
     bases, names = _clean_directory(fs, directory)
     # A missing index file would be created empty (and so look sane): rebuild those.
     missing_indexes = {
@@ -79,12 +138,105 @@ def load(
         if file_name(base, suffix) not in names
     }
     segments = [LogSegment(fs, directory, base, config, created_ms=now_ms) for base in bases]
-    rescanned_from: int | None = None
-    # Rescan each segment at most once: those whose index files fail their sanity check, and
-    # after an unclean stop every segment from the one holding the recovery point on.
+    try:
+        rescanned, cut, log_end_offset = _recover_and_check(
+            directory, segments, report, clean_shutdown, recovery_point, missing_indexes
+        )
+        first_base = segments[0].base_offset if segments else 0
+        log_start_offset, note = checkpoint_checks.believed_log_start(
+            directory, first_base, log_start_offset, log_end_offset
+        )
+        report.checkpoints_ignored.extend([note] if note else [])
+        # The producer-state replay rewrites the ABORT entries of every segment from the
+        # first one rescanned on (rescanned_from), rescanned or not (after a clean stop an
+        # index problem rescans single segments): reset them all, or entries double. Reset
+        # only now: a refused open must leave every .txnindex as it was, since the next
+        # open may not rescan that segment again.
+        for segment in segments[segments.index(rescanned[0]) :] if rescanned else ():
+            segment.txn_index.reset()
+        if cut is not None:
+            _apply_cut(fs, directory, segments, cut, report)
+    except BaseException:
+        # A refused open keeps no file open: the caller may repair and open again.
+        for segment in segments:
+            with contextlib.suppress(OSError, ValueError):
+                segment.close_files()
+        raise
+    if not segments:
+        segments = [LogSegment(fs, directory, 0, config, created_ms=now_ms)]
+        fs.sync_dir(directory)
+    rescanned_from = rescanned[0].base_offset if rescanned else None
+    _set_active(segments, config)
+    recovered_to = _recovered_to(segments, clean_shutdown, recovery_point, log_end_offset)
+    if rescanned_from is not None and rescanned_from > log_end_offset:
+        rescanned_from = None  # the rescanned segments were all cut away
+    return LoadedLog(
+        segments, log_end_offset, log_start_offset, recovered_to, report, rescanned_from
+    )
+
+
+def _set_active(segments: list[LogSegment], config: LogConfig) -> None:
+    """The last segment takes appends: its indexes get back their preallocated size."""
+    for inactive in segments[:-1]:
+        inactive.active = False
+    active = segments[-1]
+    active.active = True
+    active.offset_index.resize(config.segment_index_bytes)
+    active.time_index.resize(config.segment_index_bytes)
+
+
+def _recovered_to(
+    segments: list[LogSegment], clean_shutdown: bool, recovery_point: int | None, log_end: int
+) -> int:
+    """Where the loaded log is durable to: its end after a clean stop, else the recovery
+    point. Without a trusted one every segment was rescanned and found whole: made durable
+    now, the log end is a recovery point the next checkpoint can carry. (A 0 there would be
+    a trusted "nothing durable", under which later damage anywhere could be cut.)"""
+    if clean_shutdown:
+        return log_end
+    if recovery_point is None:
+        for segment in segments:
+            segment.flush()
+        return log_end
+    return min(recovery_point, log_end)
+
+
+def _recover_and_check(
+    directory: str,
+    segments: list[LogSegment],
+    report: RecoveryReport,
+    clean_shutdown: bool,
+    recovery_point: int | None,
+    missing_indexes: set[int],
+) -> tuple[list[LogSegment], _Cut | None, int]:
+    """Rescan what needs it, check the tail of a clean log and the recovery point against
+    the log end. Returns the segments rescanned, the cut decided (not yet made) and the log
+    end after it."""
+    durable_to = _ALL_DURABLE if clean_shutdown else recovery_point
+    rescanned, cut = _rescan(segments, report, durable_to, missing_indexes)
+    if clean_shutdown and segments and segments[-1] not in rescanned:
+        _check_clean_tail(segments[-1])
+    log_end_offset = cut.next_offset if cut else segments[-1].next_offset() if segments else 0
+    checkpoint_checks.check_recovery_point(directory, recovery_point, log_end_offset)
+    return rescanned, cut, log_end_offset
+
+
+def _rescan(
+    segments: list[LogSegment],
+    report: RecoveryReport,
+    durable_to: int | None,
+    missing_indexes: set[int],
+) -> tuple[list[LogSegment], _Cut | None]:
+    """Rescan each segment at most once: those whose index files fail their sanity check,
+    and after an unclean stop every segment from the one holding the recovery point on (all
+    of them without a trusted one). The others get first_batch_problem's one header read.
+    Returns the segments rescanned and the cut decided, stopping at it."""
+    clean_shutdown = durable_to == _ALL_DURABLE
+    rescan_from = durable_to or 0
+    rescanned: list[LogSegment] = []
     for segment in segments:
         needs_rescan = not clean_shutdown and (
-            segment is segments[-1] or _next_base(segments, segment) > recovery_point
+            segment is segments[-1] or _next_base(segments, segment) > rescan_from
         )
         # After a clean shutdown the offset and time indexes were trimmed and synced by close:
         # like Kafka, check only the transaction index then (a clean open stays cheap).
@@ -95,42 +247,25 @@ def load(
         ):
             report.indexes_rebuilt.append(segment.path(INDEX_SUFFIX))
             needs_rescan = True
-        if needs_rescan:
-            if rescanned_from is None:
-                rescanned_from = segment.base_offset
-            cut = _recover_segment(segment, segments, report, recovery_point)
-            if cut:
-                # Everything after a cut is gone: later segments hold only writes that were
-                # never durable (Kafka deletes them too), and keeping them would leave a hole.
-                for later in segments[segments.index(segment) + 1 :]:
-                    later.delete()
-                del segments[segments.index(segment) + 1 :]
-                fs.sync_dir(directory)
-                break
-    if not segments:
-        segments = [LogSegment(fs, directory, log_start_offset, config, created_ms=now_ms)]
-        fs.sync_dir(directory)
-    log_end_offset = segments[-1].next_offset()
-    if log_end_offset < log_start_offset:
-        # Everything on disk lies below the checkpointed log start: start over empty there.
-        for segment in segments:
-            segment.delete()
-        segments = [LogSegment(fs, directory, log_start_offset, config, created_ms=now_ms)]
-        fs.sync_dir(directory)
-        log_end_offset = log_start_offset
-    log_start_offset = max(log_start_offset, segments[0].base_offset)
-    for inactive in segments[:-1]:
-        inactive.active = False
-    active = segments[-1]
-    active.active = True
-    active.offset_index.resize(config.segment_index_bytes)
-    active.time_index.resize(config.segment_index_bytes)
-    recovered_to = log_end_offset if clean_shutdown else min(recovery_point, log_end_offset)
-    if rescanned_from is not None and rescanned_from > log_end_offset:
-        rescanned_from = None  # the rescanned segments were all cut away
-    return LoadedLog(
-        segments, log_end_offset, log_start_offset, recovered_to, report, rescanned_from
-    )
+        if not needs_rescan:
+            _check_segment_start(segment, segments)
+            continue
+        rescanned.append(segment)
+        cut = _recover_segment(segment, segments, report, durable_to)
+        if cut is not None:
+            return rescanned, cut
+    return rescanned, None
+
+
+def _check_segment_start(segment: LogSegment, segments: list[LogSegment]) -> None:
+    """The check of a segment not rescanned (its data is durable): its first batch starts
+    at its base offset (one header read), and unless it is the last it is not empty (eoslog
+    rolls only a segment with data; an empty one before another means records missing)."""
+    problem = segment.first_batch_problem()
+    if problem is None and segment.size == 0 and segment is not segments[-1]:
+        problem = 0, f"it is empty, but the next segment starts at {_next_base(segments, segment)}"
+    if problem is not None:
+        raise segment.corruption(*problem)
 
 
 def _next_base(segments: list[LogSegment], segment: LogSegment) -> int:
@@ -189,78 +324,151 @@ def _indexes_sane(
 
 
 def _recover_segment(
-    segment: LogSegment, segments: list[LogSegment], report: RecoveryReport, recovery_point: int
-) -> bool:
-    """Rescan one segment (FORMAT.md §9.3): check every batch's framing, CRC and offsets,
-    rebuild its indexes, and cut a torn tail. Raises CorruptRecordError for damage with
-    valid data after it."""
+    segment: LogSegment,
+    segments: list[LogSegment],
+    report: RecoveryReport,
+    durable_to: int | None,
+) -> _Cut | None:
+    """Rescan one segment (FORMAT.md §9.3): check every batch's framing, CRC and offsets and
+    rebuild its indexes. Returns the cut to make if its end is a torn tail (or a hole a power
+    loss may leave), None if it is whole; raises CorruptRecordError for damage that may not
+    be cut (module docstring). durable_to: the trusted recovery point, or None."""
     report.segments_recovered += 1
     segment.reset_indexes()
-    segment.txn_index.reset()
     segment.index_suspect = False
     file_size = segment.log.size()
-    position = 0
-    next_offset = segment.base_offset
-    while position < file_size:
-        infos, stop, status = segment.scan_chunk_checked(position, file_size)
-        if len(infos):
+    next_base = _next_base(segments, segment)
+    position, next_offset, discontinuous = _valid_prefix(
+        segment, 0, file_size, index=True, offset_end=next_base
+    )
+    segment.size = file_size
+    later_data = any(s.log.size() > 0 for s in segments if s.base_offset > segment.base_offset)
+    cut: _Cut | None = None
+    if position < file_size:
+        valid_after = durable_to is None and (
+            discontinuous or later_data or segment.valid_batch_after(position, segment.log.size())
+        )
+        if not _may_cut(durable_to, next_offset, valid_after):
+            raise _refusal(segment, position, "is damaged", durable_to, next_offset)
+        cut = _Cut(segment, position, next_offset)
+    elif next_offset < next_base < 1 << 63:
+        # The segment ends before the next one begins: a power loss dropped the end of its
+        # data but kept a later segment's. Past the recovery point that is a torn tail too
+        # (the later segments go); anywhere else durable records are missing.
+        if not _may_cut(durable_to, next_offset, later_data):
+            what = f"ends at offset {next_offset} but the next segment starts at {next_base}"
+            raise _refusal(segment, position, what, durable_to, next_offset)
+        cut = _Cut(segment, position, next_offset)
+    segment.on_become_inactive()
+    return cut
+
+
+def _may_cut(durable_to: int | None, first_lost_offset: int, valid_after: bool) -> bool:
+    """The module docstring's table: whether bad bytes (or a missing end) may be cut."""
+    if durable_to is not None:
+        return first_lost_offset >= durable_to
+    return not valid_after
+
+
+def _refusal(
+    segment: LogSegment, position: int, what: str, durable_to: int | None, next_offset: int
+) -> CorruptRecordError:
+    path = segment.path(LOG_SUFFIX)
+    if durable_to is None:
+        why = "valid data follows and no recovery point is known (checkpoint missing or unreadable)"
+    elif durable_to == _ALL_DURABLE:
+        why = "the log was closed cleanly, so everything in it was durable"
+    else:
+        why = f"offsets below the recovery point {durable_to} were durable"
+    return CorruptRecordError(
+        f"{path} {what} at byte {position} (offset {next_offset}): {why}, so this is not a "
+        f"torn tail and will not be cut silently. To discard everything from there on, "
+        f"close the log and run: eoslog.repair_truncate({path!r}, {position}) "
+        f"(or `eoslog repair {path} --truncate-at {position}`)"
+    )
+
+
+def _valid_prefix(
+    segment: LogSegment,
+    position: int,
+    end: int,
+    *,
+    index: bool,
+    first_last_offset: int | None = None,
+    offset_end: int = 1 << 63,
+) -> tuple[int, int, bool]:
+    """Walk the .log from `position` (a batch boundary) to `end`: framing, CRC and offset
+    continuity, the first batch starting at the segment's base offset, or, when
+    first_last_offset is given (a walk from an offset-index entry), ending at that offset;
+    every offset below offset_end (where the next segment begins). index: add each batch to
+    the indexes (a rescan). Returns (where the valid batches end, the offset after them,
+    whether they end at a batch whose offsets break continuity)."""
+    next_offset: int | None = segment.base_offset if first_last_offset is None else None
+    discontinuous = False
+    while position < end and not discontinuous:
+        infos, stop, status = segment.scan_chunk_checked(position, end)
+        if len(infos) and next_offset is None:
+            # From an index entry only the entry's own batch is pinned, by its last offset.
+            if int(infos["last_offset"][0]) != first_last_offset:
+                return position, segment.base_offset, True
+            next_offset = int(infos["base_offset"][0])
+        if len(infos) and next_offset is not None:
             bad = first_offset_violation(infos, next_offset)
+            overlapping = np.flatnonzero(infos["last_offset"] >= offset_end)
+            if len(overlapping) and (bad is None or overlapping[0] < bad):
+                bad = int(overlapping[0])
             if bad is not None:
-                infos, stop, status = infos[:bad], int(infos["position"][bad]), -1
-        for row in infos:
-            segment.index_batch(position, row)
+                infos, stop, discontinuous = infos[:bad], int(infos["position"][bad]), True
+        if index:
+            for row in infos:
+                segment.index_batch(position, row)
         if len(infos):
             next_offset = int(infos["last_offset"][-1]) + 1
         position += stop
         if status != 0 or len(infos) == 0:
             break
-    segment.size = file_size
-    past_recovery_point = next_offset >= recovery_point
-    cut = position < file_size
-    if cut:
-        _cut_torn_tail(segment, segments, position, file_size, report, past_recovery_point)
-    elif next_offset < _next_base(segments, segment) < 1 << 63:
-        # The segment ends before the next one begins: a power loss dropped the end of its
-        # data but kept a later segment's. Past the recovery point that is a torn tail too
-        # (the later segments go); below it, durable data is missing: refuse.
-        if not past_recovery_point and segment.size > 0:
-            raise CorruptRecordError(
-                f"{segment.path(LOG_SUFFIX)} ends at offset {next_offset} but the next segment "
-                f"starts at {_next_base(segments, segment)}: durable records are missing"
-            )
-        cut = True
-    segment.on_become_inactive()
-    return cut
+    return position, segment.base_offset if next_offset is None else next_offset, discontinuous
 
 
-def _cut_torn_tail(
-    segment: LogSegment,
-    segments: list[LogSegment],
-    position: int,
-    file_size: int,
-    report: RecoveryReport,
-    past_recovery_point: bool,
-) -> None:
-    """Truncate at `position`, where the first bad batch starts, when that is a torn tail:
-    nothing valid follows, or the damage lies past the recovery point, in data never known
-    durable, where a power loss may leave any mix of written and lost chunks (and so valid
-    unsynced batches after a hole; cutting there drops nothing that was acknowledged as
-    durable; Kafka cuts there too). Damage below the recovery point with valid data after
-    it is refused (middle damage) rather than dropping durable records. The recovery point
-    comes from the checkpoint: without one (deleted, unreadable) nothing is known durable."""
-    later_data = any(s.log.size() > 0 for s in segments if s.base_offset > segment.base_offset)
-    # Read in bounded chunks: a sparse tail must not cost its apparent size in memory.
-    valid_after = segment.valid_batch_after(position, file_size)
-    if (valid_after or later_data) and not past_recovery_point:
-        path = segment.path(LOG_SUFFIX)
-        raise CorruptRecordError(
-            f"{path} is damaged at byte {position} and valid data follows, so it is not a "
-            f"torn tail and will not be cut silently. To discard everything from there on, "
-            f"run: eoslog.repair_truncate({path!r}, {position}) "
-            f"(or `eoslog repair {path} --truncate-at {position}`)"
+def _check_clean_tail(active: LogSegment) -> None:
+    """After a clean shutdown, the last batches of the log: from the active segment's last
+    offset-index entry (about index.interval.bytes from the end) to its end, every batch's
+    framing, CRC and offsets. A clean shutdown leaves everything durable, so damage here is
+    never a torn tail; and the base offset and length are outside the CRC: a flip there would
+    otherwise move the log end (new appends reusing offsets) or send a reader backwards. An
+    entry whose batch does not check out is not believed (the index may be the damaged
+    file): the walk starts at the segment start instead, and the real damage, if any, is
+    found there."""
+    end = active.log.size()
+    entry_offset, position = active.offset_index.lookup(1 << 62)
+    if position > 0:
+        stop, next_offset, _ = _valid_prefix(
+            active, position, end, index=False, first_last_offset=entry_offset
         )
-    segment.log.truncate(position)
-    segment.size = position
-    report.bytes_truncated += file_size - position
-    report.truncated_file = segment.path(LOG_SUFFIX)
-    report.truncated_at = position
+        if stop == position:
+            active.index_suspect = True  # lookups scan past it; maintenance rebuilds
+            position = 0
+    if position == 0:
+        stop, next_offset, _ = _valid_prefix(active, 0, end, index=False)
+    if stop < end:
+        raise _refusal(active, stop, "is damaged", _ALL_DURABLE, next_offset)
+
+
+def _apply_cut(
+    fs: FileSystem, directory: str, segments: list[LogSegment], cut: _Cut, report: RecoveryReport
+) -> None:
+    """Truncate the segment at the cut and delete every later segment: they hold only writes
+    that were never durable (Kafka deletes them too), and keeping them would leave a hole."""
+    segment = cut.segment
+    file_size = segment.log.size()
+    if cut.position < file_size:
+        segment.log.truncate(cut.position)
+        report.bytes_truncated += file_size - cut.position
+        report.truncated_file = segment.path(LOG_SUFFIX)
+        report.truncated_at = cut.position
+    segment.size = cut.position
+    index = segments.index(segment)
+    for later in segments[index + 1 :]:
+        later.delete()
+    del segments[index + 1 :]
+    fs.sync_dir(directory)

@@ -73,7 +73,13 @@ def repair_truncate(log_file: str, position: int, fs: FileSystem | None = None) 
         discarded = _cut(fs, log_file, position)
         # A segment cut to nothing goes, unless it is the first: the log then ends where the
         # previous segment ends, whatever this one's name said.
-        drop_segment = position == 0 and _earlier_segment_exists(fs, directory, base)
+        previous_base = _previous_segment_base(fs, directory, base)
+        drop_segment = position == 0 and previous_base is not None
+        if drop_segment and previous_base is not None:
+            # The log now ends inside the previous segment, at or above its base (whatever
+            # this segment's name said): the checkpoints and snapshots go down to that base,
+            # which the next open rescans from.
+            cut_offset = previous_base
         discarded += _drop_later_files(fs, directory, base, cut_offset, drop_segment)
         fs.sync_dir(directory)
         _lower_checkpoints(fs, root, directory, cut_offset)
@@ -164,11 +170,14 @@ def _cut(fs: FileSystem, log_file: str, position: int) -> int:
     return discarded
 
 
-def _earlier_segment_exists(fs: FileSystem, directory: str, base_offset: int) -> bool:
-    return any(
-        SEGMENT_LOG_NAME.fullmatch(name) and offset_from_file_name(name) < base_offset
+def _previous_segment_base(fs: FileSystem, directory: str, base_offset: int) -> int | None:
+    """The base offset of the segment before the one at base_offset, or None for the first."""
+    earlier = [
+        offset_from_file_name(name)
         for name in fs.listdir(directory)
-    )
+        if SEGMENT_LOG_NAME.fullmatch(name) and offset_from_file_name(name) < base_offset
+    ]
+    return max(earlier, default=None)
 
 
 def _drop_later_files(
@@ -209,7 +218,9 @@ def _lower_checkpoints(fs: FileSystem, root: str, directory: str, cut_offset: in
     key = (match.group(1), int(match.group(2)))
     for name in (checkpoints.RECOVERY_POINT_FILE, checkpoints.LOG_START_OFFSET_FILE):
         path = os.path.join(root, name)
-        offsets = checkpoints.read_offsets(fs, path)
+        offsets, unreadable = checkpoints.read_believed_offsets(fs, path)
+        if unreadable is not None:
+            continue  # an open believes none of a garbled file's entries: nothing to lower
         if offsets.get(key, cut_offset) > cut_offset:
             offsets[key] = cut_offset
             checkpoints.write_offsets(fs, path, offsets)

@@ -425,7 +425,8 @@ class LogSegment(SegmentReads):
 
     def scan_chunk_checked(self, position: int, end: int) -> tuple[np.ndarray, int, int]:
         """scan.scan_batches (CRCs checked) over the next piece of the .log from `position`:
-        a chunk, or exactly the next batch when it is larger than a chunk."""
+        a chunk, or exactly the next batch when it is larger than a chunk (no batch when its
+        length claims more than limits.batch_bytes_max)."""
         chunk = self.log.pread(min(RECOVERY_CHUNK_BYTES, end - position), position)
         infos, stop, status = scan.scan_batches(chunk, verify_crc=True)
         if len(infos) == 0 and status == 0 and position + len(chunk) < end:
@@ -436,6 +437,29 @@ class LogSegment(SegmentReads):
                 chunk = self.log.pread(claimed, position)
                 infos, stop, status = scan.scan_batches(chunk, verify_crc=True)
         return infos, stop, status
+
+    def first_batch_problem(self) -> tuple[int, str] | None:
+        """What is wrong with the first batch's header, cheaply (one 61-byte read), or None:
+        the check every open makes of a segment it does not rescan. eoslog's logs are
+        contiguous, so the first batch starts exactly at the base offset in the file name,
+        which is where the previous segment ended (a roll happens at the log end). The base
+        offset is outside the CRC, so only this check catches a flip there before a reader
+        meets it. (byte, what) for CorruptRecordError; the byte is 0, the batch's start, where
+        a repair would cut."""
+        if self.size == 0:
+            return None
+        header = self.log.pread(layout.HEADER_SIZE, 0)
+        if len(header) < layout.HEADER_SIZE:
+            return 0, f"the file ends inside the first batch header ({self.size} bytes)"
+        if header[layout.MAGIC_OFFSET] != layout.MAGIC_V2:
+            return 0, f"the first batch's magic byte is {header[layout.MAGIC_OFFSET]}, not 2"
+        base_offset, last_offset = _base_offset(header, 0), _last_offset(header, 0)
+        if base_offset != self.base_offset or last_offset < base_offset:
+            return 0, (
+                f"the first batch holds offsets {base_offset}..{last_offset}, but the segment "
+                f"(and so the log) continues at offset {self.base_offset}"
+            )
+        return None
 
     def reset_indexes(self) -> None:
         """Drop every index entry and re-expand the (possibly trimmed) files to full size, so
