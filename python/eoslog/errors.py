@@ -447,3 +447,9 @@ class OperationTimedOutError(KafkaException):
     code = -185
     error_name = "_TIMED_OUT"
     retriable = True
+
+
+class UnsafePathError(KafkaStorageError):
+    """A path eoslog refuses to act on: a symbolic link inside the log directory (it never
+    follows one there, so a planted link cannot redirect a write), something other than a
+    regular file where a file belongs, or a path that leaves the log directory."""
