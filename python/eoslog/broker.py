@@ -48,8 +48,20 @@ if TYPE_CHECKING:
 DURABILITY_MODES: Final = ("commit", "always", "none")
 LOCK_FILE: Final = ".lock"
 META_FILE: Final = "eoslog.meta"
-# A partition directory being deleted: `<topic>-<partition>.<random>-delete` (Kafka's suffix).
+# A partition directory being deleted: `<topic>-<partition>.<random>-delete` (Kafka's suffix),
+# the topic cut short so that the name fits NAME_BYTES_MAX (Kafka's UnifiedLog.logDeleteDirName).
 DELETE_SUFFIX: Final = "-delete"
+_DELETE_DIRECTORY = re.compile(r"[a-zA-Z0-9._-]*-[0-9]+\.[0-9a-f]{32}-delete")
+# The longest file name Linux file systems take (NAME_MAX), in bytes.
+NAME_BYTES_MAX: Final = 255
+# The most partitions a topic may have: create_topic's bound, applied to eoslog.meta too.
+PARTITIONS_MAX: Final = 1_000_000
+# eoslog.meta holds a few hundred bytes per topic: a larger file is not one of ours, and
+# reading it whole must not cost unbounded memory.
+META_BYTES_MAX: Final = 64 * 1024 * 1024
+# Kafka's coordinator epoch is an int32 (in every marker), and each open adds one.
+_COORDINATOR_EPOCH_MAX: Final = (1 << 31) - 2
+_PRODUCER_ID_MAX: Final = (1 << 63) - 1
 TRANSACTION_STATE_TOPIC: Final = "__transaction_state"
 CONSUMER_OFFSETS_TOPIC: Final = "__consumer_offsets"
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
@@ -115,11 +127,16 @@ class Broker:
             raise ValueError(f"durability must be one of {DURABILITY_MODES}, not {durability!r}")
         self.path = os.path.abspath(path)
         self.durability = durability
-        self.fs: FileSystem = fs or PosixFileSystem()
+        # Rooted at the directory: nothing below it is reached through a symlink (eoslog.fs).
+        self.fs: FileSystem = fs or PosixFileSystem(self.path)
         self.clock_ms = clock_ms or wall_clock_ms
         self.settings, self.default_log_config = _parse_broker_config(config or {})
         self._lock = threading.RLock()
+        # Serializes the writers of the checkpoint files and the clean-shutdown marker (each
+        # writes `<name>.tmp` and renames it; two at once would collide). eoslog.meta's
+        # writers hold self._lock instead (_write_meta).
         self._checkpoint_lock = threading.Lock()
+        self._checkpoints_final = False  # set by close() once the last checkpoints are written
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._topics: dict[str, TopicMetadata] = {}
         self._next_producer_id_block = 0
@@ -191,9 +208,12 @@ class Broker:
         return coordinator
 
     def _load(self) -> None:
+        # The metadata first: a malformed or forged file is refused before anything (the
+        # clean-shutdown marker, a `-delete` directory) is changed.
+        self._topics = self._read_meta()
         clean = checkpoints.take_clean_shutdown(self.fs, self.path)
-        for entry in self.fs.listdir(self.path):
-            if entry.endswith(DELETE_SUFFIX):
+        for entry in self.fs.list_directories(self.path):
+            if _DELETE_DIRECTORY.fullmatch(entry):
                 _remove_tree(self.fs, os.path.join(self.path, entry))
         recovery_points = checkpoints.read_offsets(
             self.fs, os.path.join(self.path, checkpoints.RECOVERY_POINT_FILE)
@@ -201,7 +221,6 @@ class Broker:
         log_starts = checkpoints.read_offsets(
             self.fs, os.path.join(self.path, checkpoints.LOG_START_OFFSET_FILE)
         )
-        self._topics = self._read_meta()
         for name, partitions, segment_key in (
             (
                 TRANSACTION_STATE_TOPIC,
@@ -270,12 +289,21 @@ class Broker:
         )
 
     def _read_meta(self) -> dict[str, TopicMetadata]:
+        """The topics in eoslog.meta (none if it is missing), and the producer-id block and
+        coordinator epoch it holds. Every field is checked as user input is, since it names
+        paths: KafkaStorageError naming the file for anything malformed, before any of it is
+        used (nothing is created or deleted)."""
         path = os.path.join(self.path, META_FILE)
         if not self.fs.exists(path):
             return {}
         handle = self.fs.open(path, read_only=True)
         try:
-            data = handle.pread(handle.size(), 0)
+            size = handle.size()
+            if size > META_BYTES_MAX:
+                raise KafkaStorageError(
+                    f"{path} holds {size} bytes, more than META_BYTES_MAX ({META_BYTES_MAX})"
+                )
+            data = handle.pread(size, 0)
         finally:
             handle.close()
         if len(data) < _META_HEADER.size:
@@ -286,15 +314,40 @@ class Broker:
             raise KafkaStorageError(f"{path} is not an eoslog metadata file of version 1")
         if primitives.crc32c(payload) != crc:
             raise KafkaStorageError(f"{path} fails its CRC-32C check")
-        body = json.loads(payload)
-        self._next_producer_id_block = int(body.get("next_producer_id_block", 0))
-        self._coordinator_epoch = int(body.get("coordinator_epoch", 0))
-        return {
-            name: TopicMetadata(name, int(entry["partitions"]), dict(entry["config"]))
-            for name, entry in body["topics"].items()
-        }
+        body, entries = _meta_body(path, payload)
+        topics = {}
+        for name, entry in entries.items():
+            metadata = self._meta_topic(path, name, entry)
+            topics[metadata.name] = metadata
+        self._next_producer_id_block = _meta_int(
+            path, body, "next_producer_id_block", _PRODUCER_ID_MAX
+        )
+        self._coordinator_epoch = _meta_int(path, body, "coordinator_epoch", _COORDINATOR_EPOCH_MAX)
+        return topics
+
+    def _meta_topic(self, path: str, name: object, entry: object) -> TopicMetadata:
+        """One topic of eoslog.meta, checked as create_topic checks its arguments."""
+        try:
+            validate_topic_name(name)
+            if not isinstance(entry, dict) or set(entry) != {"partitions", "config"}:
+                raise InvalidConfigError("a topic entry holds exactly partitions and config")
+            partitions = _partition_count(entry["partitions"])
+            config = entry["config"]
+            if not isinstance(config, dict):
+                raise InvalidConfigError(f"config must be an object, not {config!r}")
+            self.default_log_config.with_properties(config)
+        except (InvalidTopicError, InvalidConfigError) as error:
+            raise KafkaStorageError(f"{path}: topic {name!r} is malformed: {error}") from None
+        assert isinstance(name, str)
+        return TopicMetadata(name, partitions, config)
 
     def _write_meta(self) -> None:
+        """Replace eoslog.meta with the broker's state. Holds self._lock, which serializes
+        every writer of the file (they share `eoslog.meta.tmp`)."""
+        with self._lock:
+            self._write_meta_locked()
+
+    def _write_meta_locked(self) -> None:
         body = {
             "topics": {
                 name: {"partitions": meta.num_partitions, "config": meta.config}
@@ -346,14 +399,7 @@ class Broker:
         InvalidConfigError for bad input (nothing is created then)."""
         validate_topic_name(name)
         partitions = self.settings["num.partitions"] if num_partitions is None else num_partitions
-        if (
-            isinstance(partitions, bool)
-            or not isinstance(partitions, int)
-            or not (1 <= partitions <= 1_000_000)
-        ):
-            raise InvalidConfigError(
-                f"num_partitions must be a positive integer, not {partitions!r}"
-            )
+        _partition_count(partitions)
         properties = dict(config or {})
         log_config = self.default_log_config.with_properties(properties)
         stored = {
@@ -419,7 +465,7 @@ class Broker:
                 # next open sweeps, never a stale directory a re-created topic would load.
                 doomed = []
                 for log in logs:
-                    target = f"{log.directory}.{uuid.uuid4().hex}{DELETE_SUFFIX}"
+                    target = os.path.join(self.path, _delete_directory_name(name, log.partition))
                     self.fs.rename(log.directory, target)
                     doomed.append(target)
                 self.fs.sync_dir(self.path)
@@ -463,7 +509,8 @@ class Broker:
         """One pass of background work: retention and the rebuild of index files that lookups
         found wrong, then the recovery-point checkpoint.
         The maintenance thread calls it every log.retention.check.interval.ms; tests call it
-        directly with an injected clock."""
+        directly with an injected clock. Safe from any thread, concurrently with the
+        maintenance thread: the checkpoint writers serialize on the checkpoint lock."""
         with self._lock:
             self._check_open()
             logs = list(self._logs.values())
@@ -473,7 +520,7 @@ class Broker:
             log.remove_expired_producers()
         self.run_transaction_maintenance()
         try:
-            self._write_checkpoints(logs)
+            written = self._write_checkpoints(logs)
         except OSError as error:
             # A failed fsync is fatal for the broker (DESIGN.md "Durability"): stop every
             # partition, so nothing is acknowledged after it.
@@ -481,6 +528,8 @@ class Broker:
             for log in logs:
                 log.fail_stop(failure)
             raise failure from error
+        if not written:
+            self._check_open()  # close() ran meanwhile and wrote the final checkpoints
 
     def run_transaction_maintenance(self) -> None:
         """Abort transactions past their timeout and expire idle transactional ids
@@ -521,26 +570,39 @@ class Broker:
         under the checkpoint lock, so a checkpoint written by the maintenance thread can never
         replace a lowered value (truncate_to) with one read before it was lowered."""
         with self._checkpoint_lock:
-            checkpoints.write_offsets(
-                self.fs,
-                os.path.join(self.path, checkpoints.RECOVERY_POINT_FILE),
-                {
-                    (log.topic, log.partition): log.recovery_point
-                    for log in list(self._logs.values())
-                },
-            )
+            if self._checkpoints_final:
+                raise KafkaStorageError(f"broker for {self.path} is closed")
+            self._write_recovery_points_locked()
 
-    def _write_checkpoints(self, logs: list[PartitionLog]) -> None:
-        self._write_recovery_points()
+    def _write_recovery_points_locked(self) -> None:
         checkpoints.write_offsets(
             self.fs,
-            os.path.join(self.path, checkpoints.LOG_START_OFFSET_FILE),
-            {
-                (log.topic, log.partition): log.log_start_offset
-                for log in logs
-                if log.log_start_offset > log.segments[0].base_offset
-            },
+            os.path.join(self.path, checkpoints.RECOVERY_POINT_FILE),
+            {(log.topic, log.partition): log.recovery_point for log in list(self._logs.values())},
         )
+
+    def _write_checkpoints(self, logs: list[PartitionLog], *, final: bool = False) -> bool:
+        """Write both checkpoints, under the checkpoint lock (every writer of either file
+        holds it: they share the `.tmp` names). With final (close), then the clean-shutdown
+        marker, after which no checkpoint is written again: False, writing nothing, once
+        close() got there first."""
+        with self._checkpoint_lock:
+            if self._checkpoints_final:
+                return False
+            self._write_recovery_points_locked()
+            checkpoints.write_offsets(
+                self.fs,
+                os.path.join(self.path, checkpoints.LOG_START_OFFSET_FILE),
+                {
+                    (log.topic, log.partition): log.log_start_offset
+                    for log in logs
+                    if log.log_start_offset > log.segments[0].base_offset
+                },
+            )
+            if final:
+                checkpoints.write_clean_shutdown(self.fs, self.path)
+                self._checkpoints_final = True
+            return True
 
     def close(self) -> None:
         """Flush every log, write the checkpoints and the clean-shutdown marker, release the
@@ -568,11 +630,14 @@ class Broker:
                 failure = failure or error
         try:
             if failure is None:
-                self._write_checkpoints(logs)
-                checkpoints.write_clean_shutdown(self.fs, self.path)
+                self._write_checkpoints(logs, final=True)
         except OSError as error:
             failure = KafkaStorageError(f"closing {self.path} failed: {error}")
         finally:
+            # A run_maintenance() in another thread must not write checkpoints into a
+            # directory this process no longer owns.
+            with self._checkpoint_lock:
+                self._checkpoints_final = True
             self._dir_lock.release()
         if failure is not None:
             # Not marked clean: the next open recovers. The caller learns that the last
@@ -616,10 +681,73 @@ def _parse_broker_config(config: Mapping[str, object]) -> tuple[dict[str, int], 
     return settings, LogConfig().with_properties(topic_defaults)
 
 
-def _remove_tree(fs: FileSystem, directory: str) -> None:
-    """Remove a partition directory (files only, no subdirectories) and its entry."""
+def _partition_count(partitions: object) -> int:
+    """A topic's partition count, from a caller or from eoslog.meta: 1..PARTITIONS_MAX."""
+    if (
+        isinstance(partitions, bool)
+        or not isinstance(partitions, int)
+        or not (1 <= partitions <= PARTITIONS_MAX)
+    ):
+        raise InvalidConfigError(
+            f"num_partitions must be a positive integer up to {PARTITIONS_MAX}, not {partitions!r}"
+        )
+    return partitions
+
+
+def _meta_body(path: str, payload: bytes) -> tuple[dict[str, object], dict[object, object]]:
+    """eoslog.meta's JSON object and the `topics` object in it; KafkaStorageError naming the
+    file (and the byte, for a JSON syntax error) otherwise."""
+    try:
+        body = json.loads(payload)
+    except json.JSONDecodeError as error:
+        raise KafkaStorageError(
+            f"{path} is not valid JSON at byte {_META_HEADER.size + error.pos}: {error.msg}"
+        ) from None
+    except (UnicodeDecodeError, RecursionError) as error:
+        raise KafkaStorageError(f"{path} is not valid JSON: {error}") from None
+    topics = body.get("topics") if isinstance(body, dict) else None
+    if not isinstance(topics, dict):
+        raise KafkaStorageError(f"{path} holds no `topics` object")
+    return body, topics
+
+
+def _meta_int(path: str, body: dict[str, object], key: str, value_max: int) -> int:
+    """An integer field of eoslog.meta in [0, value_max]; 0 when missing (older files)."""
+    value = body.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int) or not (0 <= value <= value_max):
+        raise KafkaStorageError(
+            f"{path}: {key} must be an integer in [0, {value_max}], not {value!r}"
+        )
+    return value
+
+
+def _delete_directory_name(topic: str, partition: int) -> str:
+    """The name a partition directory is renamed to before its files are removed: Kafka's
+    `<topic>-<partition>.<uuid hex>-delete`, the topic cut so that the name fits NAME_BYTES_MAX
+    (a topic may be 249 characters long: the plain name would not fit)."""
+    suffix = f"-{partition}.{uuid.uuid4().hex}{DELETE_SUFFIX}"
+    name = topic[: NAME_BYTES_MAX - len(suffix)] + suffix
+    assert len(name.encode()) <= NAME_BYTES_MAX and _DELETE_DIRECTORY.fullmatch(name), name
+    return name
+
+
+# How deep _remove_tree goes: eoslog makes no subdirectories, so anything deeper is a plant.
+_REMOVE_DEPTH_MAX: Final = 8
+
+
+def _remove_tree(fs: FileSystem, directory: str, depth: int = 0) -> None:
+    """Remove a partition directory, its files and (stray) subdirectories, and its entry.
+    A symlink inside is removed itself, never followed (fs.unlink); a symlink at `directory`
+    is refused by listdir (UnsafePathError)."""
+    subdirectories = set(fs.list_directories(directory))
     for name in fs.listdir(directory):
-        fs.unlink(os.path.join(directory, name))
+        path = os.path.join(directory, name)
+        if name not in subdirectories:
+            fs.unlink(path)
+        elif depth < _REMOVE_DEPTH_MAX:
+            _remove_tree(fs, path, depth + 1)
+        else:
+            raise KafkaStorageError(f"{path} lies more than {_REMOVE_DEPTH_MAX} directories deep")
     fs.rmdir(directory)
 
 
