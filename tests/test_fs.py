@@ -27,7 +27,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eoslog.errors import UnsafePathError
-from eoslog.fs import FileHandle, FileSystem, PosixFileSystem, create_temporary
+from eoslog.fs import (
+    DIRECTORY_FDS_MAX,
+    FileHandle,
+    FileSystem,
+    PosixFileSystem,
+    create_temporary,
+)
 from eoslog.fs_twin import RecordingFileSystem
 
 CRASH_SEEDS = range(200)
@@ -281,12 +287,15 @@ def test_a_path_through_a_file_is_not_a_directory(place: Place) -> None:
         place.fs.open(place.path("missing", "x"), create=True)
 
 
-def test_opening_a_directory_for_writing_is_a_directory_error(place: Place) -> None:
+def test_opening_a_directory_as_a_file_is_a_directory_error(place: Place) -> None:
     place.fs.mkdir(place.path("d"))
-    with pytest.raises(IsADirectoryError):
-        place.fs.open(place.path("d"))
-    with pytest.raises(IsADirectoryError):
-        place.fs.open(place.path("d"), create=True)
+    for call in (
+        lambda: place.fs.open(place.path("d")),
+        lambda: place.fs.open(place.path("d"), create=True),
+        lambda: place.fs.open(place.path("d"), read_only=True),
+    ):
+        with pytest.raises(IsADirectoryError):
+            call()
 
 
 def test_sync_and_sync_dir(place: Place) -> None:
@@ -588,17 +597,52 @@ def test_a_fifo_planted_as_a_file_is_refused_without_blocking(planted: Planted) 
             planted.fs.open(planted.path("00000000000000000000.index"), read_only=read_only)
 
 
-def test_opening_a_directory_as_a_file_is_a_directory_error_even_read_only(
-    planted: Planted,
-) -> None:
-    raises_errno(errno.EISDIR, lambda: planted.fs.open(planted.path("p-0"), read_only=True))
-
-
 def test_errors_below_the_root_name_the_whole_path(planted: Planted) -> None:
     error = raises_errno(errno.ENOENT, lambda: planted.fs.open(planted.path("p-0", "missing")))
     assert error.filename == planted.path("p-0", "missing")
     error = raises_errno(errno.ENOENT, lambda: planted.fs.unlink(planted.path("nope", "x")))
     assert error.filename == planted.path("nope", "x")
+
+
+def test_a_directory_renamed_and_made_again_is_the_new_one(planted: Planted) -> None:
+    # The rooted fs keeps directory descriptors: a rename or rmdir of its own must drop them.
+    write_file(planted.fs, planted.path("p-0", "old"), b"old")
+    planted.fs.rename(planted.path("p-0"), planted.path("p-0.gone-delete"))
+    planted.fs.mkdir(planted.path("p-0"))
+    write_file(planted.fs, planted.path("p-0", "new"), b"new")
+    assert sorted(os.listdir(planted.path("p-0"))) == ["new"]
+    for name in os.listdir(planted.path("p-0.gone-delete")):
+        planted.fs.unlink(planted.path("p-0.gone-delete", name))
+    planted.fs.rmdir(planted.path("p-0.gone-delete"))
+    planted.fs.mkdir(planted.path("p-0.gone-delete"))
+    assert planted.fs.listdir(planted.path("p-0.gone-delete")) == []
+
+
+def test_a_symlink_swapped_in_for_a_directory_in_use_is_not_followed(planted: Planted) -> None:
+    write_file(planted.fs, planted.path("p-0", "first"), b"1")  # p-0 is now in use
+    os.rename(planted.path("p-0"), planted.path("moved"))
+    os.symlink(planted.outside_dir, planted.path("p-0"))
+    write_file(planted.fs, planted.path("p-0", "second"), b"2")
+    assert planted.untouched()
+    assert "second" in os.listdir(planted.path("moved"))
+    fresh = PosixFileSystem(planted.root)  # a new walk meets the link, and refuses it
+    with pytest.raises(UnsafePathError):
+        fresh.open(planted.path("p-0", "third"), create=True)
+    assert planted.untouched()
+
+
+def test_a_rooted_fs_keeps_a_bounded_number_of_directories_open(planted: Planted) -> None:
+    def open_descriptors() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    before = open_descriptors()
+    for index in range(3 * DIRECTORY_FDS_MAX):
+        planted.fs.mkdir(planted.path(f"d-{index}"))
+        write_file(planted.fs, planted.path(f"d-{index}", "f"), b"x")
+    assert open_descriptors() - before <= DIRECTORY_FDS_MAX
+    assert planted.fs.listdir(planted.path("d-0")) == ["f"]
+    planted.fs.close()
+    assert open_descriptors() <= before
 
 
 # -- 2. the twin's power-loss model -----------------------------------------------------------

@@ -39,8 +39,9 @@ import fcntl
 import mmap
 import os
 import stat
+import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, NoReturn, Protocol
+from typing import TYPE_CHECKING, Final, NoReturn, Protocol
 
 from eoslog.errors import KafkaException, UnsafePathError
 
@@ -243,17 +244,74 @@ _DIRECTORY_NO_FOLLOW = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEX
 _FILE_NO_FOLLOW = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
+# How many directory descriptors a rooted PosixFileSystem keeps open (the root and the
+# partition directories used last): one per directory saves opening every directory along a
+# path at each call, which tripled the cost of opening 1,000 segments. Beyond it the least
+# recently opened are closed and reopened when needed.
+DIRECTORY_FDS_MAX: Final = 64
+
+
+class _Directories:
+    """Open descriptors of the root and of directories below it, each reached without
+    following a symlink. A descriptor keeps naming its directory even if a symlink is swapped
+    in for the name later, so a cached one is as safe as a fresh walk. Callers hold `lock`
+    for as long as they use a descriptor (a later call may close it)."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.lock = threading.RLock()
+        self._fds: dict[tuple[str, ...], int] = {}
+
+    def fd(self, names: tuple[str, ...], path: str) -> int:
+        """The directory at root/names (opened and walked if not cached); errors name path."""
+        fd = self._fds.get(names)
+        if fd is not None:
+            return fd
+        if not names:
+            with _named(self.root):
+                fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        else:
+            parent = self.fd(names[:-1], path)
+            fd = _open_directory(parent, names[-1], os.path.join(self.root, *names), path)
+        if len(self._fds) >= DIRECTORY_FDS_MAX:
+            oldest = next(iter(self._fds))
+            os.close(self._fds.pop(oldest))
+        self._fds[names] = fd
+        return fd
+
+    def forget(self, names: tuple[str, ...]) -> None:
+        """Close the descriptors of root/names and of everything below it: the name now
+        means another directory (or none) after a rename, rmdir or mkdir."""
+        for key in [key for key in self._fds if key[: len(names)] == names]:
+            os.close(self._fds.pop(key))
+
+    def close(self) -> None:
+        with self.lock:
+            self.forget(())
+
+
 class PosixFileSystem:
     """The operating system's files. With a root, every path below it is reached without
     following a symlink, and paths outside it are refused (module docstring); the broker
-    makes one rooted at its log directory. Thread-safe (it keeps no open descriptors)."""
+    makes one rooted at its log directory. Thread-safe. A rooted one keeps up to
+    DIRECTORY_FDS_MAX directory descriptors open until close() or garbage collection."""
 
-    # A class default too, so that a subclass (a test's failing file system) that does not
+    # Class defaults too, so that a subclass (a test's failing file system) that does not
     # call __init__ is an unrooted one.
     root: str | None = None
+    _directories: _Directories | None = None
 
     def __init__(self, root: str | None = None) -> None:
         self.root = None if root is None else os.path.abspath(root)
+        self._directories = None if self.root is None else _Directories(self.root)
+
+    def close(self) -> None:
+        """Close the directory descriptors kept open (later calls reopen them)."""
+        if self._directories is not None:
+            self._directories.close()
+
+    def __del__(self) -> None:
+        self.close()
 
     def open(
         self, path: str, *, create: bool = False, read_only: bool = False, exclusive: bool = False
@@ -282,7 +340,7 @@ class PosixFileSystem:
         with self._located(path) as (directory_fd, name):
             if directory_fd is None:
                 return sorted(os.listdir(name))  # the root or above: the user's own path
-            fd = self._open_directory(directory_fd, name, path)
+            fd = _open_directory(directory_fd, name, path)
         try:
             return sorted(os.listdir(fd))
         finally:
@@ -294,7 +352,7 @@ class PosixFileSystem:
                 with _named(path):
                     fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             else:
-                fd = self._open_directory(directory_fd, name, path)
+                fd = _open_directory(directory_fd, name, path)
         try:
             # The directory entry's type (d_type) answers without a stat per name.
             with os.scandir(fd) as entries:
@@ -304,10 +362,12 @@ class PosixFileSystem:
 
     def mkdir(self, path: str) -> None:
         with self._located(path) as (directory_fd, name), _named(path):
+            self._forget(path)
             os.mkdir(name, DIR_MODE, dir_fd=directory_fd)
 
     def rmdir(self, path: str) -> None:
         with self._located(path) as (directory_fd, name), _named(path):
+            self._forget(path)
             os.rmdir(name, dir_fd=directory_fd)
 
     def unlink(self, path: str) -> None:
@@ -320,6 +380,8 @@ class PosixFileSystem:
             self._located(target) as (target_fd, target_name),
             _named(source, target),
         ):
+            self._forget(source)
+            self._forget(target)
             os.replace(source_name, target_name, src_dir_fd=source_fd, dst_dir_fd=target_fd)
 
     def sync_dir(self, path: str) -> None:
@@ -328,7 +390,7 @@ class PosixFileSystem:
                 with _named(path):
                     fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             else:
-                fd = self._open_directory(directory_fd, name, path)
+                fd = _open_directory(directory_fd, name, path)
         try:
             os.fsync(fd)
         finally:
@@ -367,40 +429,25 @@ class PosixFileSystem:
             raise
         return fd
 
-    def _open_directory(
-        self, directory_fd: int, name: str, path: str, whole_path: str | None = None
-    ) -> int:
-        """The directory `name` (at `path`) in directory_fd, not followed if it is a symlink;
-        an error other than a refusal names `whole_path` (the path asked for), as the OS
-        would."""
-        try:
-            return os.open(name, _DIRECTORY_NO_FOLLOW, dir_fd=directory_fd)
-        except OSError as error:
-            _refuse_symlink(error, directory_fd, name, path, whole_path)
-
     @contextlib.contextmanager
     def _located(self, path: str) -> Iterator[tuple[int | None, str]]:
         """(descriptor of the parent directory, name in it) for a path strictly below the
         root, reached without following a symlink; (None, path) without a root and for the
         root itself or a directory above it (the user chose those paths, links and all). The
-        descriptor is open only inside the with-block."""
+        descriptor may be used only inside the with-block (the directory lock is held)."""
         names = self._names_below_root(path)
         if names is None:
             yield None, path
             return
-        assert self.root is not None
-        with _named(self.root):
-            fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            walked = self.root
-            for name in names[:-1]:
-                walked = os.path.join(walked, name)
-                child = self._open_directory(fd, name, walked, path)
-                os.close(fd)
-                fd = child
-            yield fd, names[-1]
-        finally:
-            os.close(fd)
+        assert self._directories is not None
+        with self._directories.lock:
+            yield self._directories.fd(tuple(names[:-1]), path), names[-1]
+
+    def _forget(self, path: str) -> None:
+        """Drop the cached descriptors at path and below (a caller inside _located)."""
+        names = self._names_below_root(path)
+        if names is not None and self._directories is not None:
+            self._directories.forget(tuple(names))
 
     def _names_below_root(self, path: str) -> list[str] | None:
         """The components of path below the root, or None (see _located); UnsafePathError for
@@ -418,6 +465,15 @@ class PosixFileSystem:
         if any(name in ("", ".", "..") for name in names):
             raise UnsafePathError(f"refusing {path}: it does not name a file inside {self.root}")
         return names
+
+
+def _open_directory(directory_fd: int, name: str, path: str, whole_path: str | None = None) -> int:
+    """The directory `name` (at `path`) in directory_fd, not followed if it is a symlink; an
+    error other than a refusal names `whole_path` (the path asked for), as the OS would."""
+    try:
+        return os.open(name, _DIRECTORY_NO_FOLLOW, dir_fd=directory_fd)
+    except OSError as error:
+        _refuse_symlink(error, directory_fd, name, path, whole_path)
 
 
 def _refuse_symlink(

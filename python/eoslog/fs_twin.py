@@ -21,8 +21,8 @@ Where the twin knowingly differs from Linux:
 - Relative paths resolve from "/", and paths are normalized with os.path.normpath, so a
   trailing slash or "a/.." does not carry its POSIX meaning. There are no symlinks or modes,
   and no root: PosixFileSystem's refusals (symlinks, paths leaving its root) never arise.
-- A directory cannot be opened as a file, even read-only (IsADirectoryError); file_size of a
-  directory is 0 (Linux reports a filesystem-specific size).
+- file_size of a directory is 0 (Linux reports a filesystem-specific size). (A directory
+  cannot be opened as a file, even read-only: IsADirectoryError, as PosixFileSystem says.)
 - `FileHandle.map` returns a memoryview over the file's bytearray. Python forbids resizing a
   bytearray while a view of it is alive, so any pwrite past the end or truncate that changes the
   size raises BufferError while a mapping is alive. Linux lets a mapped file grow; callers that

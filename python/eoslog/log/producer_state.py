@@ -74,7 +74,7 @@ class ProducerStateManager:
         deleted (recovery reports it)."""
         offsets = []
         for name in self.fs.listdir(self.directory):
-            parsed = parse_file_name(name)
+            parsed = parse_file_name(name) if name.endswith(SNAPSHOT_SUFFIX) else None
             if parsed is not None and parsed[1] == SNAPSHOT_SUFFIX:
                 offsets.append(parsed[0])
         return sorted(offsets)
