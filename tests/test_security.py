@@ -405,6 +405,16 @@ def test_a_topic_with_the_longest_names_can_be_deleted(place: Place, length: int
         assert broker.log(name, 0).log_end_offset == 0
 
 
+def test_a_topic_holding_stray_files_and_directories_can_be_deleted(place: Place) -> None:
+    os.makedirs(place.path(SEGMENT, f"{RECORDS + 5:020d}.log", "nested"))
+    open(place.path(SEGMENT, "junk.log"), "wb").close()
+    os.symlink(place.outside, place.path(SEGMENT, "link"))
+    with eoslog.open(place.root, background=False) as broker:
+        broker.delete_topic(TOPIC)
+    assert not [entry for entry in os.listdir(place.root) if entry.startswith(f"{TOPIC}-")]
+    assert place.outside_untouched()
+
+
 class FailingUnlinks(PosixFileSystem):
     """The broker's rooted file system, with unlink failing (EIO) under `doomed` once armed:
     a delete interrupted after its renames."""
