@@ -27,8 +27,12 @@ relative to the parent's descriptor, refusing a symlink at any step (O_NOFOLLOW)
 (a FIFO planted as a segment would otherwise block open forever). unlink and rename act on the
 link itself, never on its target (so a stray link can be removed, and removing it harms
 nothing); open, lock, listdir, sync_dir and file_size refuse it with UnsafePathError; exists
-reports it as present. Without a root only the last component of a path is protected.
-Temp files are created exclusively (`create_temporary`), never opened when they exist.
+reports it as present. A rooted one keeps the descriptors of the directories it walked
+(DIRECTORY_FDS_MAX), so a path costs one system call; a descriptor keeps naming the directory
+it was opened on, so a symlink swapped in later is never followed either. Without a root,
+open, lock and file_size still refuse a symlink as the last component, but directories along
+a path are followed. Temp files are created exclusively (`create_temporary`), never opened
+when they exist.
 """
 
 from __future__ import annotations
