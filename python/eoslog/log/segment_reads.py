@@ -80,8 +80,7 @@ def file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
 
 
-# The suffixes of the files named by a base offset (Kafka's LogFileUtils), longest first so
-# that ".timeindex" is not read as ".index" with a prefix.
+# The suffixes of the files named by a base offset (Kafka's LogFileUtils).
 SEGMENT_FILE_SUFFIXES: Final = (
     TIME_INDEX_SUFFIX,
     TXN_INDEX_SUFFIX,
