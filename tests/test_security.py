@@ -479,10 +479,10 @@ def test_run_maintenance_from_many_threads_beside_the_maintenance_thread_is_safe
         return run
 
     def maintain() -> None:
-        for _ in range(150):
+        for _ in range(60):
             broker.run_maintenance()
 
-    appended = 300
+    appended = 200
 
     def append() -> None:
         for value in logtools.values(RECORDS, appended):
