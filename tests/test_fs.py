@@ -26,6 +26,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import eoslog.fs
 from eoslog.errors import UnsafePathError
 from eoslog.fs import (
     DIRECTORY_FDS_MAX,
@@ -629,6 +630,22 @@ def test_a_symlink_swapped_in_for_a_directory_in_use_is_not_followed(planted: Pl
     with pytest.raises(UnsafePathError):
         fresh.open(planted.path("p-0", "third"), create=True)
     assert planted.untouched()
+
+
+def test_a_rename_across_directories_with_a_full_cache_keeps_both_descriptors(
+    planted: Planted, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A cache of two: the root (oldest) and src. The rename's source lies in the root and its
+    # target in an uncached directory: caching that must not close the root's descriptor
+    # the rename is about to use.
+    monkeypatch.setattr(eoslog.fs, "DIRECTORY_FDS_MAX", 2)
+    write_file(planted.fs, planted.path("top"), b"moved")
+    planted.fs.mkdir(planted.path("src"))
+    write_file(planted.fs, planted.path("src", "f"), b"")
+    planted.fs.mkdir(planted.path("fresh"))
+    planted.fs.rename(planted.path("top"), planted.path("fresh", "top"))
+    assert read_file(planted.fs, planted.path("fresh", "top")) == b"moved"
+    assert not os.path.exists(planted.path("top"))
 
 
 def test_a_rooted_fs_keeps_a_bounded_number_of_directories_open(planted: Planted) -> None:

@@ -258,16 +258,32 @@ DIRECTORY_FDS_MAX: Final = 64
 class _Directories:
     """Open descriptors of the root and of directories below it, each reached without
     following a symlink. A descriptor keeps naming its directory even if a symlink is swapped
-    in for the name later, so a cached one is as safe as a fresh walk. Callers hold `lock`
-    for as long as they use a descriptor (a later call may close it)."""
+    in for the name later, so a cached one is as safe as a fresh walk. Callers use a
+    descriptor only inside `using()`, which holds the lock; the oldest descriptors are closed
+    only on entering the outermost `using()`, so none a caller holds (rename holds two) is
+    closed under it."""
 
     def __init__(self, root: str) -> None:
         self.root = root
         self.lock = threading.RLock()
         self._fds: dict[tuple[str, ...], int] = {}
+        self._depth = 0  # nesting of using(), under the lock
+
+    @contextlib.contextmanager
+    def using(self) -> Iterator[None]:
+        with self.lock:
+            if self._depth == 0:
+                while len(self._fds) >= DIRECTORY_FDS_MAX:
+                    os.close(self._fds.pop(next(iter(self._fds))))
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
 
     def fd(self, names: tuple[str, ...], path: str) -> int:
-        """The directory at root/names (opened and walked if not cached); errors name path."""
+        """The directory at root/names (opened and walked if not cached); errors name path.
+        Only inside using()."""
         fd = self._fds.get(names)
         if fd is not None:
             return fd
@@ -277,15 +293,13 @@ class _Directories:
         else:
             parent = self.fd(names[:-1], path)
             fd = _open_directory(parent, names[-1], os.path.join(self.root, *names), path)
-        if len(self._fds) >= DIRECTORY_FDS_MAX:
-            oldest = next(iter(self._fds))
-            os.close(self._fds.pop(oldest))
         self._fds[names] = fd
         return fd
 
     def forget(self, names: tuple[str, ...]) -> None:
         """Close the descriptors of root/names and of everything below it: the name now
-        means another directory (or none) after a rename, rmdir or mkdir."""
+        means another directory (or none) after a rename, rmdir or mkdir. Called after the
+        operation, when the caller no longer uses its descriptors."""
         for key in [key for key in self._fds if key[: len(names)] == names]:
             os.close(self._fds.pop(key))
 
@@ -366,13 +380,17 @@ class PosixFileSystem:
 
     def mkdir(self, path: str) -> None:
         with self._located(path) as (directory_fd, name), _named(path):
-            self._forget(path)
-            os.mkdir(name, DIR_MODE, dir_fd=directory_fd)
+            try:
+                os.mkdir(name, DIR_MODE, dir_fd=directory_fd)
+            finally:
+                self._forget(path)
 
     def rmdir(self, path: str) -> None:
         with self._located(path) as (directory_fd, name), _named(path):
-            self._forget(path)
-            os.rmdir(name, dir_fd=directory_fd)
+            try:
+                os.rmdir(name, dir_fd=directory_fd)
+            finally:
+                self._forget(path)
 
     def unlink(self, path: str) -> None:
         with self._located(path) as (directory_fd, name), _named(path):
@@ -384,9 +402,11 @@ class PosixFileSystem:
             self._located(target) as (target_fd, target_name),
             _named(source, target),
         ):
-            self._forget(source)
-            self._forget(target)
-            os.replace(source_name, target_name, src_dir_fd=source_fd, dst_dir_fd=target_fd)
+            try:
+                os.replace(source_name, target_name, src_dir_fd=source_fd, dst_dir_fd=target_fd)
+            finally:
+                self._forget(source)
+                self._forget(target)
 
     def sync_dir(self, path: str) -> None:
         with self._located(path) as (directory_fd, name):
@@ -444,7 +464,7 @@ class PosixFileSystem:
             yield None, path
             return
         assert self._directories is not None
-        with self._directories.lock:
+        with self._directories.using():
             yield self._directories.fd(tuple(names[:-1]), path), names[-1]
 
     def _forget(self, path: str) -> None:
