@@ -329,7 +329,9 @@ class PosixFileSystem:
             self._directories.close()
 
     def __del__(self) -> None:
-        self.close()
+        # Garbage or interpreter exit: the descriptors are released by the OS at worst.
+        with contextlib.suppress(Exception):
+            self.close()
 
     def open(
         self, path: str, *, create: bool = False, read_only: bool = False, exclusive: bool = False
