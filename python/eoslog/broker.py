@@ -128,7 +128,11 @@ class Broker:
         self.path = os.path.abspath(path)
         self.durability = durability
         # Rooted at the directory: nothing below it is reached through a symlink (eoslog.fs).
-        self.fs: FileSystem = fs or PosixFileSystem(self.path)
+        # Ours to close: it keeps directory descriptors open (eoslog.fs.DIRECTORY_FDS_MAX).
+        self._own_fs: PosixFileSystem | None = None
+        if fs is None:
+            fs = self._own_fs = PosixFileSystem(self.path)
+        self.fs: FileSystem = fs
         self.clock_ms = clock_ms or wall_clock_ms
         self.settings, self.default_log_config = _parse_broker_config(config or {})
         self._lock = threading.RLock()
@@ -146,8 +150,10 @@ class Broker:
             _make_directories(self.fs, self.path)
             self._dir_lock = _take_lock(self.fs, self.path)
         except LogDirLockedError:
+            self._close_own_fs()
             raise
         except OSError as error:
+            self._close_own_fs()
             raise KafkaStorageError(f"cannot open log directory {self.path}: {error}") from error
         try:
             self._load()
@@ -639,6 +645,7 @@ class Broker:
             with self._checkpoint_lock:
                 self._checkpoints_final = True
             self._dir_lock.release()
+            self._close_own_fs()
         if failure is not None:
             # Not marked clean: the next open recovers. The caller learns that the last
             # writes may not be durable.
@@ -649,6 +656,13 @@ class Broker:
             with contextlib.suppress(KafkaStorageError):
                 log.close()
         self._dir_lock.release()
+        self._close_own_fs()
+
+    def _close_own_fs(self) -> None:
+        """Release the directory descriptors of the file system this broker made (a reader
+        still using it after close reopens what it needs)."""
+        if self._own_fs is not None:
+            self._own_fs.close()
 
     def _check_open(self) -> None:
         if self._closed:
