@@ -12,17 +12,16 @@ their own locks.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
-import struct
 import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, Final
 
+from eoslog import meta_file
 from eoslog.coordinator.group_coordinator import GroupCoordinator
 from eoslog.coordinator.producer_ids import ProducerIdManager
 from eoslog.coordinator.transaction_coordinator import TransactionCoordinator
@@ -39,7 +38,8 @@ from eoslog.fs import FileLock, FileSystem, PosixFileSystem
 from eoslog.log import checkpoints, recovery
 from eoslog.log.config import BROKER_KEYS, DAY_MS, LogConfig
 from eoslog.log.partition import PartitionLog
-from eoslog.record import primitives
+from eoslog.meta_file import META_FILE, partition_count, validate_topic_name
+from eoslog.meta_file import TopicMetadata as TopicMetadata  # re-exported: eoslog.TopicMetadata
 
 if TYPE_CHECKING:
     from eoslog.client.consumer import Consumer
@@ -47,28 +47,14 @@ if TYPE_CHECKING:
 
 DURABILITY_MODES: Final = ("commit", "always", "none")
 LOCK_FILE: Final = ".lock"
-META_FILE: Final = "eoslog.meta"
 # A partition directory being deleted: `<topic>-<partition>.<random>-delete` (Kafka's suffix),
 # the topic cut short so that the name fits NAME_BYTES_MAX (Kafka's UnifiedLog.logDeleteDirName).
 DELETE_SUFFIX: Final = "-delete"
 _DELETE_DIRECTORY = re.compile(r"[a-zA-Z0-9._-]*-[0-9]+\.[0-9a-f]{32}-delete")
 # The longest file name Linux file systems take (NAME_MAX), in bytes.
 NAME_BYTES_MAX: Final = 255
-# The most partitions a topic may have: create_topic's bound, applied to eoslog.meta too.
-PARTITIONS_MAX: Final = 1_000_000
-# eoslog.meta holds a few hundred bytes per topic: a larger file is not one of ours, and
-# reading it whole must not cost unbounded memory.
-META_BYTES_MAX: Final = 64 * 1024 * 1024
-# Kafka's coordinator epoch is an int32 (in every marker), and each open adds one.
-_COORDINATOR_EPOCH_MAX: Final = (1 << 31) - 2
-_PRODUCER_ID_MAX: Final = (1 << 63) - 1
 TRANSACTION_STATE_TOPIC: Final = "__transaction_state"
 CONSUMER_OFFSETS_TOPIC: Final = "__consumer_offsets"
-_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
-# eoslog.meta: magic, version, CRC-32C of the payload, then the payload (JSON).
-_META_MAGIC: Final = b"EOSM"
-_META_HEADER = struct.Struct(">4shI")
-_META_VERSION: Final = 1
 
 # Broker properties this layer understands, with Kafka's defaults. Kafka spreads its internal
 # topics over 50 partitions to balance load across brokers; one embedded node has nothing to
@@ -86,22 +72,6 @@ BROKER_DEFAULTS: Final[dict[str, int]] = {
     "transactional.id.expiration.ms": 7 * DAY_MS,
     "producer.id.expiration.ms": DAY_MS,
 }
-
-
-class TopicMetadata(NamedTuple):
-    name: str
-    num_partitions: int
-    config: dict[str, int | str]
-
-
-def validate_topic_name(name: object) -> str:
-    """Kafka's rule (1-249 of [a-zA-Z0-9._-], not "." or ".."), checked before any path is
-    built from the name, so no name can reach outside the log directory."""
-    if not isinstance(name, str) or not _TOPIC_NAME.fullmatch(name) or name in (".", ".."):
-        raise InvalidTopicError(
-            f"invalid topic name {name!r}: use 1-249 characters of [a-zA-Z0-9._-], not '.' or '..'"
-        )
-    return name
 
 
 def wall_clock_ms() -> int:
@@ -296,78 +266,22 @@ class Broker:
 
     def _read_meta(self) -> dict[str, TopicMetadata]:
         """The topics in eoslog.meta (none if it is missing), and the producer-id block and
-        coordinator epoch it holds. Every field is checked as user input is, since it names
-        paths: KafkaStorageError naming the file for anything malformed, before any of it is
-        used (nothing is created or deleted)."""
-        path = os.path.join(self.path, META_FILE)
-        if not self.fs.exists(path):
+        coordinator epoch it holds, every field checked (eoslog.meta_file)."""
+        meta = meta_file.read(self.fs, os.path.join(self.path, META_FILE), self.default_log_config)
+        if meta is None:
             return {}
-        handle = self.fs.open(path, read_only=True)
-        try:
-            size = handle.size()
-            if size > META_BYTES_MAX:
-                raise KafkaStorageError(
-                    f"{path} holds {size} bytes, more than META_BYTES_MAX ({META_BYTES_MAX})"
-                )
-            data = handle.pread(size, 0)
-        finally:
-            handle.close()
-        if len(data) < _META_HEADER.size:
-            raise KafkaStorageError(f"{path} is truncated")
-        magic, version, crc = _META_HEADER.unpack_from(data)
-        payload = data[_META_HEADER.size :]
-        if magic != _META_MAGIC or version != _META_VERSION:
-            raise KafkaStorageError(f"{path} is not an eoslog metadata file of version 1")
-        if primitives.crc32c(payload) != crc:
-            raise KafkaStorageError(f"{path} fails its CRC-32C check")
-        body, entries = _meta_body(path, payload)
-        topics = {}
-        for name, entry in entries.items():
-            metadata = self._meta_topic(path, name, entry)
-            topics[metadata.name] = metadata
-        self._next_producer_id_block = _meta_int(
-            path, body, "next_producer_id_block", _PRODUCER_ID_MAX
-        )
-        self._coordinator_epoch = _meta_int(path, body, "coordinator_epoch", _COORDINATOR_EPOCH_MAX)
-        return topics
-
-    def _meta_topic(self, path: str, name: object, entry: object) -> TopicMetadata:
-        """One topic of eoslog.meta, checked as create_topic checks its arguments."""
-        try:
-            validate_topic_name(name)
-            if not isinstance(entry, dict) or set(entry) != {"partitions", "config"}:
-                raise InvalidConfigError("a topic entry holds exactly partitions and config")
-            partitions = _partition_count(entry["partitions"])
-            config = entry["config"]
-            if not isinstance(config, dict):
-                raise InvalidConfigError(f"config must be an object, not {config!r}")
-            self.default_log_config.with_properties(config)
-        except (InvalidTopicError, InvalidConfigError) as error:
-            raise KafkaStorageError(f"{path}: topic {name!r} is malformed: {error}") from None
-        assert isinstance(name, str)
-        return TopicMetadata(name, partitions, config)
+        self._next_producer_id_block = meta.next_producer_id_block
+        self._coordinator_epoch = meta.coordinator_epoch
+        return meta.topics
 
     def _write_meta(self) -> None:
         """Replace eoslog.meta with the broker's state. Holds self._lock, which serializes
         every writer of the file (they share `eoslog.meta.tmp`)."""
         with self._lock:
-            self._write_meta_locked()
-
-    def _write_meta_locked(self) -> None:
-        body = {
-            "topics": {
-                name: {"partitions": meta.num_partitions, "config": meta.config}
-                for name, meta in sorted(self._topics.items())
-            },
-            # COORDINATOR.md §5: the first producer id of the next block; ids below it may
-            # have been handed out and are never reused.
-            "next_producer_id_block": self._next_producer_id_block,
-            # The transaction coordinator's epoch, one higher at every open (§2.3).
-            "coordinator_epoch": self._coordinator_epoch,
-        }
-        payload = json.dumps(body, sort_keys=True).encode()
-        header = _META_HEADER.pack(_META_MAGIC, _META_VERSION, primitives.crc32c(payload))
-        checkpoints.write_atomically(self.fs, os.path.join(self.path, META_FILE), header + payload)
+            data = meta_file.encode(
+                meta_file.Meta(self._topics, self._next_producer_id_block, self._coordinator_epoch)
+            )
+            checkpoints.write_atomically(self.fs, os.path.join(self.path, META_FILE), data)
 
     def _persist_producer_id_block(self, next_block_start: int) -> None:
         with self._lock:
@@ -405,7 +319,7 @@ class Broker:
         InvalidConfigError for bad input (nothing is created then)."""
         validate_topic_name(name)
         partitions = self.settings["num.partitions"] if num_partitions is None else num_partitions
-        _partition_count(partitions)
+        partition_count(partitions)
         properties = dict(config or {})
         log_config = self.default_log_config.with_properties(properties)
         stored = {
@@ -693,46 +607,6 @@ def _parse_broker_config(config: Mapping[str, object]) -> tuple[dict[str, int], 
         else:
             raise InvalidConfigError(f"unknown broker configuration {key!r}")
     return settings, LogConfig().with_properties(topic_defaults)
-
-
-def _partition_count(partitions: object) -> int:
-    """A topic's partition count, from a caller or from eoslog.meta: 1..PARTITIONS_MAX."""
-    if (
-        isinstance(partitions, bool)
-        or not isinstance(partitions, int)
-        or not (1 <= partitions <= PARTITIONS_MAX)
-    ):
-        raise InvalidConfigError(
-            f"num_partitions must be a positive integer up to {PARTITIONS_MAX}, not {partitions!r}"
-        )
-    return partitions
-
-
-def _meta_body(path: str, payload: bytes) -> tuple[dict[str, object], dict[object, object]]:
-    """eoslog.meta's JSON object and the `topics` object in it; KafkaStorageError naming the
-    file (and the byte, for a JSON syntax error) otherwise."""
-    try:
-        body = json.loads(payload)
-    except json.JSONDecodeError as error:
-        raise KafkaStorageError(
-            f"{path} is not valid JSON at byte {_META_HEADER.size + error.pos}: {error.msg}"
-        ) from None
-    except (UnicodeDecodeError, RecursionError) as error:
-        raise KafkaStorageError(f"{path} is not valid JSON: {error}") from None
-    topics = body.get("topics") if isinstance(body, dict) else None
-    if not isinstance(topics, dict):
-        raise KafkaStorageError(f"{path} holds no `topics` object")
-    return body, topics
-
-
-def _meta_int(path: str, body: dict[str, object], key: str, value_max: int) -> int:
-    """An integer field of eoslog.meta in [0, value_max]; 0 when missing (older files)."""
-    value = body.get(key, 0)
-    if isinstance(value, bool) or not isinstance(value, int) or not (0 <= value <= value_max):
-        raise KafkaStorageError(
-            f"{path}: {key} must be an integer in [0, {value_max}], not {value!r}"
-        )
-    return value
 
 
 def _delete_directory_name(topic: str, partition: int) -> str:
