@@ -24,6 +24,7 @@ from collections.abc import Callable
 import pytest
 
 import eoslog
+import eoslog.offline
 import logtools
 from eoslog.errors import KafkaStorageError
 from eoslog.fs import PosixFileSystem
@@ -509,3 +510,14 @@ def test_run_maintenance_after_close_writes_nothing(place: Place) -> None:
     with pytest.raises(KafkaStorageError, match="closed"):
         broker.run_maintenance()
     assert place.snapshot() == before
+
+
+@pytest.mark.parametrize(
+    "name", ["99999999999999999999.log", "09999999999999999999.log", "0000000000000000000٠.log"]
+)
+def test_an_offline_scan_ignores_stray_segment_names(place: Place, name: str) -> None:
+    # A 20-digit name past int64 gave an untyped OverflowError; a name with a non-ASCII digit
+    # was read as segment 0 a second time (the scan then happened to skip its records).
+    open(place.path(SEGMENT, name), "wb").close()
+    rows = sum(batch.num_rows for batch in eoslog.offline.scan(place.root, [TOPIC]))
+    assert rows == RECORDS
