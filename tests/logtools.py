@@ -164,9 +164,10 @@ class CountingFileSystem(PosixFileSystem):
         self.durable_size: dict[str, int] = {}
 
     def open(  # type: ignore[override]
-        self, path: str, *, create: bool = False, read_only: bool = False
+        self, path: str, *, create: bool = False, read_only: bool = False, exclusive: bool = False
     ) -> _CountingHandle:
-        return _CountingHandle(self, super().open(path, create=create, read_only=read_only))
+        inner = super().open(path, create=create, read_only=read_only, exclusive=exclusive)
+        return _CountingHandle(self, inner)
 
     def record_sync(self, path: str, size: int) -> None:
         with self._lock:

@@ -456,3 +456,23 @@ def test_context_manager_closes_the_broker(data_dir: str) -> None:
     broker.close()  # a second close does nothing
     with eoslog.open(data_dir, background=False) as reopened:
         assert reopened.log("t", 0).log_end_offset == 1
+
+
+def test_close_releases_every_descriptor_the_broker_opened(data_dir: str) -> None:
+    # The broker's file system keeps directory descriptors (eoslog.fs.DIRECTORY_FDS_MAX):
+    # close() releases them with the files, and so does a refused open.
+    def descriptors() -> set[str]:
+        return set(os.listdir("/proc/self/fd"))
+
+    before = descriptors()
+    broker = eoslog.open(data_dir, background=False)
+    broker.create_topic("t", 3)
+    for partition in range(3):
+        broker.log("t", partition).append_batch(logtools.batch([b"v"]))
+    broker.close()
+    assert descriptors() <= before
+    with open(os.path.join(data_dir, "eoslog.meta"), "r+b") as meta:
+        meta.write(b"XXXX")
+    with pytest.raises(KafkaStorageError):
+        eoslog.open(data_dir, background=False)
+    assert descriptors() <= before

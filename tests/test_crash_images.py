@@ -103,9 +103,12 @@ class CrashTap:
     def _tap(self) -> None:
         self._before_call()
 
-    def open(self, path: str, *, create: bool = False, read_only: bool = False) -> _TapFile:
+    def open(
+        self, path: str, *, create: bool = False, read_only: bool = False, exclusive: bool = False
+    ) -> _TapFile:
         self._tap()
-        return _TapFile(self.twin.open(path, create=create, read_only=read_only), self._tap)
+        handle = self.twin.open(path, create=create, read_only=read_only, exclusive=exclusive)
+        return _TapFile(handle, self._tap)
 
     def exists(self, path: str) -> bool:
         return self.twin.exists(path)
@@ -116,6 +119,10 @@ class CrashTap:
     def listdir(self, path: str) -> list[str]:
         self._tap()
         return self.twin.listdir(path)
+
+    def list_directories(self, path: str) -> list[str]:
+        self._tap()
+        return self.twin.list_directories(path)
 
     def mkdir(self, path: str) -> None:
         self._tap()

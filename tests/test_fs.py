@@ -26,7 +26,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eoslog.fs import FileHandle, FileSystem, PosixFileSystem
+import eoslog.fs
+from eoslog.errors import UnsafePathError
+from eoslog.fs import (
+    DIRECTORY_FDS_MAX,
+    FileHandle,
+    FileSystem,
+    PosixFileSystem,
+    create_temporary,
+)
 from eoslog.fs_twin import RecordingFileSystem
 
 CRASH_SEEDS = range(200)
@@ -280,12 +288,15 @@ def test_a_path_through_a_file_is_not_a_directory(place: Place) -> None:
         place.fs.open(place.path("missing", "x"), create=True)
 
 
-def test_opening_a_directory_for_writing_is_a_directory_error(place: Place) -> None:
+def test_opening_a_directory_as_a_file_is_a_directory_error(place: Place) -> None:
     place.fs.mkdir(place.path("d"))
-    with pytest.raises(IsADirectoryError):
-        place.fs.open(place.path("d"))
-    with pytest.raises(IsADirectoryError):
-        place.fs.open(place.path("d"), create=True)
+    for call in (
+        lambda: place.fs.open(place.path("d")),
+        lambda: place.fs.open(place.path("d"), create=True),
+        lambda: place.fs.open(place.path("d"), read_only=True),
+    ):
+        with pytest.raises(IsADirectoryError):
+            call()
 
 
 def test_sync_and_sync_dir(place: Place) -> None:
@@ -397,6 +408,258 @@ def test_posix_lock_excludes_another_process(tmp_path: os.PathLike[str]) -> None
     assert subprocess.run([sys.executable, "-c", child], check=False).returncode == 3
     held.release()
     assert subprocess.run([sys.executable, "-c", child], check=False).returncode == 0
+
+
+def test_exclusive_create_refuses_any_existing_name(place: Place) -> None:
+    write_file(place.fs, place.path("f"), b"kept")
+    place.fs.mkdir(place.path("d"))
+    for name in ("f", "d"):
+        with pytest.raises(FileExistsError):
+            place.fs.open(place.path(name), create=True, exclusive=True)
+    assert read_file(place.fs, place.path("f")) == b"kept"
+    handle = place.fs.open(place.path("new"), create=True, exclusive=True)
+    assert handle.size() == 0
+    handle.close()
+
+
+def test_list_directories_lists_only_the_subdirectories(place: Place) -> None:
+    write_file(place.fs, place.path("00000000000000000000.log"), b"")
+    place.fs.mkdir(place.path("00000000000000000007.log"))
+    place.fs.mkdir(place.path("b"))
+    assert place.fs.list_directories(place.root) == ["00000000000000000007.log", "b"]
+    assert place.fs.list_directories(place.path("b")) == []
+    raises_errno(
+        errno.ENOTDIR, lambda: place.fs.list_directories(place.path("00000000000000000000.log"))
+    )
+
+
+def test_create_temporary_replaces_a_stale_file_instead_of_opening_it(place: Place) -> None:
+    write_file(place.fs, place.path("x.tmp"), b"stale bytes from a crash")
+    handle = create_temporary(place.fs, place.path("x.tmp"))
+    assert handle.size() == 0
+    handle.pwrite(b"new", 0)
+    handle.close()
+    assert read_file(place.fs, place.path("x.tmp")) == b"new"
+
+
+# -- 1b. PosixFileSystem never acts through a symlink ------------------------------------------
+
+
+@dataclass(frozen=True)
+class Planted:
+    """A rooted PosixFileSystem over `root`, with `outside` (a file) and `outside_dir` (a
+    directory holding a file) beside the root, and symlinks inside the root to both."""
+
+    fs: PosixFileSystem
+    root: str
+    outside: str
+    outside_dir: str
+
+    def path(self, *names: str) -> str:
+        return os.path.join(self.root, *names)
+
+    def untouched(self) -> bool:
+        with open(self.outside, "rb") as file:
+            same_file = file.read() == OUTSIDE_BYTES
+        with open(os.path.join(self.outside_dir, "inner"), "rb") as file:
+            same_dir = file.read() == OUTSIDE_BYTES and os.listdir(self.outside_dir) == ["inner"]
+        return same_file and same_dir
+
+
+OUTSIDE_BYTES = b"outside the log directory\n" * 64
+
+
+@pytest.fixture
+def planted(tmp_path: os.PathLike[str]) -> Planted:
+    base = os.fspath(tmp_path)
+    root = os.path.join(base, "root")
+    os.mkdir(root)
+    outside = os.path.join(base, "outside")
+    outside_dir = os.path.join(base, "outside_dir")
+    os.mkdir(outside_dir)
+    for path in (outside, os.path.join(outside_dir, "inner")):
+        with open(path, "wb") as file:
+            file.write(OUTSIDE_BYTES)
+    os.symlink(outside, os.path.join(root, "link"))
+    os.symlink(outside_dir, os.path.join(root, "dirlink"))
+    os.mkdir(os.path.join(root, "p-0"))
+    os.symlink(outside, os.path.join(root, "p-0", "00000000000000000000.log"))
+    return Planted(PosixFileSystem(root), root, outside, outside_dir)
+
+
+REFUSING_OPERATIONS: dict[str, Callable[[Planted], object]] = {
+    "open for writing": lambda p: p.fs.open(p.path("link")),
+    "open read-only": lambda p: p.fs.open(p.path("link"), read_only=True),
+    "open with create": lambda p: p.fs.open(p.path("link"), create=True),
+    "open exclusive": lambda p: p.fs.open(p.path("link"), create=True, exclusive=True),
+    "open in a partition directory": lambda p: p.fs.open(p.path("p-0", "00000000000000000000.log")),
+    "lock": lambda p: p.fs.lock(p.path("link")),
+    "file_size": lambda p: p.fs.file_size(p.path("link")),
+    "listdir": lambda p: p.fs.listdir(p.path("dirlink")),
+    "list_directories": lambda p: p.fs.list_directories(p.path("dirlink")),
+    "sync_dir": lambda p: p.fs.sync_dir(p.path("dirlink")),
+    "create_temporary": lambda p: create_temporary(p.fs, p.path("link")),
+    "open through a linked directory": lambda p: p.fs.open(p.path("dirlink", "inner")),
+    "create through a linked directory": lambda p: p.fs.open(p.path("dirlink", "new"), create=True),
+    "mkdir through a linked directory": lambda p: p.fs.mkdir(p.path("dirlink", "new")),
+    "unlink through a linked directory": lambda p: p.fs.unlink(p.path("dirlink", "inner")),
+    "rename out of a linked directory": lambda p: p.fs.rename(
+        p.path("dirlink", "inner"), p.path("moved")
+    ),
+    "rename into a linked directory": lambda p: p.fs.rename(
+        p.path("p-0", "00000000000000000000.log"), p.path("dirlink", "inner")
+    ),
+    "exists through a linked directory": lambda p: p.fs.exists(p.path("dirlink", "inner")),
+    "file_size through a linked directory": lambda p: p.fs.file_size(p.path("dirlink", "inner")),
+}
+
+
+@pytest.mark.parametrize("operation", sorted(REFUSING_OPERATIONS))
+def test_a_rooted_posix_fs_refuses_to_act_through_a_symlink(
+    planted: Planted, operation: str
+) -> None:
+    with pytest.raises(UnsafePathError, match="symbolic link") as caught:
+        REFUSING_OPERATIONS[operation](planted)
+    assert planted.root in str(caught.value)
+    assert planted.untouched()
+    assert os.path.islink(planted.path("link")) and os.path.islink(planted.path("dirlink"))
+
+
+def test_the_last_component_is_never_followed_even_without_a_root(planted: Planted) -> None:
+    fs = PosixFileSystem()
+    for call in (
+        lambda: fs.open(planted.path("link")),
+        lambda: fs.open(planted.path("link"), create=True),
+        lambda: fs.lock(planted.path("link")),
+        lambda: fs.file_size(planted.path("link")),
+    ):
+        with pytest.raises(UnsafePathError):
+            call()
+    assert planted.untouched()
+
+
+def test_unlink_and_rename_act_on_a_symlink_itself_never_its_target(planted: Planted) -> None:
+    assert planted.fs.exists(planted.path("link"))
+    planted.fs.rename(planted.path("link"), planted.path("renamed"))
+    assert os.path.islink(planted.path("renamed"))
+    planted.fs.unlink(planted.path("renamed"))
+    planted.fs.unlink(planted.path("dirlink"))
+    assert sorted(os.listdir(planted.root)) == ["p-0"]
+    assert planted.untouched()
+
+
+def test_exists_reports_a_dangling_symlink_without_following_it(planted: Planted) -> None:
+    os.symlink(os.path.join(planted.root, "nowhere"), planted.path("dangling"))
+    assert planted.fs.exists(planted.path("dangling"))
+    assert not planted.fs.exists(planted.path("missing"))
+    assert not planted.fs.exists(planted.path("missing", "below"))
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["{root}/../escaped", "{root}/p-0/../../escaped", "{root}/./x", "{root}//x", "{root}/p-0/"],
+)
+def test_a_path_that_leaves_the_root_or_names_nothing_in_it_is_refused(
+    planted: Planted, path: str
+) -> None:
+    with pytest.raises(UnsafePathError, match="refusing"):
+        planted.fs.open(path.format(root=planted.root), create=True)
+    assert not os.path.exists(os.path.join(os.path.dirname(planted.root), "escaped"))
+
+
+def test_a_path_outside_the_root_is_refused_but_the_root_and_its_parents_are_usable(
+    planted: Planted,
+) -> None:
+    with pytest.raises(UnsafePathError, match="outside the log directory"):
+        planted.fs.open(planted.outside, read_only=True)
+    parent = os.path.dirname(planted.root)
+    assert planted.fs.exists(parent) and planted.fs.exists(planted.root)
+    planted.fs.sync_dir(parent)
+    planted.fs.sync_dir(planted.root)
+    assert "p-0" in planted.fs.listdir(planted.root)
+
+
+def test_the_root_itself_may_be_a_symlink(planted: Planted, tmp_path: os.PathLike[str]) -> None:
+    chosen = os.path.join(os.fspath(tmp_path), "chosen")
+    os.symlink(planted.root, chosen)
+    fs = PosixFileSystem(chosen)
+    write_file(fs, os.path.join(chosen, "p-0", "file"), b"inside")
+    assert fs.listdir(os.path.join(chosen, "p-0")) == ["00000000000000000000.log", "file"]
+    assert fs.file_size(os.path.join(chosen, "p-0", "file")) == 6
+    fs.sync_dir(chosen)
+    with open(planted.path("p-0", "file"), "rb") as file:
+        assert file.read() == b"inside"
+
+
+def test_a_fifo_planted_as_a_file_is_refused_without_blocking(planted: Planted) -> None:
+    os.mkfifo(planted.path("00000000000000000000.index"))
+    for read_only in (True, False):
+        with pytest.raises(UnsafePathError, match="not a regular file"):
+            planted.fs.open(planted.path("00000000000000000000.index"), read_only=read_only)
+
+
+def test_errors_below_the_root_name_the_whole_path(planted: Planted) -> None:
+    error = raises_errno(errno.ENOENT, lambda: planted.fs.open(planted.path("p-0", "missing")))
+    assert error.filename == planted.path("p-0", "missing")
+    error = raises_errno(errno.ENOENT, lambda: planted.fs.unlink(planted.path("nope", "x")))
+    assert error.filename == planted.path("nope", "x")
+
+
+def test_a_directory_renamed_and_made_again_is_the_new_one(planted: Planted) -> None:
+    # The rooted fs keeps directory descriptors: a rename or rmdir of its own must drop them.
+    write_file(planted.fs, planted.path("p-0", "old"), b"old")
+    planted.fs.rename(planted.path("p-0"), planted.path("p-0.gone-delete"))
+    planted.fs.mkdir(planted.path("p-0"))
+    write_file(planted.fs, planted.path("p-0", "new"), b"new")
+    assert sorted(os.listdir(planted.path("p-0"))) == ["new"]
+    for name in os.listdir(planted.path("p-0.gone-delete")):
+        planted.fs.unlink(planted.path("p-0.gone-delete", name))
+    planted.fs.rmdir(planted.path("p-0.gone-delete"))
+    planted.fs.mkdir(planted.path("p-0.gone-delete"))
+    assert planted.fs.listdir(planted.path("p-0.gone-delete")) == []
+
+
+def test_a_symlink_swapped_in_for_a_directory_in_use_is_not_followed(planted: Planted) -> None:
+    write_file(planted.fs, planted.path("p-0", "first"), b"1")  # p-0 is now in use
+    os.rename(planted.path("p-0"), planted.path("moved"))
+    os.symlink(planted.outside_dir, planted.path("p-0"))
+    write_file(planted.fs, planted.path("p-0", "second"), b"2")
+    assert planted.untouched()
+    assert "second" in os.listdir(planted.path("moved"))
+    fresh = PosixFileSystem(planted.root)  # a new walk meets the link, and refuses it
+    with pytest.raises(UnsafePathError):
+        fresh.open(planted.path("p-0", "third"), create=True)
+    assert planted.untouched()
+
+
+def test_a_rename_across_directories_with_a_full_cache_keeps_both_descriptors(
+    planted: Planted, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A cache of two: the root (oldest) and src. The rename's source lies in the root and its
+    # target in an uncached directory: caching that must not close the root's descriptor
+    # the rename is about to use.
+    monkeypatch.setattr(eoslog.fs, "DIRECTORY_FDS_MAX", 2)
+    write_file(planted.fs, planted.path("top"), b"moved")
+    planted.fs.mkdir(planted.path("src"))
+    write_file(planted.fs, planted.path("src", "f"), b"")
+    planted.fs.mkdir(planted.path("fresh"))
+    planted.fs.rename(planted.path("top"), planted.path("fresh", "top"))
+    assert read_file(planted.fs, planted.path("fresh", "top")) == b"moved"
+    assert not os.path.exists(planted.path("top"))
+
+
+def test_a_rooted_fs_keeps_a_bounded_number_of_directories_open(planted: Planted) -> None:
+    def open_descriptors() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    before = open_descriptors()
+    for index in range(3 * DIRECTORY_FDS_MAX):
+        planted.fs.mkdir(planted.path(f"d-{index}"))
+        write_file(planted.fs, planted.path(f"d-{index}", "f"), b"x")
+    assert open_descriptors() - before <= DIRECTORY_FDS_MAX
+    assert planted.fs.listdir(planted.path("d-0")) == ["f"]
+    planted.fs.close()
+    assert open_descriptors() <= before
 
 
 # -- 2. the twin's power-loss model -----------------------------------------------------------
@@ -757,7 +1020,7 @@ def test_the_twin_can_be_shared_by_threads() -> None:
 
 COUNTED_OPERATIONS = [
     "mkdir", "open", "pwrite", "pread", "truncate", "sync", "map", "map_read", "listdir",
-    "sync_dir", "rename", "lock", "open", "unlink", "mkdir", "rmdir",
+    "list_directories", "sync_dir", "rename", "lock", "open", "unlink", "mkdir", "rmdir",
 ]  # fmt: skip
 
 
@@ -781,6 +1044,7 @@ class Workload:
             lambda: unmap(self.opened().map(4)),
             lambda: self.opened().map_read(4).close(),
             lambda: fs.listdir("/data"),
+            lambda: fs.list_directories("/data"),
             lambda: fs.sync_dir("/data"),
             lambda: fs.rename("/data/a", "/data/b"),
             lambda: fs.lock("/data/LOCK").release(),

@@ -5,7 +5,7 @@ Sparse files claim a size they do not hold: a 512 MiB .txnindex, .index, .timein
 .snapshot or .log tail with a few KiB really written. A lying length field claims a batch the
 file does not hold. An lz4 batch of a few MB decompresses to 900 MiB (a decompression bomb).
 Each case is measured, not guessed: the operation runs in a child process, which reports its
-own peak resident set (getrusage RUSAGE_SELF at its end) and how the operation ended; the
+own peak resident set (VmHWM of /proc/self/status at its end) and how the operation ended; the
 test asserts the outcome (typed error or correct result) and the peak against
 max(256 MB, 4x the bytes the directory really holds on disk)."""
 
@@ -75,7 +75,12 @@ CHILD = textwrap.dedent(
         outcome = {"result": run(op, path)}
     except errors.KafkaException as error:
         outcome = {"error": type(error).__name__, "message": str(error)}
-    outcome["peak_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    # VmHWM, not getrusage's ru_maxrss: Linux carries ru_maxrss across exec, so a child of a
+    # large pytest process would report its parent's peak; VmHWM belongs to the child's own
+    # address space, made new at exec.
+    with open("/proc/self/status") as status:
+        peak_kib = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+    outcome["peak_bytes"] = peak_kib * 1024
     print(json.dumps(outcome))
     """
 )

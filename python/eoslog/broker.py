@@ -12,18 +12,16 @@ their own locks.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
-import struct
 import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, Final
 
-from eoslog import limits
+from eoslog import meta_file
 from eoslog.coordinator.group_coordinator import GroupCoordinator
 from eoslog.coordinator.producer_ids import ProducerIdManager
 from eoslog.coordinator.transaction_coordinator import TransactionCoordinator
@@ -40,7 +38,8 @@ from eoslog.fs import FileLock, FileSystem, PosixFileSystem
 from eoslog.log import checkpoints, recovery
 from eoslog.log.config import BROKER_KEYS, DAY_MS, LogConfig
 from eoslog.log.partition import PartitionLog
-from eoslog.record import primitives
+from eoslog.meta_file import META_FILE, partition_count, validate_topic_name
+from eoslog.meta_file import TopicMetadata as TopicMetadata  # re-exported: eoslog.TopicMetadata
 
 if TYPE_CHECKING:
     from eoslog.client.consumer import Consumer
@@ -48,16 +47,14 @@ if TYPE_CHECKING:
 
 DURABILITY_MODES: Final = ("commit", "always", "none")
 LOCK_FILE: Final = ".lock"
-META_FILE: Final = "eoslog.meta"
-# A partition directory being deleted: `<topic>-<partition>.<random>-delete` (Kafka's suffix).
+# A partition directory being deleted: `<topic>-<partition>.<random>-delete` (Kafka's suffix),
+# the topic cut short so that the name fits NAME_BYTES_MAX (Kafka's UnifiedLog.logDeleteDirName).
 DELETE_SUFFIX: Final = "-delete"
+_DELETE_DIRECTORY = re.compile(r"[a-zA-Z0-9._-]*-[0-9]+\.[0-9a-f]{32}-delete")
+# The longest file name Linux file systems take (NAME_MAX), in bytes.
+NAME_BYTES_MAX: Final = 255
 TRANSACTION_STATE_TOPIC: Final = "__transaction_state"
 CONSUMER_OFFSETS_TOPIC: Final = "__consumer_offsets"
-_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
-# eoslog.meta: magic, version, CRC-32C of the payload, then the payload (JSON).
-_META_MAGIC: Final = b"EOSM"
-_META_HEADER = struct.Struct(">4shI")
-_META_VERSION: Final = 1
 
 # Broker properties this layer understands, with Kafka's defaults. Kafka spreads its internal
 # topics over 50 partitions to balance load across brokers; one embedded node has nothing to
@@ -75,22 +72,6 @@ BROKER_DEFAULTS: Final[dict[str, int]] = {
     "transactional.id.expiration.ms": 7 * DAY_MS,
     "producer.id.expiration.ms": DAY_MS,
 }
-
-
-class TopicMetadata(NamedTuple):
-    name: str
-    num_partitions: int
-    config: dict[str, int | str]
-
-
-def validate_topic_name(name: object) -> str:
-    """Kafka's rule (1-249 of [a-zA-Z0-9._-], not "." or ".."), checked before any path is
-    built from the name, so no name can reach outside the log directory."""
-    if not isinstance(name, str) or not _TOPIC_NAME.fullmatch(name) or name in (".", ".."):
-        raise InvalidTopicError(
-            f"invalid topic name {name!r}: use 1-249 characters of [a-zA-Z0-9._-], not '.' or '..'"
-        )
-    return name
 
 
 def wall_clock_ms() -> int:
@@ -116,11 +97,20 @@ class Broker:
             raise ValueError(f"durability must be one of {DURABILITY_MODES}, not {durability!r}")
         self.path = os.path.abspath(path)
         self.durability = durability
-        self.fs: FileSystem = fs or PosixFileSystem()
+        # Rooted at the directory: nothing below it is reached through a symlink (eoslog.fs).
+        # Ours to close: it keeps directory descriptors open (eoslog.fs.DIRECTORY_FDS_MAX).
+        self._own_fs: PosixFileSystem | None = None
+        if fs is None:
+            fs = self._own_fs = PosixFileSystem(self.path)
+        self.fs: FileSystem = fs
         self.clock_ms = clock_ms or wall_clock_ms
         self.settings, self.default_log_config = _parse_broker_config(config or {})
         self._lock = threading.RLock()
+        # Serializes the writers of the checkpoint files and the clean-shutdown marker (each
+        # writes `<name>.tmp` and renames it; two at once would collide). eoslog.meta's
+        # writers hold self._lock instead (_write_meta).
         self._checkpoint_lock = threading.Lock()
+        self._checkpoints_final = False  # set by close() once the last checkpoints are written
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._topics: dict[str, TopicMetadata] = {}
         self._next_producer_id_block = 0
@@ -130,8 +120,10 @@ class Broker:
             _make_directories(self.fs, self.path)
             self._dir_lock = _take_lock(self.fs, self.path)
         except LogDirLockedError:
+            self._close_own_fs()
             raise
         except OSError as error:
+            self._close_own_fs()
             raise KafkaStorageError(f"cannot open log directory {self.path}: {error}") from error
         try:
             self._load()
@@ -192,9 +184,12 @@ class Broker:
         return coordinator
 
     def _load(self) -> None:
+        # The metadata first: a malformed or forged file is refused before anything (the
+        # clean-shutdown marker, a `-delete` directory) is changed.
+        self._topics = self._read_meta()
         clean = checkpoints.take_clean_shutdown(self.fs, self.path)
-        for entry in self.fs.listdir(self.path):
-            if entry.endswith(DELETE_SUFFIX):
+        for entry in self.fs.list_directories(self.path):
+            if _DELETE_DIRECTORY.fullmatch(entry):
                 _remove_tree(self.fs, os.path.join(self.path, entry))
         recovery_points, recovery_problem = checkpoints.read_believed_offsets(
             self.fs, os.path.join(self.path, checkpoints.RECOVERY_POINT_FILE)
@@ -203,7 +198,6 @@ class Broker:
             self.fs, os.path.join(self.path, checkpoints.LOG_START_OFFSET_FILE)
         )
         problems = [p for p in (recovery_problem, log_start_problem) if p is not None]
-        self._topics = self._read_meta()
         for name, partitions, segment_key in (
             (
                 TRANSACTION_STATE_TOPIC,
@@ -280,47 +274,23 @@ class Broker:
         )
 
     def _read_meta(self) -> dict[str, TopicMetadata]:
-        path = os.path.join(self.path, META_FILE)
-        if not self.fs.exists(path):
+        """The topics in eoslog.meta (none if it is missing), and the producer-id block and
+        coordinator epoch it holds, every field checked (eoslog.meta_file)."""
+        meta = meta_file.read(self.fs, os.path.join(self.path, META_FILE), self.default_log_config)
+        if meta is None:
             return {}
-        handle = self.fs.open(path, read_only=True)
-        try:
-            data = checkpoints.read_small_file(handle, path, limits.metadata_file_bytes_max)
-        except ValueError as error:
-            raise KafkaStorageError(str(error)) from None
-        finally:
-            handle.close()
-        if len(data) < _META_HEADER.size:
-            raise KafkaStorageError(f"{path} is truncated")
-        magic, version, crc = _META_HEADER.unpack_from(data)
-        payload = data[_META_HEADER.size :]
-        if magic != _META_MAGIC or version != _META_VERSION:
-            raise KafkaStorageError(f"{path} is not an eoslog metadata file of version 1")
-        if primitives.crc32c(payload) != crc:
-            raise KafkaStorageError(f"{path} fails its CRC-32C check")
-        body = json.loads(payload)
-        self._next_producer_id_block = int(body.get("next_producer_id_block", 0))
-        self._coordinator_epoch = int(body.get("coordinator_epoch", 0))
-        return {
-            name: TopicMetadata(name, int(entry["partitions"]), dict(entry["config"]))
-            for name, entry in body["topics"].items()
-        }
+        self._next_producer_id_block = meta.next_producer_id_block
+        self._coordinator_epoch = meta.coordinator_epoch
+        return meta.topics
 
     def _write_meta(self) -> None:
-        body = {
-            "topics": {
-                name: {"partitions": meta.num_partitions, "config": meta.config}
-                for name, meta in sorted(self._topics.items())
-            },
-            # COORDINATOR.md §5: the first producer id of the next block; ids below it may
-            # have been handed out and are never reused.
-            "next_producer_id_block": self._next_producer_id_block,
-            # The transaction coordinator's epoch, one higher at every open (§2.3).
-            "coordinator_epoch": self._coordinator_epoch,
-        }
-        payload = json.dumps(body, sort_keys=True).encode()
-        header = _META_HEADER.pack(_META_MAGIC, _META_VERSION, primitives.crc32c(payload))
-        checkpoints.write_atomically(self.fs, os.path.join(self.path, META_FILE), header + payload)
+        """Replace eoslog.meta with the broker's state. Holds self._lock, which serializes
+        every writer of the file (they share `eoslog.meta.tmp`)."""
+        with self._lock:
+            data = meta_file.encode(
+                meta_file.Meta(self._topics, self._next_producer_id_block, self._coordinator_epoch)
+            )
+            checkpoints.write_atomically(self.fs, os.path.join(self.path, META_FILE), data)
 
     def _persist_producer_id_block(self, next_block_start: int) -> None:
         with self._lock:
@@ -358,14 +328,7 @@ class Broker:
         InvalidConfigError for bad input (nothing is created then)."""
         validate_topic_name(name)
         partitions = self.settings["num.partitions"] if num_partitions is None else num_partitions
-        if (
-            isinstance(partitions, bool)
-            or not isinstance(partitions, int)
-            or not (1 <= partitions <= 1_000_000)
-        ):
-            raise InvalidConfigError(
-                f"num_partitions must be a positive integer, not {partitions!r}"
-            )
+        partition_count(partitions)
         properties = dict(config or {})
         log_config = self.default_log_config.with_properties(properties)
         stored = {
@@ -434,7 +397,7 @@ class Broker:
                 # next open sweeps, never a stale directory a re-created topic would load.
                 doomed = []
                 for log in logs:
-                    target = f"{log.directory}.{uuid.uuid4().hex}{DELETE_SUFFIX}"
+                    target = os.path.join(self.path, _delete_directory_name(name, log.partition))
                     self.fs.rename(log.directory, target)
                     doomed.append(target)
                 self.fs.sync_dir(self.path)
@@ -478,7 +441,8 @@ class Broker:
         """One pass of background work: retention and the rebuild of index files that lookups
         found wrong, then the recovery-point checkpoint.
         The maintenance thread calls it every log.retention.check.interval.ms; tests call it
-        directly with an injected clock."""
+        directly with an injected clock. Safe from any thread, concurrently with the
+        maintenance thread: the checkpoint writers serialize on the checkpoint lock."""
         with self._lock:
             self._check_open()
             logs = list(self._logs.values())
@@ -488,7 +452,7 @@ class Broker:
             log.remove_expired_producers()
         self.run_transaction_maintenance()
         try:
-            self._write_checkpoints(logs)
+            written = self._write_checkpoints(logs)
         except OSError as error:
             # A failed fsync is fatal for the broker (DESIGN.md "Durability"): stop every
             # partition, so nothing is acknowledged after it.
@@ -496,6 +460,8 @@ class Broker:
             for log in logs:
                 log.fail_stop(failure)
             raise failure from error
+        if not written:
+            self._check_open()  # close() ran meanwhile and wrote the final checkpoints
 
     def run_transaction_maintenance(self) -> None:
         """Abort transactions past their timeout and expire idle transactional ids
@@ -536,26 +502,39 @@ class Broker:
         under the checkpoint lock, so a checkpoint written by the maintenance thread can never
         replace a lowered value (truncate_to) with one read before it was lowered."""
         with self._checkpoint_lock:
-            checkpoints.write_offsets(
-                self.fs,
-                os.path.join(self.path, checkpoints.RECOVERY_POINT_FILE),
-                {
-                    (log.topic, log.partition): log.recovery_point
-                    for log in list(self._logs.values())
-                },
-            )
+            if self._checkpoints_final:
+                raise KafkaStorageError(f"broker for {self.path} is closed")
+            self._write_recovery_points_locked()
 
-    def _write_checkpoints(self, logs: list[PartitionLog]) -> None:
-        self._write_recovery_points()
+    def _write_recovery_points_locked(self) -> None:
         checkpoints.write_offsets(
             self.fs,
-            os.path.join(self.path, checkpoints.LOG_START_OFFSET_FILE),
-            {
-                (log.topic, log.partition): log.log_start_offset
-                for log in logs
-                if log.log_start_offset > log.segments[0].base_offset
-            },
+            os.path.join(self.path, checkpoints.RECOVERY_POINT_FILE),
+            {(log.topic, log.partition): log.recovery_point for log in list(self._logs.values())},
         )
+
+    def _write_checkpoints(self, logs: list[PartitionLog], *, final: bool = False) -> bool:
+        """Write both checkpoints, under the checkpoint lock (every writer of either file
+        holds it: they share the `.tmp` names). With final (close), then the clean-shutdown
+        marker, after which no checkpoint is written again: False, writing nothing, once
+        close() got there first."""
+        with self._checkpoint_lock:
+            if self._checkpoints_final:
+                return False
+            self._write_recovery_points_locked()
+            checkpoints.write_offsets(
+                self.fs,
+                os.path.join(self.path, checkpoints.LOG_START_OFFSET_FILE),
+                {
+                    (log.topic, log.partition): log.log_start_offset
+                    for log in logs
+                    if log.log_start_offset > log.segments[0].base_offset
+                },
+            )
+            if final:
+                checkpoints.write_clean_shutdown(self.fs, self.path)
+                self._checkpoints_final = True
+            return True
 
     def close(self) -> None:
         """Flush every log, write the checkpoints and the clean-shutdown marker, release the
@@ -583,12 +562,16 @@ class Broker:
                 failure = failure or error
         try:
             if failure is None:
-                self._write_checkpoints(logs)
-                checkpoints.write_clean_shutdown(self.fs, self.path)
+                self._write_checkpoints(logs, final=True)
         except OSError as error:
             failure = KafkaStorageError(f"closing {self.path} failed: {error}")
         finally:
+            # A run_maintenance() in another thread must not write checkpoints into a
+            # directory this process no longer owns.
+            with self._checkpoint_lock:
+                self._checkpoints_final = True
             self._dir_lock.release()
+            self._close_own_fs()
         if failure is not None:
             # Not marked clean: the next open recovers. The caller learns that the last
             # writes may not be durable.
@@ -599,6 +582,13 @@ class Broker:
             with contextlib.suppress(KafkaStorageError):
                 log.close()
         self._dir_lock.release()
+        self._close_own_fs()
+
+    def _close_own_fs(self) -> None:
+        """Release the directory descriptors of the file system this broker made (a reader
+        still using it after close reopens what it needs)."""
+        if self._own_fs is not None:
+            self._own_fs.close()
 
     def _check_open(self) -> None:
         if self._closed:
@@ -631,10 +621,33 @@ def _parse_broker_config(config: Mapping[str, object]) -> tuple[dict[str, int], 
     return settings, LogConfig().with_properties(topic_defaults)
 
 
-def _remove_tree(fs: FileSystem, directory: str) -> None:
-    """Remove a partition directory (files only, no subdirectories) and its entry."""
+def _delete_directory_name(topic: str, partition: int) -> str:
+    """The name a partition directory is renamed to before its files are removed: Kafka's
+    `<topic>-<partition>.<uuid hex>-delete`, the topic cut so that the name fits NAME_BYTES_MAX
+    (a topic may be 249 characters long: the plain name would not fit)."""
+    suffix = f"-{partition}.{uuid.uuid4().hex}{DELETE_SUFFIX}"
+    name = topic[: NAME_BYTES_MAX - len(suffix)] + suffix
+    assert len(name.encode()) <= NAME_BYTES_MAX and _DELETE_DIRECTORY.fullmatch(name), name
+    return name
+
+
+# How deep _remove_tree goes: eoslog makes no subdirectories, so anything deeper is a plant.
+_REMOVE_DEPTH_MAX: Final = 8
+
+
+def _remove_tree(fs: FileSystem, directory: str, depth: int = 0) -> None:
+    """Remove a partition directory, its files and (stray) subdirectories, and its entry.
+    A symlink inside is removed itself, never followed (fs.unlink); a symlink at `directory`
+    is refused by listdir (UnsafePathError)."""
+    subdirectories = set(fs.list_directories(directory))
     for name in fs.listdir(directory):
-        fs.unlink(os.path.join(directory, name))
+        path = os.path.join(directory, name)
+        if name not in subdirectories:
+            fs.unlink(path)
+        elif depth < _REMOVE_DEPTH_MAX:
+            _remove_tree(fs, path, depth + 1)
+        else:
+            raise KafkaStorageError(f"{path} lies more than {_REMOVE_DEPTH_MAX} directories deep")
     fs.rmdir(directory)
 
 

@@ -473,3 +473,9 @@ class CorruptCheckpointError(KafkaException, ValueError):
 
     code = -1
     error_name = "UNKNOWN_SERVER_ERROR"
+
+
+class UnsafePathError(KafkaStorageError):
+    """A path eoslog refuses to act on: a symbolic link inside the log directory (it never
+    follows one there, so a planted link cannot redirect a write), something other than a
+    regular file where a file belongs, or a path that leaves the log directory."""

@@ -15,16 +15,39 @@ Durability model (what both implementations promise, and what the twin simulates
   a mapped page wholly past the end of its file kills the process (SIGBUS). A mapped file may
   grow (pwrite past its end); the mapping keeps its length and sees the bytes it covers.
 
-Paths are plain strings. Errors are OSError with the errno set, as the OS raises them.
+Paths are plain strings. Errors are OSError with the errno set, as the OS raises them, and
+eoslog.errors.UnsafePathError (a KafkaStorageError, so an OSError too) for a path refused below.
+
+Symbolic links (RELIABILITY.md "security"): eoslog never acts through a symlink inside the log
+directory, so a link planted there cannot make it read, overwrite, truncate or delete a file
+elsewhere. `PosixFileSystem(root)` opens the root as given (it may itself be, or lie under, a
+symlink: that is the user's choice) and reaches every path below it one directory at a time,
+relative to the parent's descriptor, refusing a symlink at any step (O_NOFOLLOW) and any `..`,
+`.` or empty component; a path outside the root is refused too. Only regular files are opened
+(a FIFO planted as a segment would otherwise block open forever). unlink and rename act on the
+link itself, never on its target (so a stray link can be removed, and removing it harms
+nothing); open, lock, listdir, sync_dir and file_size refuse it with UnsafePathError; exists
+reports it as present. A rooted one keeps the descriptors of the directories it walked
+(DIRECTORY_FDS_MAX), so a path costs one system call; a descriptor keeps naming the directory
+it was opened on, so a symlink swapped in later is never followed either. Without a root,
+open, lock and file_size still refuse a symlink as the last component, but directories along
+a path are followed. Temp files are created exclusively (`create_temporary`), never opened
+when they exist.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import mmap
 import os
-from typing import TYPE_CHECKING, Protocol
+import stat
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Final, NoReturn, Protocol
+
+from eoslog.errors import KafkaException, UnsafePathError
 
 if TYPE_CHECKING:
     # Only for annotations: typing_extensions is not a run-time dependency.
@@ -81,26 +104,37 @@ class FileLock(Protocol):
 class FileSystem(Protocol):
     """Directory and file operations. Thread-safe."""
 
-    def open(self, path: str, *, create: bool = False, read_only: bool = False) -> FileHandle:
-        """Open a file; create=True creates it if missing (mode 0o644). FileNotFoundError if
-        missing and not create."""
+    def open(
+        self, path: str, *, create: bool = False, read_only: bool = False, exclusive: bool = False
+    ) -> FileHandle:
+        """Open a regular file; create=True creates it if missing (mode 0o644).
+        FileNotFoundError if missing and not create; with create and exclusive, FileExistsError
+        if anything (a file, a directory, a symlink) already has the name."""
 
-    def exists(self, path: str) -> bool: ...
+    def exists(self, path: str) -> bool:
+        """Whether anything has the name (a symlink counts, and is not followed)."""
 
-    def file_size(self, path: str) -> int: ...
+    def file_size(self, path: str) -> int:
+        """The length of the file at path, read without opening it."""
 
     def listdir(self, path: str) -> list[str]:
         """Names in the directory, sorted."""
+
+    def list_directories(self, path: str) -> list[str]:
+        """Names of the subdirectories in the directory, sorted (a symlink is not one, even
+        to a directory): what tells a stray directory from a file with a file's name."""
 
     def mkdir(self, path: str) -> None:
         """Create a directory (mode 0o755); FileExistsError if it exists."""
 
     def rmdir(self, path: str) -> None: ...
 
-    def unlink(self, path: str) -> None: ...
+    def unlink(self, path: str) -> None:
+        """Remove the name; for a symlink, the link itself (never its target)."""
 
     def rename(self, source: str, target: str) -> None:
-        """Atomically replace target by source (POSIX rename)."""
+        """Atomically replace target by source (POSIX rename; a symlink is moved, not
+        followed)."""
 
     def sync_dir(self, path: str) -> None:
         """Make the directory's entries durable (fsync of the directory)."""
@@ -194,48 +228,312 @@ class _PosixLock:
             self._fd = -1
 
 
-class PosixFileSystem:
-    """The operating system's files."""
+def create_temporary(fs: FileSystem, path: str) -> FileHandle:
+    """A new, empty file at path, created exclusively, for writing then renaming over its
+    target. A stale one (left by a crash) is removed first rather than reused: an existing
+    file is never opened for writing here, so a temp name can never lead a write elsewhere.
+    A symlink at path is refused with UnsafePathError and left in place."""
+    if fs.exists(path):
+        # Opening it refuses a symlink (O_NOFOLLOW) before the unlink could hide the plant.
+        fs.open(path, read_only=True).close()
+        fs.unlink(path)
+    return fs.open(path, create=True, exclusive=True)
 
-    def open(self, path: str, *, create: bool = False, read_only: bool = False) -> _PosixFile:
+
+# Opens a directory below the root without following a symlink at its name: Linux then fails
+# with ENOTDIR (or ELOOP), and _refuse_symlink tells that apart from a real error.
+_DIRECTORY_NO_FOLLOW = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_NONBLOCK: opening a FIFO planted under a file's name must not block; regular files ignore
+# it. O_NOFOLLOW: a symlink at the name fails with ELOOP instead of opening its target.
+_FILE_NO_FOLLOW = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+# How many directory descriptors a rooted PosixFileSystem keeps open (the root and the
+# partition directories used last): one per directory saves opening every directory along a
+# path at each call, which tripled the cost of opening 1,000 segments. Beyond it the least
+# recently opened are closed and reopened when needed.
+DIRECTORY_FDS_MAX: Final = 64
+
+
+class _Directories:
+    """Open descriptors of the root and of directories below it, each reached without
+    following a symlink. A descriptor keeps naming its directory even if a symlink is swapped
+    in for the name later, so a cached one is as safe as a fresh walk. Callers use a
+    descriptor only inside `using()`, which holds the lock; the oldest descriptors are closed
+    only on entering the outermost `using()`, so none a caller holds (rename holds two) is
+    closed under it."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.lock = threading.RLock()
+        self._fds: dict[tuple[str, ...], int] = {}
+        self._depth = 0  # nesting of using(), under the lock
+
+    @contextlib.contextmanager
+    def using(self) -> Iterator[None]:
+        with self.lock:
+            if self._depth == 0:
+                while len(self._fds) >= DIRECTORY_FDS_MAX:
+                    os.close(self._fds.pop(next(iter(self._fds))))
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+
+    def fd(self, names: tuple[str, ...], path: str) -> int:
+        """The directory at root/names (opened and walked if not cached); errors name path.
+        Only inside using()."""
+        fd = self._fds.get(names)
+        if fd is not None:
+            return fd
+        if not names:
+            with _named(self.root):
+                fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        else:
+            parent = self.fd(names[:-1], path)
+            fd = _open_directory(parent, names[-1], os.path.join(self.root, *names), path)
+        self._fds[names] = fd
+        return fd
+
+    def forget(self, names: tuple[str, ...]) -> None:
+        """Close the descriptors of root/names and of everything below it: the name now
+        means another directory (or none) after a rename, rmdir or mkdir. Called after the
+        operation, when the caller no longer uses its descriptors."""
+        for key in [key for key in self._fds if key[: len(names)] == names]:
+            os.close(self._fds.pop(key))
+
+    def close(self) -> None:
+        with self.lock:
+            self.forget(())
+
+
+class PosixFileSystem:
+    """The operating system's files. With a root, every path below it is reached without
+    following a symlink, and paths outside it are refused (module docstring); the broker
+    makes one rooted at its log directory. Thread-safe. A rooted one keeps up to
+    DIRECTORY_FDS_MAX directory descriptors open until close() or garbage collection."""
+
+    # Class defaults too, so that a subclass (a test's failing file system) that does not
+    # call __init__ is an unrooted one.
+    root: str | None = None
+    _directories: _Directories | None = None
+
+    def __init__(self, root: str | None = None) -> None:
+        self.root = None if root is None else os.path.abspath(root)
+        self._directories = None if self.root is None else _Directories(self.root)
+
+    def close(self) -> None:
+        """Close the directory descriptors kept open (later calls reopen them)."""
+        if self._directories is not None:
+            self._directories.close()
+
+    def __del__(self) -> None:
+        # Garbage or interpreter exit: the descriptors are released by the OS at worst.
+        with contextlib.suppress(Exception):
+            self.close()
+
+    def open(
+        self, path: str, *, create: bool = False, read_only: bool = False, exclusive: bool = False
+    ) -> _PosixFile:
         flags = os.O_RDONLY if read_only else os.O_RDWR
         if create:
-            flags |= os.O_CREAT
-        return _PosixFile(path, os.open(path, flags | os.O_CLOEXEC, FILE_MODE))
+            flags |= os.O_CREAT | (os.O_EXCL if exclusive else 0)
+        return _PosixFile(path, self._open_regular(path, flags))
 
     def exists(self, path: str) -> bool:
-        return os.path.exists(path)
+        try:
+            with self._located(path) as (directory_fd, name):
+                os.stat(name, dir_fd=directory_fd, follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        return True
 
     def file_size(self, path: str) -> int:
-        return os.stat(path).st_size
+        with self._located(path) as (directory_fd, name), _named(path):
+            status = os.stat(name, dir_fd=directory_fd, follow_symlinks=False)
+        if stat.S_ISLNK(status.st_mode):
+            raise UnsafePathError(f"refusing to follow the symbolic link {path}")
+        return status.st_size
 
     def listdir(self, path: str) -> list[str]:
-        return sorted(os.listdir(path))
+        with self._located(path) as (directory_fd, name):
+            if directory_fd is None:
+                return sorted(os.listdir(name))  # the root or above: the user's own path
+            fd = _open_directory(directory_fd, name, path)
+        try:
+            return sorted(os.listdir(fd))
+        finally:
+            os.close(fd)
+
+    def list_directories(self, path: str) -> list[str]:
+        with self._located(path) as (directory_fd, name):
+            if directory_fd is None:
+                with _named(path):
+                    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            else:
+                fd = _open_directory(directory_fd, name, path)
+        try:
+            # The directory entry's type (d_type) answers without a stat per name.
+            with os.scandir(fd) as entries:
+                return sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
+        finally:
+            os.close(fd)
 
     def mkdir(self, path: str) -> None:
-        os.mkdir(path, DIR_MODE)
+        with self._located(path) as (directory_fd, name), _named(path):
+            try:
+                os.mkdir(name, DIR_MODE, dir_fd=directory_fd)
+            finally:
+                self._forget(path)
 
     def rmdir(self, path: str) -> None:
-        os.rmdir(path)
+        with self._located(path) as (directory_fd, name), _named(path):
+            try:
+                os.rmdir(name, dir_fd=directory_fd)
+            finally:
+                self._forget(path)
 
     def unlink(self, path: str) -> None:
-        os.unlink(path)
+        with self._located(path) as (directory_fd, name), _named(path):
+            os.unlink(name, dir_fd=directory_fd)
 
     def rename(self, source: str, target: str) -> None:
-        os.replace(source, target)
+        with (
+            self._located(source) as (source_fd, source_name),
+            self._located(target) as (target_fd, target_name),
+            _named(source, target),
+        ):
+            try:
+                os.replace(source_name, target_name, src_dir_fd=source_fd, dst_dir_fd=target_fd)
+            finally:
+                self._forget(source)
+                self._forget(target)
 
     def sync_dir(self, path: str) -> None:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        with self._located(path) as (directory_fd, name):
+            if directory_fd is None:
+                with _named(path):
+                    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            else:
+                fd = _open_directory(directory_fd, name, path)
         try:
             os.fsync(fd)
         finally:
             os.close(fd)
 
     def lock(self, path: str) -> _PosixLock:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+        fd = self._open_regular(path, os.O_RDWR | os.O_CREAT)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BaseException:
             os.close(fd)
             raise
         return _PosixLock(fd)
+
+    # -- reaching a path without following symlinks -----------------------------------------
+
+    def _open_regular(self, path: str, flags: int) -> int:
+        """A descriptor of the regular file at path, opened without following a symlink."""
+        with self._located(path) as (directory_fd, name):
+            try:
+                fd = os.open(name, flags | _FILE_NO_FOLLOW, FILE_MODE, dir_fd=directory_fd)
+            except OSError as error:
+                _refuse_symlink(error, directory_fd, name, path)
+        try:
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISDIR(mode):
+                # What Linux says when a directory is opened for writing; said for reading
+                # too, as the twin does, since no caller reads a directory as a file.
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+            if not stat.S_ISREG(mode):
+                raise UnsafePathError(f"refusing to open {path}: it is not a regular file")
+            # The file's reads and writes should block as usual (O_NONBLOCK was for the open).
+            os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    @contextlib.contextmanager
+    def _located(self, path: str) -> Iterator[tuple[int | None, str]]:
+        """(descriptor of the parent directory, name in it) for a path strictly below the
+        root, reached without following a symlink; (None, path) without a root and for the
+        root itself or a directory above it (the user chose those paths, links and all). The
+        descriptor may be used only inside the with-block (the directory lock is held)."""
+        names = self._names_below_root(path)
+        if names is None:
+            yield None, path
+            return
+        assert self._directories is not None
+        with self._directories.using():
+            yield self._directories.fd(tuple(names[:-1]), path), names[-1]
+
+    def _forget(self, path: str) -> None:
+        """Drop the cached descriptors at path and below (a caller inside _located)."""
+        names = self._names_below_root(path)
+        if names is not None and self._directories is not None:
+            self._directories.forget(tuple(names))
+
+    def _names_below_root(self, path: str) -> list[str] | None:
+        """The components of path below the root, or None (see _located); UnsafePathError for
+        a path that leaves the root or names nothing inside it."""
+        if self.root is None:
+            return None
+        prefix = self.root.rstrip("/") + "/"
+        if not path.startswith(prefix):
+            if path.rstrip("/") == self.root.rstrip("/") or prefix.startswith(
+                path.rstrip("/") + "/"
+            ):
+                return None
+            raise UnsafePathError(f"refusing {path}: it lies outside the log directory {self.root}")
+        names = path[len(prefix) :].split("/")
+        if any(name in ("", ".", "..") for name in names):
+            raise UnsafePathError(f"refusing {path}: it does not name a file inside {self.root}")
+        return names
+
+
+def _open_directory(directory_fd: int, name: str, path: str, whole_path: str | None = None) -> int:
+    """The directory `name` (at `path`) in directory_fd, not followed if it is a symlink; an
+    error other than a refusal names `whole_path` (the path asked for), as the OS would."""
+    try:
+        return os.open(name, _DIRECTORY_NO_FOLLOW, dir_fd=directory_fd)
+    except OSError as error:
+        _refuse_symlink(error, directory_fd, name, path, whole_path)
+
+
+def _refuse_symlink(
+    error: OSError,
+    directory_fd: int | None,
+    name: str,
+    path: str,
+    whole_path: str | None = None,
+) -> NoReturn:
+    """Raise UnsafePathError naming `path` if `error` came from refusing to follow a symlink
+    at name, else `error` itself, naming `whole_path` (default `path`)."""
+    if error.errno in (errno.ELOOP, errno.ENOTDIR, errno.EEXIST) and _is_symlink(
+        directory_fd, name
+    ):
+        raise UnsafePathError(f"refusing to follow the symbolic link {path}") from error
+    raise OSError(error.errno, error.strerror, whole_path or path) from None
+
+
+def _is_symlink(directory_fd: int | None, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=directory_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def _named(path: str, other_path: str | None = None) -> Iterator[None]:
+    """Re-raise an OSError of a call made relative to a directory descriptor with the whole
+    path in it (the OS names only the last component then)."""
+    try:
+        yield
+    except KafkaException:
+        raise
+    except OSError as error:
+        if other_path is None:
+            raise OSError(error.errno, error.strerror, path) from None
+        raise OSError(error.errno, error.strerror, path, None, other_path) from None

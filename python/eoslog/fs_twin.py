@@ -10,7 +10,7 @@ and adds what a crash test needs (RELIABILITY.md families 3 and 5):
   `fail_after(k, kind)` fails call k and every later one (a dead disk).
 
 Counted calls (a call counts when it is made, whether it then succeeds or fails):
-    FileSystem: open, listdir, mkdir, rmdir, unlink, rename, sync_dir, lock
+    FileSystem: open, listdir, list_directories, mkdir, rmdir, unlink, rename, sync_dir, lock
     FileHandle: pread, pwrite, truncate, sync, map, map_read
 Not counted, and never failed: exists, file_size, FileHandle.path, FileHandle.size,
 FileHandle.close, FileLock.release, and the twin's own test helpers (makedirs, crash_image,
@@ -19,9 +19,10 @@ out so that cleanup paths and assertions never trip a fault meant for the engine
 
 Where the twin knowingly differs from Linux:
 - Relative paths resolve from "/", and paths are normalized with os.path.normpath, so a
-  trailing slash or "a/.." does not carry its POSIX meaning. There are no symlinks or modes.
-- A directory cannot be opened as a file, even read-only (IsADirectoryError); file_size of a
-  directory is 0 (Linux reports a filesystem-specific size).
+  trailing slash or "a/.." does not carry its POSIX meaning. There are no symlinks or modes,
+  and no root: PosixFileSystem's refusals (symlinks, paths leaving its root) never arise.
+- file_size of a directory is 0 (Linux reports a filesystem-specific size). (A directory
+  cannot be opened as a file, even read-only: IsADirectoryError, as PosixFileSystem says.)
 - `FileHandle.map` returns a memoryview over the file's bytearray. Python forbids resizing a
   bytearray while a view of it is alive, so any pwrite past the end or truncate that changes the
   size raises BufferError while a mapping is alive. Linux lets a mapped file grow; callers that
@@ -313,10 +314,13 @@ class RecordingFileSystem:
 
     # -- FileSystem ------------------------------------------------------------------------
 
-    def open(self, path: str, *, create: bool = False, read_only: bool = False) -> _TwinFile:
+    def open(
+        self, path: str, *, create: bool = False, read_only: bool = False, exclusive: bool = False
+    ) -> _TwinFile:
         with self._lock:
             self._count("open", path)
-            return _TwinFile(self, self._file_for_open(path, create), path, read_only)
+            inode = self._file_for_open(path, create, exclusive=create and exclusive)
+            return _TwinFile(self, inode, path, read_only)
 
     def exists(self, path: str) -> bool:
         with self._lock:
@@ -335,6 +339,12 @@ class RecordingFileSystem:
         with self._lock:
             self._count("listdir", path)
             return sorted(self._directory(path).entries)
+
+    def list_directories(self, path: str) -> list[str]:
+        with self._lock:
+            self._count("list_directories", path)
+            entries = self._directory(path).entries
+            return sorted(name for name, node in entries.items() if isinstance(node, _Directory))
 
     def mkdir(self, path: str) -> None:
         with self._lock:
@@ -585,9 +595,11 @@ class RecordingFileSystem:
             raise _error(errno.EISDIR, path)
         return node
 
-    def _file_for_open(self, path: str, create: bool) -> _File:
+    def _file_for_open(self, path: str, create: bool, *, exclusive: bool = False) -> _File:
         parent, name = self._split(path, errno.EISDIR)
         node = parent.entries.get(name)
+        if node is not None and exclusive:
+            raise _error(errno.EEXIST, path)  # O_CREAT | O_EXCL: a file or a directory
         if node is None:
             if not create:
                 raise _error(errno.ENOENT, path)

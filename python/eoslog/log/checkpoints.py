@@ -12,7 +12,7 @@ from typing import Final
 
 from eoslog import limits
 from eoslog.errors import CorruptCheckpointError
-from eoslog.fs import FileHandle, FileSystem
+from eoslog.fs import FileHandle, FileSystem, create_temporary
 
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_FILE = "log-start-offset-checkpoint"
@@ -30,11 +30,14 @@ TopicPartition = tuple[str, int]
 
 def write_atomically(fs: FileSystem, path: str, data: bytes) -> None:
     """Replace the file at path with data so that a crash leaves the old or the new content,
-    never a mix: write a temp file, sync it, rename it over, sync the directory."""
+    never a mix: write a temp file, sync it, rename it over, sync the directory.
+    Not thread-safe for one path: the caller holds the lock that serializes writers of that
+    file (two writers would share `path.tmp`, and one's rename would take the other's file).
+    The temp file is created exclusively (fs.create_temporary), so a symlink or a stale file
+    planted at `path.tmp` never receives the write."""
     temporary = path + ".tmp"
-    handle = fs.open(temporary, create=True)
+    handle = create_temporary(fs, temporary)
     try:
-        handle.truncate(0)
         handle.pwrite(data, 0)
         handle.sync()
     finally:

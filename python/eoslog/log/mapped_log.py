@@ -43,7 +43,7 @@ import os
 import threading
 from typing import Final
 
-from eoslog.fs import FileHandle, FileSystem
+from eoslog.fs import FileHandle, FileSystem, create_temporary
 
 # The suffix of the file a shrink under live views builds before renaming it over the .log;
 # open deletes leftovers with it (recovery._clean_directory).
@@ -164,9 +164,8 @@ class MappedLog:
     def _copy_prefix(self, size: int) -> FileHandle:
         """A synced temp file beside the .log holding the .log's first `size` bytes."""
         temp_path = self._path + TEMP_SUFFIX
-        replacement = self._fs.open(temp_path, create=True)
+        replacement = create_temporary(self._fs, temp_path)
         try:
-            replacement.truncate(0)  # a leftover of an earlier failed attempt
             position = 0
             while position < size:
                 chunk = self.handle.pread(min(COPY_CHUNK_BYTES, size - position), position)

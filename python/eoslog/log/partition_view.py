@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import bisect
 import os
-import re
 from collections.abc import Iterator
 from typing import Final
 
@@ -46,15 +45,13 @@ from eoslog.log.segment_reads import (
     TXN_INDEX_SUFFIX,
     SegmentReads,
     file_name,
+    parse_file_name,
 )
 from eoslog.log.time_index import TimeIndex
 from eoslog.log.txn_index import AbortedTxn, LoggedBatch, entry_disagreement, read_entries
 from eoslog.record import codec, layout
 from eoslog.record.columns import ColumnarRecords
 
-# A segment's .log file name: exactly 20 digits and the suffix (temporary names such as
-# `.log.deleted` or `.log.swap` are not segments).
-_SEGMENT_LOG: Final = re.compile(r"\d{20}\.log")
 # Taking a view lists the directory, then opens the files. A segment vanishing between the two
 # other than at the start (where retention removes them) means the owner replaced files
 # (truncation): list again, at most this many times.
@@ -452,9 +449,10 @@ def _open_segments(fs: FileSystem, directory: str) -> list[tuple[int, FileHandle
     before it is opened is skipped when it is the oldest (retention); anywhere else the
     listing is taken again."""
     for _ in range(OPEN_ATTEMPTS_MAX):
-        bases = sorted(
-            int(name[:20]) for name in fs.listdir(directory) if _SEGMENT_LOG.fullmatch(name)
-        )
+        # Only `<20 ASCII digits, within int64>.log` is a segment (segment_reads.
+        # parse_file_name): `.log.deleted`, `.log.swap` and stray names are not.
+        parsed = [parse_file_name(name) for name in fs.listdir(directory)]
+        bases = sorted(found[0] for found in parsed if found is not None and found[1] == LOG_SUFFIX)
         opened: list[tuple[int, FileHandle]] = []
         complete = True
         for base in bases:

@@ -36,13 +36,13 @@ from eoslog._ext.producer_state import (
     last_sequence_of,
 )
 from eoslog.errors import CorruptRecordError, CorruptSnapshotError
-from eoslog.fs import FileHandle, FileSystem
+from eoslog.fs import FileHandle, FileSystem, create_temporary
 from eoslog.log.segment import LogSegment
 from eoslog.log.segment_reads import (
     SNAPSHOT_SUFFIX,
     batch_lookup,
     file_name,
-    offset_from_file_name,
+    parse_file_name,
 )
 from eoslog.log.txn_index import AbortedTxn, BatchAt, TransactionIndex
 from eoslog.record import codec, layout
@@ -212,11 +212,15 @@ class ProducerStateManager:
     # --- snapshot files --------------------------------------------------------------------
 
     def snapshot_offsets(self) -> list[int]:
-        return sorted(
-            offset_from_file_name(name)
-            for name in self.fs.listdir(self.directory)
-            if name.endswith(SNAPSHOT_SUFFIX)
-        )
+        """The offsets of the snapshot files, sorted. Only `<20 digits>.snapshot` names count
+        (segment_reads.parse_file_name): a stray such as `abc.snapshot` is neither loaded nor
+        deleted (recovery reports it)."""
+        offsets = []
+        for name in self.fs.listdir(self.directory):
+            parsed = parse_file_name(name) if name.endswith(SNAPSHOT_SUFFIX) else None
+            if parsed is not None and parsed[1] == SNAPSHOT_SUFFIX:
+                offsets.append(parsed[0])
+        return sorted(offsets)
 
     def snapshot_path(self, offset: int) -> str:
         return os.path.join(self.directory, file_name(offset, SNAPSHOT_SUFFIX))
@@ -230,9 +234,8 @@ class ProducerStateManager:
         if self.fs.exists(path):
             return
         temporary = path + ".tmp"
-        handle = self.fs.open(temporary, create=True)
+        handle = create_temporary(self.fs, temporary)
         try:
-            handle.truncate(0)
             handle.pwrite(self.table.snapshot(), 0)
         finally:
             handle.close()

@@ -61,6 +61,7 @@ from eoslog.log.segment_reads import (
     batch_lookup,
     file_name,
     offset_from_file_name,
+    parse_file_name,
 )
 
 _INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
@@ -80,6 +81,7 @@ class RecoveryReport:
     indexes_rebuilt: list[str] = field(default_factory=list)
     # Whether the recovery point came from a readable checkpoint entry. Without one nothing is
     # known durable, and recovery cuts only a torn tail (module docstring).
+    stray_files: list[str] = field(default_factory=list)  # ignored, kept: _clean_directory
     recovery_point_trusted: bool = True
     # Checkpoint files or entries not believed, each with the reason.
     checkpoints_ignored: list[str] = field(default_factory=list)
@@ -129,7 +131,7 @@ def load(
         recovery_point_trusted=recovery_point is not None,
         checkpoints_ignored=list(checkpoint_problems),
     )
-    bases, names = _clean_directory(fs, directory)
+    bases, names = _clean_directory(fs, directory, report)
     # A missing index file would be created empty (and so look sane): rebuild those.
     missing_indexes = {
         base
@@ -273,23 +275,40 @@ def _next_base(segments: list[LogSegment], segment: LogSegment) -> int:
     return segments[index + 1].base_offset if index + 1 < len(segments) else 1 << 63
 
 
-def _clean_directory(fs: FileSystem, directory: str) -> tuple[list[int], set[str]]:
-    """Delete leftovers (`.deleted`, temp files, index files without a .log); return the base
-    offsets of the segments, sorted, and the names left in the directory."""
+def _clean_directory(
+    fs: FileSystem, directory: str, report: RecoveryReport
+) -> tuple[list[int], set[str]]:
+    """Delete leftovers (`.deleted` and `.tmp` files of segment files, index files without a
+    .log); return the base offsets of the segments, sorted, and the names left in the
+    directory. Only a file named by 20 decimal digits and a known suffix is a segment file
+    (segment_reads.parse_file_name); any other entry (`junk.log`, `-5.log`, a 23-digit name,
+    `...log.bak`, a directory) is a stray: listed in report.stray_files and left alone,
+    never read as a segment and never deleted, since it is not ours to judge."""
     names = fs.listdir(directory)
-    logs = {name for name in names if name.endswith(LOG_SUFFIX)}
+    subdirectories = set(fs.list_directories(directory))
+    parsed = {name: parse_file_name(name) for name in names if name not in subdirectories}
+    logs = {name for name, found in parsed.items() if found is not None and found[1] == LOG_SUFFIX}
     removed = False
     for name in names:
-        stray_index = name.endswith(_INDEX_SUFFIXES) and (
-            file_name(offset_from_file_name(name), LOG_SUFFIX) not in logs
-        )
-        if name.endswith((DELETED_SUFFIX, ".tmp")) or stray_index:
+        if name in parsed and _is_leftover(name, parsed[name], logs):
             fs.unlink(os.path.join(directory, name))
             removed = True
+        elif parsed.get(name) is None:
+            report.stray_files.append(os.path.join(directory, name))
     if removed:
         fs.sync_dir(directory)
         names = fs.listdir(directory)
     return sorted(offset_from_file_name(name) for name in logs), set(names)
+
+
+def _is_leftover(name: str, parsed: tuple[int, str] | None, logs: set[str]) -> bool:
+    """Whether a file is what an interrupted operation of ours left: a segment file renamed
+    for deletion, a temp file, or an index whose .log is gone."""
+    if parsed is not None:
+        base_offset, suffix = parsed
+        return suffix in _INDEX_SUFFIXES and file_name(base_offset, LOG_SUFFIX) not in logs
+    stem, _, ending = name.rpartition(".")
+    return f".{ending}" in (DELETED_SUFFIX, ".tmp") and parse_file_name(stem) is not None
 
 
 def _untrimmed(segment: LogSegment) -> bool:

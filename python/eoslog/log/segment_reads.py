@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import re
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ import numpy as np
 
 from eoslog import limits
 from eoslog._ext import scan
-from eoslog.errors import CorruptRecordError
+from eoslog.errors import CorruptRecordError, KafkaStorageError
 from eoslog.log.time_index import NO_TIMESTAMP
 from eoslog.log.txn_index import BatchAt, LoggedBatch
 from eoslog.record import codec, layout, primitives
@@ -113,8 +114,45 @@ def file_name(base_offset: int, suffix: str) -> str:
     return f"{base_offset:020d}{suffix}"
 
 
+# The suffixes of the files named by a base offset (Kafka's LogFileUtils).
+SEGMENT_FILE_SUFFIXES: Final = (
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    SNAPSHOT_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+)
+# Exactly 20 decimal digits, then one known suffix: nothing else is a segment file. ASCII only,
+# since \d would also match other scripts' digits.
+_SEGMENT_FILE_NAME = re.compile(
+    r"([0-9]{20})(" + "|".join(re.escape(suffix) for suffix in SEGMENT_FILE_SUFFIXES) + ")"
+)
+# Offsets are int64 (FORMAT.md): 20 digits can spell values past it.
+_OFFSET_MAX: Final = (1 << 63) - 1
+
+
+def parse_file_name(name: str) -> tuple[int, str] | None:
+    """(base offset, suffix) of a segment file's name (`file_name`'s inverse); None for any
+    other name: other digit counts, unknown or extra suffixes, signs, offsets past int64."""
+    match = _SEGMENT_FILE_NAME.fullmatch(name)
+    if match is None:
+        return None
+    base_offset = int(match.group(1))
+    if base_offset > _OFFSET_MAX:
+        return None
+    return base_offset, match.group(2)
+
+
 def offset_from_file_name(name: str) -> int:
-    return int(name.split(".", 1)[0])
+    """The base offset in a segment file's name; KafkaStorageError for a name that is not one
+    (callers that list a directory filter with parse_file_name first)."""
+    parsed = parse_file_name(name)
+    if parsed is None:
+        raise KafkaStorageError(
+            f"{name!r} is not a segment file name (20 decimal digits, at most 2^63-1, "
+            f"then one of {', '.join(SEGMENT_FILE_SUFFIXES)})"
+        )
+    return parsed[0]
 
 
 class SegmentReads:
