@@ -38,7 +38,7 @@ BOMB_MIB = 900
 
 CHILD = textwrap.dedent(
     """
-    import json, resource, sys
+    import json, sys
     import eoslog
     from eoslog import errors
 
