@@ -850,12 +850,21 @@ class Producer:
         """Under durability "commit", fsync the partitions the linger thread just appended to,
         so that the delivery reports of batches closed by linger.ms are durable by the time
         poll() serves them and the producing thread does not wait for that disk. A failed
-        fsync is left to the reports: poll() finds the partition failed and reports it."""
-        if not self._sync_on_flush:
+        fsync is left to the reports: poll() finds the partition failed and reports it.
+        Only partitions with a callback waiting are synced: without callbacks nothing is
+        acknowledged before flush(), which keeps its one fsync round."""
+        if not self._sync_on_flush or not sent:
             return
+        with self._lock:
+            waiting = {
+                (topic, state.partition)
+                for topic, state, batch, outcome in self._reports
+                if batch.reports is not None and not isinstance(outcome, KafkaException)
+            }
         for topic, state in sent:
-            with contextlib.suppress(KafkaException):
-                self._broker.log(topic, state.partition).flush()
+            if (topic, state.partition) in waiting:
+                with contextlib.suppress(KafkaException):
+                    self._broker.log(topic, state.partition).flush()
 
     def _sleep(self, now_s: float, wait_s: float) -> None:
         """The linger thread waits (producer lock held) up to wait_s, or until woken."""
