@@ -5,8 +5,9 @@ coordinator (`__transaction_state` appends and fsyncs), the markers, consumer of
 `eoslog.meta` writes is faulted (tests/test_faults.py covers the plain partition log).
 
 The workload runs once on the recording twin (eoslog.fs_twin) to count its N calls; then for
-every k < N and each fault kind the call can take (EIO, ENOSPC; a short write for pwrite) it
-runs again with twin.fail_at(k, kind). After the first error it goes on probing (another
+every k < N and the fault kinds of fault_plan (under "commit": EIO everywhere, ENOSPC and
+short writes at writes; under "always": EIO at every write and fsync) it runs again with
+twin.fail_at(k, kind). After the first error it goes on probing (another
 transaction, another consumer commit): those calls may fail or succeed, but
 - a call that fails raises a typed eoslog error (KafkaException), never a bare OSError;
 - nothing is acknowledged after a failed fsync that the acknowledgement depends on (a failed
@@ -30,6 +31,8 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
+
+import pytest
 
 import eoslog
 from eoslog.errors import KafkaException, OperationTimedOutError
@@ -78,6 +81,7 @@ class Transaction:
 class Run:
     call: int | None
     kind: str | None
+    durability: str = "commit"
     step: str = ""
     error: BaseException | None = None
     failed_at_step: str = ""
@@ -128,7 +132,12 @@ class Workload:
 
     def open(self) -> None:
         self.broker = eoslog.open(
-            LOG_DIR, "commit", BROKER_CONFIG, fs=self.twin, clock_ms=self.clock, background=False
+            LOG_DIR,
+            self.run.durability,
+            BROKER_CONFIG,
+            fs=self.twin,
+            clock_ms=self.clock,
+            background=False,
         )
         self.broker.create_topic(IN, 2)
         self.broker.create_topic(OUT, 2, OUT_CONFIG)
@@ -185,10 +194,12 @@ class Workload:
                 closable.close()
 
 
-def run_workload(call: int | None = None, kind: str | None = None) -> Run:
+def run_workload(
+    call: int | None = None, kind: str | None = None, durability: str = "commit"
+) -> Run:
     twin = RecordingFileSystem(seed=call or 0)
     twin.makedirs(ROOT, durable=True)
-    run = Run(call, kind, twin=twin)
+    run = Run(call, kind, durability, twin=twin)
     if call is not None and kind is not None:
         twin.fail_at(call, kind)
     work = Workload(run, twin)
@@ -346,13 +357,19 @@ def check_restart(run: Run) -> list[tuple[str, str]]:
     return anomalies
 
 
-def fault_plan(calls: list[tuple[str, str]]) -> list[tuple[int, str]]:
+def fault_plan(calls: list[tuple[str, str]], durability: str) -> list[tuple[int, str]]:
     """EIO at every call index (every call site); ENOSPC and a short write at every pwrite,
     ENOSPC at every truncate (an index preallocation). ENOSPC at other calls takes the same
     path as EIO (tests/test_faults.py runs both everywhere on the plain log), so it is left
-    out to keep this family near a minute of CI."""
+    out to keep this family near a minute of CI. Under "always" (which differs from
+    "commit" in when markers, offsets and data are fsynced) only the writes and fsyncs are
+    faulted, with EIO."""
     plan = []
     for index, (operation, _) in enumerate(calls):
+        if durability == "always":
+            if operation in ("pwrite", "sync", "sync_dir"):
+                plan.append((index, "EIO"))
+            continue
         kinds = {"pwrite": ("EIO", "ENOSPC", "short"), "truncate": ("EIO", "ENOSPC")}
         plan.extend((index, kind) for kind in kinds.get(operation, ("EIO",)))
     return plan
@@ -372,20 +389,23 @@ def test_the_fault_free_transactional_workload_acknowledges_every_outcome() -> N
     assert not anomalies, anomalies[:5]
 
 
-def test_every_io_error_in_the_coordinator_markers_offsets_snapshots_checkpoints_and_meta() -> None:
+@pytest.mark.parametrize("durability", ["commit", "always"])
+def test_every_io_error_in_the_coordinator_markers_offsets_snapshots_checkpoints_and_meta(
+    durability: str,
+) -> None:
     """Every call index k of the transactional workload, every kind: typed errors, no
     acknowledgement after a failed fsync it depends on, every acknowledged outcome after a
     restart. Prints the seed, the counts and the counters per anomaly class."""
-    clean = run_workload()
-    assert clean.twin is not None
+    clean = run_workload(durability=durability)
+    assert clean.twin is not None and clean.error is None, clean.error
     calls = clean.twin.recorded_calls()
-    plan = fault_plan(calls)
+    plan = fault_plan(calls, durability)
     counters: Counter[str] = Counter()
     sites: dict[tuple[str, str], list[str]] = {}
     by_file: Counter[str] = Counter()
     timed_out_runs = 0
     for call, kind in plan:
-        run = run_workload(call, kind)
+        run = run_workload(call, kind, durability)
         timed_out_runs += run.timed_out > 0
         operation, path = calls[call]
         by_file[_file_kind(path)] += 1
@@ -393,7 +413,8 @@ def test_every_io_error_in_the_coordinator_markers_offsets_snapshots_checkpoints
             counters[anomaly] += 1
             sites.setdefault((anomaly, f"{operation} {_file_kind(path)}"), []).append(message)
     print(
-        f"\nfamily 5 (transactions, groups): N={len(calls)} calls, {len(plan)} faulted runs, "
+        f"\nfamily 5 (transactions, groups) durability={durability}: N={len(calls)} calls, "
+        f"{len(plan)} faulted runs, "
         f"image seed {IMAGE_SEED}; faulted runs by file {dict(by_file)}; runs where a "
         f"transaction call timed out after the fault: {timed_out_runs}\n"
         f"anomalies: {dict(counters) or 'none'}"
