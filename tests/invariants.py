@@ -574,6 +574,12 @@ class Ledger:
         else:
             self.pending[tp].append(entry)
 
+    def delivered(self, tp: TopicPartition, offset: int, value: bytes | None) -> None:
+        """A delivery callback reported the record without error: under "commit" and
+        "always" that is an acknowledgement of its own (RELIABILITY.md), durable at once."""
+        entry = (offset, offset, (value,))
+        (self.pending if self.durability == "none" else self.acked)[tp].append(entry)
+
     def flushed(self, tp: TopicPartition | None = None) -> None:
         for key in [tp] if tp is not None else list(self.pending):
             self.acked[key].extend(self.pending[key])

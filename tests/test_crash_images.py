@@ -352,6 +352,95 @@ def test_power_loss_images_soak(durability: str) -> None:
     run_family(durability, range(1000, 1000 + SOAK_WORKLOADS), SOAK_IMAGES_PER_WORKLOAD)
 
 
+# --- the delivery callback as an acknowledgement -----------------------------------------------
+
+# CI size: 2 durabilities x 6 workloads x ~12 images.
+CALLBACK_WORKLOADS = 6
+CALLBACK_IMAGES_PER_WORKLOAD = 12
+CALLBACK_OPERATIONS = 60
+
+
+def run_callback_workload(seed: int, durability: str) -> WorkloadRun:
+    """A producer with an on_delivery callback: produce() to random partitions, poll(0) and
+    flush() at random. The ledger records each record as acknowledged when its callback
+    reports it without error, and crash images are taken inside callbacks (the moment of
+    the acknowledgement) and right after flush() returns."""
+    rng = random.Random(seed)
+    twin = RecordingFileSystem(seed)
+    twin.makedirs(ROOT, durable=True)
+    ledger = Ledger(durability)
+    run = WorkloadRun(seed, durability)
+    image_chance = CALLBACK_IMAGES_PER_WORKLOAD / CALLBACK_OPERATIONS
+
+    def take_image(moment: str) -> None:
+        acked, floor = ledger.snapshot()
+        label = f"seed={seed} durability={durability} call={twin.calls} {moment}"
+        image = twin.crash_image(image_rng(seed, twin.calls))
+        run.images.append(CrashImage(image, acked, floor, label))
+
+    def on_delivery(error: Any, report: Any) -> None:
+        assert error is None, error
+        ledger.delivered((report.topic(), report.partition()), report.offset(), report.value())
+        run.operations["callback"] += 1
+        if rng.random() < image_chance:
+            take_image(f"in the callback of offset {report.offset()}")
+
+    broker = eoslog.open(
+        LOG_DIR, durability, BROKER_CONFIG, fs=twin, clock_ms=Clock(), background=False
+    )
+    broker.create_topic(TOPIC, PARTITIONS, {**topic_config(rng), "retention.bytes": -1})
+    for partition in range(PARTITIONS):
+        ledger.add_partition((TOPIC, partition))
+    # linger.ms 0 appends every record at once; 60 s leaves batches to poll()'s linger check
+    # and flush(): no linger thread acts during this single-threaded run.
+    producer = broker.producer(
+        {"linger.ms": rng.choice([0, 60_000]), "on_delivery": on_delivery, "batch.size": 512}
+    )
+    for sequence in range(CALLBACK_OPERATIONS):
+        value = b"%d:%d|" % (seed, sequence) + b"v" * rng.randint(0, 120)
+        producer.produce(TOPIC, value, partition=rng.randrange(PARTITIONS))
+        run.operations["produce"] += 1
+        if rng.random() < 0.4:
+            producer.poll(0)
+            run.operations["poll"] += 1
+        elif rng.random() < 0.1:
+            assert producer.flush() == 0
+            take_image("after flush() returned")
+            run.operations["flush"] += 1
+    assert producer.flush() == 0
+    take_image("after the last flush() returned")
+    producer.close()
+    broker.close()
+    run.calls = twin.calls
+    return run
+
+
+@pytest.mark.parametrize("durability", ["commit", "always"])
+def test_power_loss_images_at_delivery_callbacks_keep_every_acknowledged_record(
+    durability: str,
+) -> None:
+    total = Report()
+    failures: list[str] = []
+    images = 0
+    operations: Counter[str] = Counter()
+    for seed in range(CALLBACK_WORKLOADS):
+        run = run_callback_workload(seed, durability)
+        operations.update(run.operations)
+        for crash in run.images:
+            images += 1
+            report, error = check_image(crash)
+            total.merge(report)
+            if error is not None or not report.ok:
+                failures.append(error or f"[{crash.label}] {report.describe()}")
+    print(
+        f"\nfamily 3 (callbacks) durability={durability} seeds=0..{CALLBACK_WORKLOADS - 1} "
+        f"images={images} records_checked={total.records_checked} operations={dict(operations)}"
+        f"\nanomalies: {total.summary()} unopenable_or_failed={len(failures)}"
+    )
+    assert images >= CALLBACK_WORKLOADS and total.records_checked > 0
+    assert not failures, "\n".join(failures[:5])
+
+
 # --- regression tests for what the family found ----------------------------------------------
 
 REGRESSION_TOPIC_CONFIG = {

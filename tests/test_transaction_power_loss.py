@@ -12,6 +12,7 @@ and the Prepare* fsync.
 
 from __future__ import annotations
 
+import contextlib
 import random
 
 import pytest
@@ -19,6 +20,7 @@ import pytest
 import eoslog
 from eoslog.client.producer import Producer
 from eoslog.coordinator.transaction_state import TransactionState
+from eoslog.errors import KafkaException, KafkaStorageError
 from eoslog.fs_twin import RecordingFileSystem
 from eoslog.record import codec
 from invariants import copy_twin
@@ -290,3 +292,95 @@ def test_transactional_offsets_are_fsynced_before_prepare_commit() -> None:
     consumer.close()
     producer.close()
     broker.close()
+
+
+def commit_with_offsets_then_consumer_commit(
+    seed: int, fail_sync: int | None
+) -> tuple[RecordingFileSystem, eoslog.Broker, Producer, eoslog.Consumer, list[int]]:
+    """Commit a transaction with offsets (its markers unsynced), then a plain consumer commit
+    to the same `__consumer_offsets` partition, failing file-system call `fail_sync` if
+    given. Returns the twin, the broker and the calls the consumer commit made that were
+    fsyncs of the offsets partition's .log."""
+    twin, broker = new_twin(seed)
+    consumer = broker.consumer({"group.id": "g", "enable.auto.commit": False})
+    producer = initialized_producer(broker)
+    producer.begin_transaction()
+    producer.produce(TOPIC, b"v", partition=0)
+    producer.send_offsets_to_transaction(
+        [eoslog.TopicPartition(TOPIC, 1, 7)], consumer.consumer_group_metadata()
+    )
+    producer.commit_transaction()
+    start = twin.calls
+    if fail_sync is not None:
+        twin.fail_at(fail_sync, "EIO")
+        with pytest.raises(KafkaStorageError):
+            consumer.commit(offsets=[eoslog.TopicPartition(TOPIC, 0, 3)])
+    else:
+        consumer.commit(offsets=[eoslog.TopicPartition(TOPIC, 0, 3)])
+    syncs = [
+        start + index
+        for index, (operation, path) in enumerate(twin.recorded_calls()[start:])
+        if operation == "sync" and "/__consumer_offsets-" in path and path.endswith(".log")
+    ]
+    return twin, broker, producer, consumer, syncs
+
+
+def test_a_failed_marker_fsync_keeps_complete_from_becoming_durable_over_the_lost_marker() -> None:
+    """A committed transaction's markers are written without an fsync; the Prepare* record
+    stands for them until Complete* is durable. When the fsync that should make a marker
+    durable fails (here: a consumer commit's fsync of the same `__consumer_offsets` file),
+    the marker may be lost, so the state log must never be fsynced again in this process:
+    close() fsynced it anyway, Complete* became durable, and the next open took the
+    transaction as finished without its marker: the committed offsets were gone."""
+    _, clean, *_, syncs = commit_with_offsets_then_consumer_commit(7, None)
+    clean.close()
+    assert len(syncs) == 1, syncs
+    twin, broker, producer, consumer, _ = commit_with_offsets_then_consumer_commit(7, syncs[0])
+    # The id's next transaction, with offsets too, aborts: recovery finishes its
+    # PrepareAbort with an ABORT marker in the offsets partition, which ends whatever
+    # transaction is open there: the committed one, if its COMMIT marker was lost.
+    producer.begin_transaction()
+    producer.produce(TOPIC, b"after", partition=0)
+    with contextlib.suppress(KafkaException):
+        producer.send_offsets_to_transaction(
+            [eoslog.TopicPartition(TOPIC, 1, 9)], consumer.consumer_group_metadata(), 0.2
+        )
+    with contextlib.suppress(KafkaException):
+        producer.abort_transaction(0.2)
+    with pytest.raises(KafkaStorageError):
+        broker.close()
+    with open_twin(copy_twin(twin, content_of=twin.durable_bytes)) as reopened:
+        stored = reopened.groups.fetch_offsets("g", [(TOPIC, 1)], require_stable=False)
+        found = stored[(TOPIC, 1)]
+        assert found is not None and found.offset == 7, found
+        assert committed_values(reopened, 0) == [b"v"]
+
+
+def test_a_lost_commit_marker_is_rewritten_before_a_later_prepare_abort_is_finished() -> None:
+    """Transaction 1 commits (its marker in t-0 not fsynced); transaction 2 adds t-0 and
+    aborts. A power loss after a failed marker fsync may keep the state log's later
+    records (Complete of 1, PrepareAbort of 2: unsynced writes land in any order) and drop
+    the marker. Recovery finished PrepareAbort first: its ABORT marker ended the open
+    transaction in t-0, which was transaction 1's committed data, before the lost COMMIT
+    marker was rewritten from transaction 1's Prepare record."""
+    twin, broker = new_twin(8)
+    producer = initialized_producer(broker)
+    commit_one(producer, b"committed", 0)
+    data_path = next(
+        path
+        for path in (f"{LOG_DIR}/{TOPIC}-0/{name}" for name in twin.listdir(f"{LOG_DIR}/{TOPIC}-0"))
+        if path.endswith(".log")
+    )
+    without_marker = twin.durable_bytes(data_path)
+    assert len(without_marker) < len(twin.snapshot_bytes(data_path)), "marker already durable"
+    producer.begin_transaction()
+    producer.produce(TOPIC, b"aborted", partition=0)
+    producer.abort_transaction()
+    image = copy_twin(
+        twin,
+        content_of=lambda path: without_marker if path == data_path else twin.snapshot_bytes(path),
+    )
+    producer.close()
+    broker.close()
+    with open_twin(image) as reopened:
+        assert committed_values(reopened, 0) == [b"committed"]

@@ -12,7 +12,9 @@ RecordAccumulator stamps them when it drains a batch) and is appended to the par
 which validates it as a Kafka leader does. The thread that closed it appends it at once: a
 full batch by the producing thread, a lingering one by the producer's linger thread.
 Delivery reports wait in a queue; on_delivery callbacks run only in poll() and flush(), on the
-caller's thread, as in confluent-kafka-python.
+caller's thread, as in confluent-kafka-python. A callback without error is an acknowledgement:
+under durability "commit" poll() and flush() first fsync the partitions whose reports they
+serve (group commit: one fsync per partition per round; see _made_durable).
 
 Idempotence. Each batch's bytes are built once. A retriable error from append_batch is retried
 with the same bytes: if the first attempt did land (the error came after the write), the log
@@ -627,8 +629,9 @@ class Producer:
     # --- delivery reports --------------------------------------------------------------------
 
     def poll(self, timeout: float | None = 0) -> int:
-        """Serve queued delivery reports (on_delivery callbacks run here, on this thread);
-        the number of messages reported. Waits up to `timeout` seconds (None: no limit) for a
+        """Serve queued delivery reports (on_delivery callbacks run here, on this thread,
+        after the fsync that covers them under durability "commit"); the number of messages
+        reported. Waits up to `timeout` seconds (None: no limit) for a
         first report while messages are outstanding; returns 0 at once when none are."""
         self._close_lingering(time.monotonic())
         served = self._serve()
@@ -649,6 +652,7 @@ class Producer:
                 return 0
             reports = list(self._reports)
             self._reports.clear()
+        reports = self._made_durable(reports)
         served = 0
         for index, (topic, state, batch, outcome) in enumerate(reports):
             with self._lock:
@@ -665,9 +669,58 @@ class Producer:
                     raise
         return served
 
+    def _made_durable(
+        self, reports: list[tuple[str, PartitionState, ProducerBatch, Any]]
+    ) -> list[tuple[str, PartitionState, ProducerBatch, Any]]:
+        """The reports to serve, each successful one now covered by an fsync (no lock held).
+
+        A delivery callback without error is an acknowledgement (RELIABILITY.md), so under
+        durability "commit" it may run only after the fsync that covers its record. Group
+        commit keeps that cheap: one flush_through per partition covers every report of this
+        round (and every append made so far), and a partition already durable that far costs
+        nothing. The fsync runs here, on the thread that serves the reports, rather than in
+        the sender: appends (produce() with linger.ms 0, a full batch) never wait for a
+        disk, and a poll() loop pays one fsync per round however many batches it serves
+        (the linger thread syncs what it appends ahead of poll(), _sync_sent). Measured
+        roughly on a produce()+poll(0) loop of 100-byte records with a callback on a shared
+        2-core box: linger.ms 5 went from ~560k to ~150-240k records/s (one fsync per full
+        16 KiB batch), linger.ms 0 from ~56k to ~3-4k (one fsync per record, the price of
+        acknowledging each record durably). Waiting for a later fsync instead would need a
+        background syncer woken per batch; flush() and commit_transaction() pay one round.
+        Reports without a callback need no fsync here (nothing is acknowledged to anyone;
+        flush() fsyncs them). Under "always" every append was durable when it returned.
+        A failed fsync turns the partition's successes into that error (the producer is now
+        fatal, as after any storage error), so no callback reports a record that may be lost.
+        """
+        if not self._sync_on_flush:
+            return reports
+        through: dict[tuple[str, int], int] = {}
+        for topic, state, batch, outcome in reports:
+            if batch.reports is not None and not isinstance(outcome, KafkaException):
+                key = (topic, state.partition)
+                through[key] = max(through.get(key, 0), outcome.last_offset + 1)
+        failed: dict[tuple[str, int], KafkaException] = {}
+        for (topic, partition), offset in sorted(through.items()):
+            try:
+                self._broker.log(topic, partition).flush_through(offset)
+            except UnknownTopicOrPartitionError:
+                continue  # deleted since: nothing of it can be read back, lost or not
+            except KafkaException as error:
+                failed[(topic, partition)] = self._set_fatal(error)
+        if not failed:
+            return reports
+        return [
+            (topic, state, batch, failed.get((topic, state.partition), outcome))
+            if not isinstance(outcome, KafkaException)
+            else (topic, state, batch, outcome)
+            for topic, state, batch, outcome in reports
+        ]
+
     def flush(self, timeout: float | None = None) -> int:
-        """Close every open batch, append it, serve every delivery report, and (broker
-        durability "commit") fsync what was appended; the number of messages still
+        """Close every open batch, append it, fsync what was appended (broker durability
+        "commit"; under "always" each append was durable already), then serve every delivery
+        report: a return, like a callback without error, means durable. The number of
+        messages still
         outstanding (0 when done; another thread may have produced meanwhile). Raises the
         fatal error if the producer has one, after reporting every message."""
         deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
@@ -682,8 +735,10 @@ class Producer:
             if deadline is not None and time.monotonic() >= deadline:
                 break
             self._send(topic, state)
-        self._serve()
+        # fsync before serving: the reports' callbacks are acknowledgements, and one round
+        # of fsyncs here covers them all (_serve then finds them durable and syncs nothing).
         self._sync()
+        self._serve()
         with self._lock:
             fatal = self._fatal
             remaining = self._accumulator.outstanding
@@ -697,8 +752,14 @@ class Producer:
         with self._lock:
             unsynced, self._unsynced = self._unsynced, set()
         for topic, partition in sorted(unsynced):
-            with contextlib.suppress(UnknownTopicOrPartitionError):  # deleted since
+            try:
                 self._broker.log(topic, partition).flush()
+            except UnknownTopicOrPartitionError:
+                continue  # deleted since
+            except KafkaException as error:
+                # Fail-stop: flush() still serves every report (those of this partition
+                # fail with the error, see _made_durable), then raises the fatal error.
+                self._set_fatal(error)
 
     def __len__(self) -> int:
         """Messages produced whose delivery report poll()/flush() has not served yet
@@ -780,10 +841,30 @@ class Producer:
                     self._sleep(now_s, wait_s)
                     continue
             try:
-                self._close_lingering(time.monotonic())
+                self._sync_sent(self._close_lingering(time.monotonic()))
             except Exception as error:  # a bug: stop the producer rather than lose data
                 self._set_fatal(KafkaException(f"linger thread failed: {error!r}"))
                 return
+
+    def _sync_sent(self, sent: list[tuple[str, PartitionState]]) -> None:
+        """Under durability "commit", fsync the partitions the linger thread just appended to,
+        so that the delivery reports of batches closed by linger.ms are durable by the time
+        poll() serves them and the producing thread does not wait for that disk. A failed
+        fsync is left to the reports: poll() finds the partition failed and reports it.
+        Only partitions with a callback waiting are synced: without callbacks nothing is
+        acknowledged before flush(), which keeps its one fsync round."""
+        if not self._sync_on_flush or not sent:
+            return
+        with self._lock:
+            waiting = {
+                (topic, state.partition)
+                for topic, state, batch, outcome in self._reports
+                if batch.reports is not None and not isinstance(outcome, KafkaException)
+            }
+        for topic, state in sent:
+            if (topic, state.partition) in waiting:
+                with contextlib.suppress(KafkaException):
+                    self._broker.log(topic, state.partition).flush()
 
     def _sleep(self, now_s: float, wait_s: float) -> None:
         """The linger thread waits (producer lock held) up to wait_s, or until woken."""

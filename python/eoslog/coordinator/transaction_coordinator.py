@@ -69,6 +69,7 @@ from eoslog.errors import (
     InvalidRequestError,
     InvalidTxnStateError,
     KafkaException,
+    KafkaStorageError,
     TransactionCoordinatorFencedError,
     UnknownTopicOrPartitionError,
 )
@@ -152,11 +153,24 @@ class TransactionCoordinator:
                 if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT) and end in open_ends:
                     decided[end] = (meta.state is S.PREPARE_COMMIT, meta.partitions)
         self._by_producer = {meta.producer_id: meta for meta in self._metadata.values()}
+        # Lost markers of decided ends first: they belong before any marker of the id's
+        # later transaction, whose ABORT would otherwise end the older committed data.
+        self._rewrite_lost_markers(decided)
         for transactional_id, meta in list(self._metadata.items()):
             if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                 with self._id_lock(transactional_id):
                     self._complete_end(meta, recovering=True)
         self._end_unaccounted_transactions(decided)
+
+    def _rewrite_lost_markers(
+        self, decided: dict[tuple[int, int], tuple[bool, frozenset[TopicPartition]]]
+    ) -> None:
+        """The first rule of _end_unaccounted_transactions, run before the Prepare* ends are
+        finished: an open transaction whose end was decided gets its marker again."""
+        for log, producer_id, epoch in self._open_transactions():
+            end = decided.get((producer_id, epoch + 1))
+            if end is not None and (log.topic, log.partition) in end[1]:
+                self._write_recovered_marker(log, producer_id, epoch + 1, end[0])
 
     def _open_transactions(self) -> list[tuple[PartitionLog, int, int]]:
         """(log, producer id, epoch) of every transaction open in a partition (at open)."""
@@ -556,9 +570,16 @@ class TransactionCoordinator:
         try:
             for log, offset in pending:
                 log.flush_through(offset + 1)
-        except BaseException:
+        except BaseException as error:
             with self._markers_lock:
                 self._unsynced_markers[:0] = pending
+            if isinstance(error, KafkaStorageError):
+                # A marker may now be lost for good, and only its Prepare* record stands for
+                # it: no state log may become durable past it (its close or a roll would
+                # fsync the deferred Complete*, and recovery would take the transaction as
+                # finished without the marker). Fail-stop them; the next open recovers.
+                for state_log in self._state_logs:
+                    state_log.fail_stop(error)
             raise
 
     @property
