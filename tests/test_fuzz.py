@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import tracemalloc
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -101,6 +103,34 @@ def test_an_input_past_the_timeout_is_reported_as_a_hang() -> None:
     with pytest.raises(Hang), input_timeout(1):
         while True:
             pass
+
+
+ALLOCATION_PROBE = """
+from tests.fuzz.runner import cap_heap
+cap_heap()
+below = bytearray({below}); del below
+try:
+    bytearray({above})
+except MemoryError:
+    print("refused")
+"""
+
+
+def test_the_fuzzing_process_refuses_an_allocation_past_the_bound() -> None:
+    """The cap the runner takes after its warm-up lets an input allocate somewhat less than
+    ALLOCATION_BOUND_BYTES and refuses more (MemoryError: a crash finding)."""
+    probe = ALLOCATION_PROBE.format(
+        below=ALLOCATION_BOUND_BYTES * 3 // 4, above=ALLOCATION_BOUND_BYTES + (16 << 20)
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=launch.REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (completed.returncode, completed.stdout) == (0, "refused\n"), completed.stderr[-2000:]
 
 
 @pytest.mark.fuzz
