@@ -1,5 +1,6 @@
 """The partition_directory target: a whole partition directory from one input, opened by a
-broker (recovery, index checks, producer-state load and replay) and read back by consumers.
+broker (recovery, index checks, producer-state load and replay) and read back by consumers;
+and the offline_scan target: the same directory read by eoslog.scan without opening it.
 
 An input is a flags byte, then files, each `[kind u8][base offset u8][length u16 BE][bytes]`
 (a short last file takes what is left). Kind picks the suffix, base offset the file name. The
@@ -17,10 +18,15 @@ is one read_uncommitted returns.
 from __future__ import annotations
 
 import gc
+import os
 import random
+import shutil
 import struct
+import tempfile
+from pathlib import Path
 
 import eoslog
+from eoslog import offline
 from eoslog.fs_twin import RecordingFileSystem
 
 from .inputs import (
@@ -198,6 +204,52 @@ def partition_directory(data: bytes) -> None:
         # them now, or many inputs' worth would add up past the memory bound.
         del broker, twin
         gc.collect()
+
+
+# The offline scan reads real files: a scratch directory in memory-backed /dev/shm when there
+# is one, rewritten for every input.
+SCAN_ROOT = Path("/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir())
+
+
+def scan_directory(data: bytes) -> Path:
+    flags, body = split_flags(data)
+    root = SCAN_ROOT / f"eoslog-fuzz-scan-{os.getpid()}"
+    partition = root / f"{TOPIC}-0"
+    shutil.rmtree(root, ignore_errors=True)
+    partition.mkdir(parents=True)
+    for name, content in parse_files(body).items():
+        if flags & FIX_CRC and name.endswith(".log"):
+            content = fix_batch_crcs(content)
+        (partition / name).write_bytes(content)
+    return root
+
+
+def scanned(root: Path, isolation_level: str) -> list[bytes | None]:
+    """Every record eoslog.scan returns, checking that offsets strictly increase."""
+    values: list[bytes | None] = []
+    last_offset = -1
+    for batch in offline.scan(str(root), [TOPIC], isolation_level):
+        columns = batch.to_pydict()
+        for offset, value in zip(columns["offset"], columns["value"], strict=True):
+            if offset <= last_offset:
+                raise FuzzFinding(f"{isolation_level} scan went from {last_offset} to {offset}")
+            last_offset = offset
+            values.append(value)
+    return values
+
+
+def offline_scan(data: bytes) -> None:
+    """eoslog.scan (the Spark source's reader) over a partition directory given as for
+    partition_directory: it reads the files without recovery, trusting nothing."""
+    root = scan_directory(data)
+    try:
+        everything = scanned(root, "read_uncommitted")
+        committed = scanned(root, "read_committed")
+        missing = [value for value in committed if value not in everything]
+        if missing:
+            raise FuzzFinding(f"read_committed scan returned {missing}, absent from the log")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def template_partition_files() -> dict[str, bytes]:

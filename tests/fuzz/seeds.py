@@ -132,6 +132,7 @@ SEEDS = {
     "codec_pure": codec_seeds,
     "codec_differential": codec_seeds,
     "partition_directory": partition_seeds,
+    "offline_scan": partition_seeds,
     "index_files": index_seeds,
     "txn_index": txn_index_seeds,
     "producer_snapshot": snapshot_seeds,

@@ -346,6 +346,7 @@ TARGETS: dict[str, Target] = {
         Target("codec_pure", codec_pure),
         Target("codec_differential", codec_differential),
         Target("partition_directory", partition_target.partition_directory),
+        Target("offline_scan", partition_target.offline_scan),
         Target("index_files", index_files),
         Target("txn_index", txn_index),
         Target("producer_snapshot", producer_snapshot),
