@@ -4,7 +4,9 @@ outcomes, and every target survives a bounded atheris run.
 Acceptable outcomes are a normal return or the target's typed errors (tests/fuzz/targets.py);
 everything else is a finding: another exception or an oracle's FuzzFinding, a hang past
 INPUT_TIMEOUT_S, an allocation past max(256 MB, 4 x input size) (measured with tracemalloc
-here; capped with RLIMIT_DATA in the fuzzing process), a crash.
+here, which sees Python and numpy allocations; capped with RLIMIT_DATA in the fuzzing
+process, which sees every allocation), a crash. A bounded run starts by running the whole
+committed corpus under that cap, so the corpus is replayed both ways.
 
 EOSLOG_FUZZ_SECONDS sets each bounded run. The default, 15 s, keeps the family inside its CI
 budget of 5 minutes on two cores: 11 targets at 15 s plus about 5 s of start-up each (import

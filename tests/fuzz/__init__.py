@@ -6,7 +6,8 @@
   bound, in a child process that `launch` starts; `python -m tests.fuzz --seconds N` (the
   soak, `make fuzz`) runs every target in turn.
 - `findings/` holds reproducers of findings not yet fixed: `<target>-<what>.bin`, the input,
-  and a one-line `.txt` saying what it triggers.
+  and a one-line `.txt` saying what it triggers. Replay one under the fuzzing process's
+  bounds with `python -m tests.fuzz.runner <target> tests/fuzz/findings/<file>.bin`.
 - tests/test_fuzz.py replays the corpus in pytest and runs each target for a bounded time.
 
 Outcome classes: an input may make a reader return or raise a typed eoslog error

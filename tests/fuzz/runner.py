@@ -6,6 +6,10 @@ eoslog and the targets are imported under atheris' instrumentation, so the pure-
 (the pure codec twin, recovery, the coordinator decoders) gives coverage feedback; the native
 modules run uninstrumented and are exercised for crashes.
 
+libFuzzer first runs every input of the corpus directories given, then mutates them; given
+files instead of directories, it runs each once (the replay of a finding:
+`python -m tests.fuzz.runner TARGET tests/fuzz/findings/<file>.bin`).
+
 Outcomes: an input that raises anything but the target's acceptable errors is a crash
 (libFuzzer writes it as `crash-<sha1>` under -artifact_prefix); one that runs past -timeout
 seconds a hang (`timeout-<sha1>`). Memory: after a warm-up run of every seed, RLIMIT_DATA
@@ -46,15 +50,13 @@ def heap_bytes() -> int:
     raise RuntimeError("no VmData in /proc/self/status")
 
 
-def warm_up(name: str, corpus_dirs: Sequence[str]) -> int:
-    """Run every seed once (imports, templates and caches are built before the memory cap is
-    taken); returns how many ran."""
-    count = 0
+def warm_up(name: str, corpus_dirs: Sequence[str]) -> None:
+    """Run the first seed once, uncapped: imports, the partition template and caches are
+    built before the memory cap is taken. libFuzzer then runs every seed again, capped."""
     for directory in corpus_dirs:
-        for path in sorted(Path(directory).glob("*")):
+        for path in sorted(Path(directory).glob("*"))[:1]:
             run_checked(TARGETS[name], path.read_bytes())
-            count += 1
-    return count
+            return
 
 
 def cap_heap() -> None:
