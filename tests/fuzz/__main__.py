@@ -59,6 +59,10 @@ def main() -> int:
     )
     parser.add_argument("--write-seeds", action="store_true", help="rewrite the seed corpus")
     options = parser.parse_args()
+    if options.grow and options.known:
+        # Inputs that raise a passed-over exception look fine to libFuzzer and would enter the
+        # committed corpus, where they fail the replay.
+        parser.error("--grow and --known do not go together")
     if options.write_seeds:
         for name, count in seeds.write_seeds().items():
             print(f"{name}: {count} inputs in {seeds.corpus_dir(name)}")
