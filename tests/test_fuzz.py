@@ -150,6 +150,10 @@ def test_bounded_fuzz_run_finds_no_crash_hang_or_allocation_over_bound(
     print(f"{name}: {FUZZ_SECONDS} s, exit {completed.returncode}", *summary, sep="\n")
     found = launch.findings_in(artifacts)
     details = "\n".join(f"{path.name}: {path.read_bytes()[:512].hex()}" for path in found)
+    output = (completed.stdout + completed.stderr).splitlines()
+    report = [line for line in output if "Instrumenting" not in line]
+    tail = "\n".join(report[-80:])
     assert completed.returncode == 0 and not found, (
-        f"{name} found {len(found)} input(s):\n{details}\n{completed.stderr[-4000:]}"
+        f"{name} found {len(found)} input(s) (replay: python -m tests.fuzz.runner {name} FILE):"
+        f"\n{details}\n{tail}"
     )
