@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 
-.PHONY: demo test install install-test dev lint typecheck unit bench bench-results clean
+.PHONY: demo test install install-test dev lint typecheck unit bench bench-results fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,12 @@ test: install-test
 dev: $(BIN)/python
 	$(PIP) install -q scikit-build-core cython cython-cmake setuptools wheel
 	$(PIP) install -q --no-build-isolation -Cbuild-dir=build/dev '.[test,bench]'
+
+# The fuzzing soak (RELIABILITY.md family 12): every target in turn for FUZZ_SECONDS each, one
+# core; findings are written under build/fuzz/<target>/. CI runs each for EOSLOG_FUZZ_SECONDS.
+FUZZ_SECONDS ?= 600
+fuzz: install-test
+	$(BIN)/python -m tests.fuzz --seconds $(FUZZ_SECONDS)
 
 bench: install-test
 	$(BIN)/python -m pytest bench -q --benchmark-only
