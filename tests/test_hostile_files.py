@@ -1,0 +1,160 @@
+"""Family 14 (RELIABILITY.md) and family 4 extended (issue 12): the hostile-file corpus.
+
+A realistic log directory (tests/hostile_dir.py: two user topics in small segments,
+idempotent and transactional producers with committed and aborted transactions, lz4 batches,
+control batches, a consumer group committing plainly and inside transactions, producer
+snapshots) is written twice by a subprocess: closed cleanly, and stopped uncleanly. Every case
+of the catalogue (tests/hostile_cases.py, damage in tests/hostile_damage.py) damages a fresh
+copy of one of them: every .log header field (flipped, or forged with the CRC recomputed) in
+data and control batches at the start, middle and tail, truncations of the tail, every derived
+file (.index, .timeindex, .txnindex, .snapshot, both checkpoints, the clean-shutdown marker,
+eoslog.meta forged with valid CRCs), the lock file, stray names, sparse 1 GiB files, symlinks
+out of the directory, an lz4 bomb, and seeded bit flips anywhere. The runner
+(tests/hostile_runner.py) opens and reads each copy in a child process with an alarm and a
+memory cap, and classifies the outcome.
+
+The test prints a table of outcome counts per file kind and the seed, and fails if any case
+ends in a class other than ok, ok after a reported torn-tail cut, or a typed error naming a
+file (RELIABILITY.md family 14: silent wrong result 0, data destroyed 0, crash 0, hang 0,
+untyped error 0, allocation over max(256 MB, 4x bytes on disk) 0). Each failing case is listed
+with its name (variant/kind/what) and detail; `HOSTILE_CASES=name1,name2` reruns only those.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+
+from hostile_runner import ACCEPTED, CLASSES, FAILURES
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
+CI_RANDOM_FLIPS = 12  # per variant, on top of the named cases
+SOAK_RANDOM_FLIPS = 2000
+CASE_TIMEOUT_S = 10
+RUN_TIMEOUT_S = 3600
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """tmpfs when there is one (hundreds of copies and opens with fsyncs), else tmp_path."""
+    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
+        directory = tempfile.mkdtemp(prefix="eoslog-hostile-", dir="/dev/shm")
+        yield directory
+        shutil.rmtree(directory, ignore_errors=True)
+    else:
+        yield os.fspath(tmp_path_factory.mktemp("hostile"))
+
+
+def _python(code: str, *args: str, timeout: float) -> str:
+    completed = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONPATH": TESTS},
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return completed.stdout
+
+
+@pytest.fixture(scope="module")
+def pristine(scratch: str) -> dict[str, dict[str, object]]:
+    """Both pristine directories and their writers' ledgers."""
+    variants = {}
+    for mode in ("clean", "unclean"):
+        root = os.path.join(scratch, f"pristine-{mode}")
+        out = _python("import hostile_dir; hostile_dir.writer_main()", root, mode, timeout=120)
+        variants[mode] = {"root": root, "ledger": json.loads(out.splitlines()[-1])}
+    return variants
+
+
+def run_corpus(
+    scratch: str, variants: dict[str, dict[str, object]], seed: int, random_flips: int
+) -> list[dict[str, object]]:
+    """Run the runner over the catalogue (or the HOSTILE_CASES names); one dict per case."""
+    names = [n for n in os.environ.get("HOSTILE_CASES", "").split(",") if n]
+    work = os.path.join(scratch, "work")
+    os.makedirs(work, exist_ok=True)
+    spec = {
+        "work": work,
+        "timeout_s": CASE_TIMEOUT_S,
+        "seed": seed,
+        "random_flips": random_flips,
+        "variants": variants,
+        "names": names,
+    }
+    spec_path = os.path.join(scratch, "spec.json")
+    with open(spec_path, "w") as file:
+        json.dump(spec, file)
+    out = _python("import hostile_runner; hostile_runner.main()", spec_path, timeout=RUN_TIMEOUT_S)
+    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    header, outcomes = lines[0], lines[1:]
+    assert len(outcomes) == header["cases"], "the runner finished every case"
+    return outcomes
+
+
+def table(outcomes: list[dict[str, object]]) -> str:
+    """Counts per outcome class (columns, those that occurred) and file kind (rows)."""
+    kinds = sorted({str(o["kind"]) for o in outcomes})
+    counts = Counter((str(o["kind"]), str(o["outcome"])) for o in outcomes)
+    columns = [c for c in CLASSES if any(counts[(k, c)] for k in kinds)]
+    width = max(len(k) for k in [*kinds, "total"]) + 2
+    lines = ["file kind".ljust(width) + " | " + " | ".join(columns)]
+    for kind in [*kinds, "total"]:
+        cells = [
+            str(
+                sum(counts[(k, column)] for k in kinds)
+                if kind == "total"
+                else counts[(kind, column)]
+            ).rjust(len(column))
+            for column in columns
+        ]
+        lines.append(kind.ljust(width) + " | " + " | ".join(cells))
+    totals = Counter(str(o["outcome"]) for o in outcomes)
+    lines.append("every class: " + ", ".join(f"{c} {totals[c]}" for c in CLASSES))
+    return "\n".join(lines)
+
+
+def report(outcomes: list[dict[str, object]], seed: int) -> list[str]:
+    """Print the table and the failing cases; return the failures."""
+    print(f"seed={seed} cases={len(outcomes)}")
+    print(table(outcomes))
+    failures = [
+        f"{o['outcome']}: {o['name']}: {o['detail']}" for o in outcomes if o["outcome"] in FAILURES
+    ]
+    for line in failures:
+        print("  " + line)
+    slowest = max(outcomes, key=lambda o: float(o["seconds"]))  # type: ignore[arg-type]
+    print(f"slowest case {slowest['name']} {float(slowest['seconds']):.2f} s")  # type: ignore[arg-type]
+    return failures
+
+
+def test_every_damaged_or_forged_file_is_read_correctly_or_refused_with_a_typed_error(
+    scratch: str, pristine: dict[str, dict[str, object]]
+) -> None:
+    seed = int(os.environ.get("HOSTILE_SEED", random.randrange(1 << 30)))
+    outcomes = run_corpus(scratch, pristine, seed, CI_RANDOM_FLIPS)
+    failures = report(outcomes, seed)
+    assert {str(o["outcome"]) for o in outcomes} <= set(CLASSES)
+    assert not failures, f"{len(failures)} of {len(outcomes)} cases failed (seed={seed})"
+    assert any(o["outcome"] in ACCEPTED for o in outcomes)
+
+
+@pytest.mark.soak
+def test_soak_random_bit_flips_anywhere_are_read_correctly_or_refused(
+    scratch: str, pristine: dict[str, dict[str, object]]
+) -> None:
+    seed = int(os.environ.get("HOSTILE_SEED", random.randrange(1 << 30)))
+    outcomes = run_corpus(scratch, pristine, seed, SOAK_RANDOM_FLIPS)
+    failures = report(outcomes, seed)
+    assert not failures, f"{len(failures)} of {len(outcomes)} cases failed (seed={seed})"
