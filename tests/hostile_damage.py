@@ -153,7 +153,9 @@ def pick(layout: dict[str, list[Batch]], directory: str, which: str) -> Batch:
     if which.endswith("control"):
         controls = [b for b in batches if b.control]
         return controls[0] if which == "first-control" else controls[len(controls) // 2]
-    data = [b for b in batches if not b.control]
+    # Data batches every reader returns: idempotent, not transactional (an aborted batch is
+    # skipped unread, so its damage could not show).
+    data = [b for b in batches if not b.control and not b.transactional]
     if which == "middle-lz4":
         data = [b for b in data if b.compression]
     return data[len(data) // 2]
@@ -205,9 +207,10 @@ def record_flip(directory: str, which: str) -> Damage:
     return damage
 
 
-def forged_marker_type(directory: str, which: str) -> Damage:
-    """Turn a COMMIT marker into an ABORT (or back), CRC recomputed: the control record's key
-    is version int16 then type int16, after five one-byte record prefix fields."""
+def forged_marker_type(directory: str, which: str, forge: bool = True) -> Damage:
+    """Turn a COMMIT marker into an ABORT (or back), the CRC recomputed if `forge`: the
+    control record's key is version int16 then type int16, after five one-byte record prefix
+    fields."""
 
     def damage(target: Target) -> dict[str, int]:
         batch = pick(target.layout, directory, which)
@@ -216,7 +219,8 @@ def forged_marker_type(directory: str, which: str) -> Damage:
         data = read(path)
         assert data[type_at - 3 : type_at - 1] == b"\x00\x00", "control key version 0"
         write_at(path, type_at, bytes([data[type_at] ^ 1]))
-        reseal_batch(path, batch)
+        if forge:
+            reseal_batch(path, batch)
         return cut_from(target.layout, directory, batch)
 
     return damage

@@ -12,13 +12,14 @@ marker, untrimmed indexes, a stale recovery point).
 
 `attempt(root)` is what a user would do with a damaged copy: scan it offline (Spark's path),
 open it, read every user partition from the beginning with a read_committed consumer, read
-the committed offsets of both groups, and close. It records what it saw and the first error,
-which the runner (tests/hostile_runner.py) classifies.
+the committed offsets of both groups, append one record, and close. It records what it saw
+and the first error, which the runner (tests/hostile_runner.py) classifies.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import sys
@@ -43,6 +44,7 @@ TOPIC_CONFIG: dict[str, object] = {
 }
 # A consumer that has read this many records more than the partition holds is looping.
 READ_SLACK = 200
+VALUE_BYTES_SHOWN = 256
 
 
 def user_partitions() -> list[tuple[str, int]]:
@@ -272,11 +274,15 @@ def describe(error: BaseException) -> dict[str, str]:
 
 
 def _record(offset: int, key: bytes | None, value: bytes | None) -> list[Any]:
-    return [
-        offset,
-        None if key is None else key.hex(),
-        None if value is None else value.decode(errors="replace"),
-    ]
+    """[offset, key hex, value text]; a value over VALUE_BYTES_SHOWN is shown by its size and
+    digest, so that a decompression bomb that got through costs the harness nothing."""
+    shown: str | None = None
+    if value is not None:
+        if len(value) > VALUE_BYTES_SHOWN:
+            shown = f"<{len(value)} bytes, sha1 {hashlib.sha1(value).hexdigest()}>"
+        else:
+            shown = value.decode(errors="replace")
+    return [offset, None if key is None else key[:VALUE_BYTES_SHOWN].hex(), shown]
 
 
 def _scan(root: str, seen: Seen) -> None:
@@ -336,6 +342,15 @@ def _read_committed_offsets(broker: Any, seen: Seen) -> None:
         }
 
 
+def _append(broker: Any) -> None:
+    producer = broker.producer({"linger.ms": 0})
+    try:
+        producer.produce("orders", b"appended after the attempt", partition=0)
+        assert producer.flush(10) == 0, "the append was delivered"
+    finally:
+        producer.close()
+
+
 def attempt(root: str, expected_records: int) -> dict[str, Any]:
     """Scan, open, read and close `root`; what was seen and the first error, as JSON."""
     import eoslog
@@ -358,6 +373,10 @@ def attempt(root: str, expected_records: int) -> dict[str, Any]:
             _read_partition(broker, topic, partition, seen, expected_records + READ_SLACK)
         seen.phase = "offsets"
         _read_committed_offsets(broker, seen)
+        # A write too, after everything was read: what a damaged or hostile file does to the
+        # next append (a symlinked active segment, a wrong log end) shows in the sandbox.
+        seen.phase = "append"
+        _append(broker)
         seen.phase = "close"
         closing, broker = broker, None
         closing.close()

@@ -130,7 +130,9 @@ def report(outcomes: list[dict[str, object]], seed: int) -> list[str]:
     print(f"seed={seed} cases={len(outcomes)}")
     print(table(outcomes))
     failures = [
-        f"{o['outcome']}: {o['name']}: {o['detail']}" for o in outcomes if o["outcome"] in FAILURES
+        f"{o['outcome']}: {o['name']}: ({o['readers']}) {o['detail']}"
+        for o in outcomes
+        if o["outcome"] in FAILURES
     ]
     for line in failures:
         print("  " + line)
