@@ -14,6 +14,7 @@ import random
 from collections.abc import Callable
 
 from hostile_damage import (
+    ABSOLUTE_BAIT,
     CLEAN_MARKER,
     CUT,
     LOG_START,
@@ -454,7 +455,7 @@ def meta_cases() -> list[Case]:
         ("truncated", rewrite(in_root(META), lambda d: d[:7])),
         ("sparse-1GiB", sparse(in_root(META))),
         ("forged.topic-../x", forged_meta(rename_topic("../x"))),
-        ("forged.topic-/tmp/x", forged_meta(rename_topic("/tmp/eoslog-hostile-abs"))),
+        ("forged.topic-/tmp/x", forged_meta(rename_topic(ABSOLUTE_BAIT))),
         ("forged.topic-empty", forged_meta(rename_topic(""))),
         ("forged.topic-long", forged_meta(rename_topic("t" * 300))),
         ("forged.missing-topics", forged_meta(drop_key("topics"))),

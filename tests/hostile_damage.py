@@ -37,6 +37,8 @@ META = "eoslog.meta"
 RECOVERY_POINT = "recovery-point-offset-checkpoint"
 LOG_START = "log-start-offset-checkpoint"
 CLEAN_MARKER = ".kafka_cleanshutdown"
+# Where a forged absolute topic name points: per process, so that parallel runs do not meet.
+ABSOLUTE_BAIT = f"/tmp/eoslog-hostile-abs-{os.getpid()}"
 TXN_ENTRY = struct.Struct(">hqqqq")  # version, producer id, first, last, last stable offset
 SNAPSHOT_ENTRY_BYTES = 46
 SNAPSHOT_HEADER_BYTES = 10

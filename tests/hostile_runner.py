@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hostile_cases import catalogue
-from hostile_damage import Case, Target
+from hostile_damage import ABSOLUTE_BAIT, Case, Target
 from hostile_dir import Batch, attempt, read_layout, user_partitions
 
 FAILURES = (
@@ -52,7 +52,6 @@ RSS_BOUND_MIN = 256 << 20
 ADDRESS_SPACE_EXTRA = 3 << 29
 FILE_WORDS = (".log", ".index", ".timeindex", ".txnindex", ".snapshot", "checkpoint", "eoslog.meta")
 FILE_WORDS += (".lock", "cleanshutdown", "/")
-ABSOLUTE_BAIT = "/tmp/eoslog-hostile-abs"
 
 
 @dataclass

@@ -26,6 +26,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -34,13 +35,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from hostile_runner import ACCEPTED, CLASSES, FAILURES
+from hostile_damage import CUT, OK_TYPED, Case
+from hostile_runner import ACCEPTED, CLASSES, FAILURES, Expected, classify
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 CI_RANDOM_FLIPS = 12  # per variant, on top of the named cases
 SOAK_RANDOM_FLIPS = 2000
 CASE_TIMEOUT_S = 10
 RUN_TIMEOUT_S = 3600
+DETAIL_CHARS = 200
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +133,7 @@ def report(outcomes: list[dict[str, object]], seed: int) -> list[str]:
     print(f"seed={seed} cases={len(outcomes)}")
     print(table(outcomes))
     failures = [
-        f"{o['outcome']}: {o['name']}: ({o['readers']}) {o['detail']}"
+        f"{o['outcome']}: {o['name']}: ({o['readers']}) {str(o['detail'])[:DETAIL_CHARS]}"
         for o in outcomes
         if o["outcome"] in FAILURES
     ]
@@ -152,11 +155,89 @@ def test_every_damaged_or_forged_file_is_read_correctly_or_refused_with_a_typed_
     assert any(o["outcome"] in ACCEPTED for o in outcomes)
 
 
+# --- the classifier on its own: every class is reachable -------------------------------------
+
+
+def _seen(**changes: object) -> dict[str, object]:
+    """An attempt that saw exactly EXPECTED, with `changes`."""
+    seen: dict[str, object] = {
+        "scan_records": EXPECTED.records,
+        "scan_error": None,
+        "records": EXPECTED.records,
+        "committed": EXPECTED.committed,
+        "log_end": EXPECTED.log_end,
+        "cuts": {"orders-0": 0},
+        "backwards": [],
+        "error": None,
+        "phase": "done",
+    }
+    seen.update(changes)
+    return seen
+
+
+EXPECTED = Expected(
+    records={"orders-0": [[0, None, "a"], [1, None, "b"], [2, None, "c"]]},
+    committed={"g": {"orders-0": 2}},
+    log_end={"orders-0": 3},
+    log_end_min={"orders-0": 3},
+)
+TORN = Case("unclean/.log/torn", ".log", "unclean", lambda target: {}, CUT)
+MIDDLE = Case("clean/.log/middle", ".log", "clean", lambda target: {}, OK_TYPED)
+TYPED = {"kind": "typed", "type": "CorruptRecordError", "message": "orders-0/0.log byte 7"}
+
+
+@pytest.mark.parametrize(
+    ("case", "seen", "status", "problems", "expected"),
+    [
+        (MIDDLE, _seen(), 0, {}, "ok"),
+        (MIDDLE, None, signal.SIGSEGV, {}, "crash"),
+        (MIDDLE, None, signal.SIGALRM, {}, "hang"),
+        (MIDDLE, None, 3 << 8, {}, "crash"),
+        (MIDDLE, _seen(error={**TYPED, "kind": "memory"}), 0, {}, "allocation over bound"),
+        (MIDDLE, _seen(), 0, {"data destroyed": "x"}, "data destroyed"),
+        (MIDDLE, _seen(), 0, {"wrote outside the directory": "x"}, "wrote outside the directory"),
+        (MIDDLE, _seen(records={"orders-0": [[0, None, "a"]]}), 0, {}, "silent wrong result"),
+        (MIDDLE, _seen(scan_records={"orders-0": [[0, None, "z"]]}), 0, {}, "silent wrong result"),
+        (MIDDLE, _seen(backwards=["orders-0: 2 then 0"]), 0, {}, "silent wrong result"),
+        (MIDDLE, _seen(committed={"g": {"orders-0": 1}}), 0, {}, "silent wrong result"),
+        (MIDDLE, _seen(log_end={"orders-0": 9}), 0, {}, "silent wrong result"),
+        (MIDDLE, _seen(error={**TYPED, "kind": "untyped"}), 0, {}, "untyped error"),
+        (MIDDLE, _seen(error={**TYPED, "message": "bad"}), 0, {}, "typed error naming no file"),
+        (MIDDLE, _seen(error=TYPED, phase="open", records={}), 0, {}, "typed error"),
+        (TORN, _seen(error=TYPED, phase="open", records={}), 0, {}, "refused a torn tail"),
+        (
+            TORN,
+            _seen(
+                records={"orders-0": [[0, None, "a"]]},
+                cuts={"orders-0": 9},
+                log_end={"orders-0": 1},
+            ),
+            0,
+            {},
+            "ok after a reported cut",
+        ),
+        (
+            TORN,
+            _seen(records={"orders-0": [[0, None, "a"]]}, log_end={"orders-0": 1}),
+            0,
+            {},
+            "silent wrong result",
+        ),
+    ],
+)
+def test_the_classifier_tells_every_outcome_class_apart(
+    case: Case, seen: dict[str, object] | None, status: int, problems: dict[str, str], expected: str
+) -> None:
+    cut = {"orders-0": 1} if case is TORN else {}
+    assert classify(case, seen, status, EXPECTED, cut, problems, "")[0] == expected
+
+
 @pytest.mark.soak
 def test_soak_random_bit_flips_anywhere_are_read_correctly_or_refused(
     scratch: str, pristine: dict[str, dict[str, object]]
 ) -> None:
     seed = int(os.environ.get("HOSTILE_SEED", random.randrange(1 << 30)))
-    outcomes = run_corpus(scratch, pristine, seed, SOAK_RANDOM_FLIPS)
+    flips = int(os.environ.get("HOSTILE_SOAK_FLIPS", SOAK_RANDOM_FLIPS))
+    outcomes = run_corpus(scratch, pristine, seed, flips)
     failures = report(outcomes, seed)
     assert not failures, f"{len(failures)} of {len(outcomes)} cases failed (seed={seed})"
