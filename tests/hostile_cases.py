@@ -374,6 +374,17 @@ def checkpoint_cases(variant: str, unclean: bool) -> list[Case]:
         (LOG_START, "sparse-1GiB", sparse(in_root(LOG_START))),
         (CLEAN_MARKER, "directory", replace_with_directory(CLEAN_MARKER)),
     ]
+    # Issue 12: a flip in an early batch with the recovery point missing or garbled (every
+    # segment rescanned) must not cut the log there.
+    forget = remove(in_root(RECOVERY_POINT))
+    garble = rewrite(in_root(RECOVERY_POINT), lambda d: b"0\nx\n")
+    for label, flip in (
+        ("records-of-first-batch", record_flip(ORDERS0, "first")),
+        ("crc-of-middle-batch", field_flip(ORDERS0, "middle", "crc", 5, forge=False)),
+        ("length-of-middle-batch", field_flip(ORDERS0, "middle", "length", 0, forge=False)),
+    ):
+        table.append((RECOVERY_POINT, f"missing+{label}", both(forget, flip)))
+        table.append((RECOVERY_POINT, f"garbled+{label}", both(garble, flip)))
     if unclean:
         table.append(
             (
