@@ -11,8 +11,9 @@ sandbox with what it held before: every batch that was intact before must still 
 
 Outcome classes, worst first (the test asserts that only the last three occur):
 crash, hang, allocation over bound, wrote outside the directory, data destroyed, silent wrong
-result, untyped error, typed error naming no file, refused a torn tail, then typed error, ok
-after a reported cut, ok.
+result, untyped error, a failed open changed the directory (segments or directories added or
+removed by an open that then raised), typed error naming no file, refused a torn tail, then
+typed error, ok after a reported cut, ok.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ FAILURES = (
     "data destroyed",
     "silent wrong result",
     "untyped error",
+    "a failed open changed the directory",
     "typed error naming no file",
     "refused a torn tail",
 )
@@ -122,6 +124,17 @@ def batch_bytes(root: str, batch: Batch) -> bytes | None:
         os.close(descriptor)
 
 
+def shape(root: str) -> set[str]:
+    """The directories and segment files under root: what a failed open must leave alone."""
+    found = set()
+    for directory, names, files in os.walk(root):
+        found.update(os.path.relpath(os.path.join(directory, n), root) + "/" for n in names)
+        found.update(
+            os.path.relpath(os.path.join(directory, n), root) for n in files if n.endswith(".log")
+        )
+    return found
+
+
 def disk_bytes(root: str) -> int:
     total = 0
     for directory, _, names in os.walk(root):
@@ -191,6 +204,9 @@ def classify(
     untyped = [e for e in errors if e["kind"] != "typed"]
     if untyped:
         return "untyped error", _text(untyped)
+    label = "a failed open changed the directory"
+    if label in problems:
+        return label, f"{problems[label]}; {_text(errors)}"
     nameless = [e for e in errors if not any(w in e["message"] for w in FILE_WORDS)]
     if nameless:
         return "typed error naming no file", _text(nameless)
@@ -306,6 +322,7 @@ def run_case(case: Case, variant: Variant, work: str, timeout_s: int) -> Outcome
         if batch_bytes(root, batch) == variant.pristine[(batch.file, batch.position)]
     ]
     before = outside_state(sandbox)
+    shape_before = shape(root)
     bound = max(RSS_BOUND_MIN, 4 * disk_bytes(root))
     result_path = os.path.join(work, "result.json")
     if os.path.exists(result_path):
@@ -316,6 +333,13 @@ def run_case(case: Case, variant: Variant, work: str, timeout_s: int) -> Outcome
         with open(result_path) as file:
             seen = json.load(file)
     problems = _sandbox_problems(case, variant, root, sandbox, before, intact, cut)
+    if seen is not None and seen["error"] and seen["phase"] == "open":
+        added, removed = sorted(shape(root) - shape_before), sorted(shape_before - shape(root))
+        if added or removed:
+            problems["a failed open changed the directory"] = (
+                f"{len(added)} added, first {added[:3]}; "
+                f"{len(removed)} removed, first {removed[:3]}"
+            )
     over = f"peak RSS {rss >> 20} MiB over the bound {bound >> 20} MiB" if rss > bound else ""
     outcome, detail = classify(case, seen, status, variant.expected, cut, problems, over)
     readers = by_reader(case, seen, variant.expected, cut) if seen is not None else ""

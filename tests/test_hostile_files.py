@@ -202,6 +202,13 @@ TYPED = {"kind": "typed", "type": "CorruptRecordError", "message": "orders-0/0.l
         (MIDDLE, _seen(committed={"g": {"orders-0": 1}}), 0, {}, "silent wrong result"),
         (MIDDLE, _seen(log_end={"orders-0": 9}), 0, {}, "silent wrong result"),
         (MIDDLE, _seen(error={**TYPED, "kind": "untyped"}), 0, {}, "untyped error"),
+        (
+            MIDDLE,
+            _seen(error=TYPED, phase="open", records={}),
+            0,
+            {"a failed open changed the directory": "x"},
+            "a failed open changed the directory",
+        ),
         (MIDDLE, _seen(error={**TYPED, "message": "bad"}), 0, {}, "typed error naming no file"),
         (MIDDLE, _seen(error=TYPED, phase="open", records={}), 0, {}, "typed error"),
         (TORN, _seen(error=TYPED, phase="open", records={}), 0, {}, "refused a torn tail"),
