@@ -45,6 +45,7 @@ TOPIC_CONFIG: dict[str, object] = {
 # A consumer that has read this many records more than the partition holds is looping.
 READ_SLACK = 200
 VALUE_BYTES_SHOWN = 256
+APPENDED = b"appended after the attempt"
 
 
 def user_partitions() -> list[tuple[str, int]]:
@@ -345,7 +346,7 @@ def _read_committed_offsets(broker: Any, seen: Seen) -> None:
 def _append(broker: Any) -> None:
     producer = broker.producer({"linger.ms": 0})
     try:
-        producer.produce("orders", b"appended after the attempt", partition=0)
+        producer.produce("orders", APPENDED, partition=0)
         assert producer.flush(10) == 0, "the append was delivered"
     finally:
         producer.close()

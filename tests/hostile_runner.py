@@ -2,18 +2,28 @@
 
 One runner process (started by tests/test_hostile_files.py) imports eoslog once, then for
 each case copies the pristine directory into a sandbox, applies the damage, and forks a child
-that runs the attempt (tests/hostile_dir.py: scan, open, read, committed offsets, close)
-under an alarm (SIGALRM with its default action: a hang anywhere, C included, ends the child)
-and an RLIMIT_AS cap. The child's peak RSS comes from wait4. A crash or hang kills only that
-child, so the runner goes on with the next case. After the attempt the runner compares the
-sandbox with what it held before: every batch that was intact before must still be in place
-(data destroyed), and nothing outside the log directory may have changed (escape).
+that runs the attempt (tests/hostile_dir.py: scan, open, read, committed offsets, append,
+close) under an alarm (SIGALRM with its default action: a hang anywhere, C included, ends the
+child) and an RLIMIT_AS cap. The child's peak RSS comes from wait4. A crash or hang kills only
+that child, so the runner goes on with the next case. After the attempt the runner compares
+the sandbox with what it held before: every batch that was intact before must still be in
+place (data destroyed), and nothing outside the log directory may have changed (escape). An
+attempt that came out ok is followed by a second one on what it left.
 
 Outcome classes, worst first (the test asserts that only the last three occur):
-crash, hang, allocation over bound, wrote outside the directory, data destroyed, silent wrong
-result, untyped error, a failed open changed the directory (segments or directories added or
-removed by an open that then raised), typed error naming no file, refused a torn tail, then
-typed error, ok after a reported cut, ok.
+- crash, hang, allocation over bound (peak RSS over max(256 MiB, 4x the bytes on disk), or a
+  MemoryError under the address-space cap);
+- wrote outside the directory, data destroyed;
+- silent wrong result (a reader returned a record that is not in the expected view, lost one
+  without an error or a reported cut, moved backwards, or the log end or committed offsets
+  moved);
+- the next open differs (after an ok attempt, a second one on what it left fails or sees
+  other records than the first plus its append);
+- untyped error (not a KafkaException);
+- a failed open changed the directory (segments or directories added or removed by an open
+  that then raised);
+- typed error naming no file; refused a torn tail (a typed error where only a cut is right);
+- typed error, ok after a reported cut, ok.
 """
 
 from __future__ import annotations
@@ -32,7 +42,7 @@ from typing import Any
 
 from hostile_cases import catalogue
 from hostile_damage import ABSOLUTE_BAIT, Case, Target
-from hostile_dir import Batch, attempt, read_layout, user_partitions
+from hostile_dir import APPENDED, Batch, attempt, read_layout, user_partitions
 
 FAILURES = (
     "crash",
@@ -41,6 +51,7 @@ FAILURES = (
     "wrote outside the directory",
     "data destroyed",
     "silent wrong result",
+    "the next open differs",
     "untyped error",
     "a failed open changed the directory",
     "typed error naming no file",
@@ -324,14 +335,7 @@ def run_case(case: Case, variant: Variant, work: str, timeout_s: int) -> Outcome
     before = outside_state(sandbox)
     shape_before = shape(root)
     bound = max(RSS_BOUND_MIN, 4 * disk_bytes(root))
-    result_path = os.path.join(work, "result.json")
-    if os.path.exists(result_path):
-        os.unlink(result_path)
-    status, rss = run_attempt(root, result_path, variant.expected.record_count(), timeout_s)
-    seen = None
-    if os.path.exists(result_path):
-        with open(result_path) as file:
-            seen = json.load(file)
+    status, rss, seen = attempt_once(root, work, variant.expected.record_count(), timeout_s)
     problems = _sandbox_problems(case, variant, root, sandbox, before, intact, cut)
     if seen is not None and seen["error"] and seen["phase"] == "open":
         added, removed = sorted(shape(root) - shape_before), sorted(shape_before - shape(root))
@@ -342,12 +346,57 @@ def run_case(case: Case, variant: Variant, work: str, timeout_s: int) -> Outcome
             )
     over = f"peak RSS {rss >> 20} MiB over the bound {bound >> 20} MiB" if rss > bound else ""
     outcome, detail = classify(case, seen, status, variant.expected, cut, problems, over)
+    if outcome in ("ok", "ok after a reported cut"):
+        assert seen is not None
+        differs = reopen_differs(root, work, seen, variant, timeout_s)
+        if differs:
+            outcome, detail = "the next open differs", differs
     readers = by_reader(case, seen, variant.expected, cut) if seen is not None else ""
     shutil.rmtree(sandbox, ignore_errors=True)
     seconds = time.monotonic() - started
     return Outcome(
         case.name, case.kind, case.variant, outcome, detail, seconds, rss / 2**20, readers
     )
+
+
+def attempt_once(
+    root: str, work: str, records: int, timeout_s: int
+) -> tuple[int, int, dict[str, Any] | None]:
+    """(wait status, peak RSS, what the attempt saw or None if it died)."""
+    result_path = os.path.join(work, "result.json")
+    if os.path.exists(result_path):
+        os.unlink(result_path)
+    status, rss = run_attempt(root, result_path, records, timeout_s)
+    if not os.path.exists(result_path):
+        return status, rss, None
+    with open(result_path) as file:
+        seen: dict[str, Any] = json.load(file)
+    return status, rss, seen
+
+
+def reopen_differs(
+    root: str, work: str, seen: dict[str, Any], variant: Variant, timeout_s: int
+) -> str:
+    """Why a second attempt on what the first left does not see the same thing plus the
+    record the first appended, or "" (RELIABILITY.md invariant 8: recovery is deterministic;
+    an open that "succeeded" must not have left damage for the next one)."""
+    status, _, again = attempt_once(root, work, variant.expected.record_count() + 1, timeout_s)
+    if again is None or status != 0:
+        return f"the second open died (status {status})"
+    errors = [e for e in (again["scan_error"], again["error"]) if e]
+    if errors:
+        return f"the second open failed: {_text(errors)}"
+    wanted = {key: list(found) for key, found in seen["records"].items()}
+    appended = [seen["log_end"]["orders-0"], None, APPENDED.decode()]
+    wanted["orders-0"] = [*wanted.get("orders-0", []), appended]
+    for reader in ("scan_records", "records"):
+        for key, found in wanted.items():
+            if again[reader].get(key, []) != found:
+                got = again[reader].get(key, [])
+                return f"the second open's {reader} of {key}: {len(got)} records, not {len(found)}"
+    if again["committed"] != seen["committed"]:
+        return f"the second open's committed offsets are {again['committed']}"
+    return ""
 
 
 def by_reader(case: Case, seen: dict[str, Any], expected: Expected, cut: dict[str, int]) -> str:
