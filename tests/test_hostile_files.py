@@ -43,7 +43,7 @@ CI_RANDOM_FLIPS = 12  # per variant, on top of the named cases
 SOAK_RANDOM_FLIPS = 2000
 CASE_TIMEOUT_S = 10
 RUN_TIMEOUT_S = 3600
-DETAIL_CHARS = 200
+DETAIL_CHARS = 150
 
 
 @pytest.fixture(scope="module")
@@ -132,10 +132,13 @@ def report(outcomes: list[dict[str, object]], seed: int) -> list[str]:
     """Print the table and the failing cases; return the failures."""
     print(f"seed={seed} cases={len(outcomes)}")
     print(table(outcomes))
+    failing = sorted(
+        (o for o in outcomes if o["outcome"] in FAILURES),
+        key=lambda o: (FAILURES.index(str(o["outcome"])), str(o["kind"]), str(o["name"])),
+    )
     failures = [
         f"{o['outcome']}: {o['name']}: ({o['readers']}) {str(o['detail'])[:DETAIL_CHARS]}"
-        for o in outcomes
-        if o["outcome"] in FAILURES
+        for o in failing
     ]
     for line in failures:
         print("  " + line)
