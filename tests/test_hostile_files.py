@@ -41,7 +41,7 @@ from hostile_runner import ACCEPTED, CLASSES, FAILURES, Expected, classify
 TESTS = os.path.dirname(os.path.abspath(__file__))
 CI_RANDOM_FLIPS = 12  # per variant, on top of the named cases
 SOAK_RANDOM_FLIPS = 2000
-CASE_TIMEOUT_S = 10
+CASE_TIMEOUT_S = 20
 RUN_TIMEOUT_S = 3600
 DETAIL_CHARS = 150
 
