@@ -59,6 +59,9 @@ FAILURES = (
 )
 ACCEPTED = ("typed error", "ok after a reported cut", "ok")
 CLASSES = FAILURES + ACCEPTED
+# Errors about what the caller asked for, not about a file: a topic a damaged or forged meta
+# no longer lists is unknown, and saying so is right.
+NOT_ABOUT_A_FILE = frozenset({"UnknownTopicOrPartitionError"})
 RSS_BOUND_MIN = 256 << 20
 # The child's address-space cap above the runner's: room for mapping a 1 GiB sparse file, but
 # an allocation that size fails at once (MemoryError) instead of paging the machine.
@@ -218,7 +221,11 @@ def classify(
     label = "a failed open changed the directory"
     if label in problems:
         return label, f"{problems[label]}; {_text(errors)}"
-    nameless = [e for e in errors if not any(w in e["message"] for w in FILE_WORDS)]
+    nameless = [
+        e
+        for e in errors
+        if not any(w in e["message"] for w in FILE_WORDS) and e["type"] not in NOT_ABOUT_A_FILE
+    ]
     if nameless:
         return "typed error naming no file", _text(nameless)
     if seen["error"] and case.expect == frozenset({"cut"}):
