@@ -21,6 +21,7 @@ from hostile_damage import (
     META,
     OK_TYPED,
     RECOVERY_POINT,
+    REFUSE,
     TAIL,
     Case,
     Damage,
@@ -483,7 +484,19 @@ def meta_cases() -> list[Case]:
         ("forged.topic-dropped", forged_meta(drop_topic("audit"))),
         ("forged.internal-dropped", forged_meta(drop_topic("__consumer_offsets"))),
     ]
-    cases = [_case("clean", "eoslog.meta", what, damage, OK_TYPED) for what, damage in table]
+    # A meta that breaks its own rules (names, types, counts, config ranges) is refused at
+    # open; one that is merely different (a topic or partition fewer) cannot be told apart.
+    valid = {"forged.partition-dropped", "forged.topic-dropped", "forged.internal-dropped"}
+    cases = [
+        _case(
+            "clean",
+            "eoslog.meta",
+            what,
+            damage,
+            REFUSE if what.startswith("forged.") and what not in valid else OK_TYPED,
+        )
+        for what, damage in table
+    ]
     cases.append(_case("unclean", "eoslog.meta", "flip", flip_in(in_root(META), 30, 2), OK_TYPED))
     cases.append(
         _case(
@@ -491,7 +504,7 @@ def meta_cases() -> list[Case]:
             "eoslog.meta",
             "forged.topic-../x",
             forged_meta(rename_topic("../x")),
-            OK_TYPED,
+            REFUSE,
         )
     )
     return cases

@@ -10,7 +10,10 @@ What a correct engine may do with each case (`expect`), following RELIABILITY.md
 - "ok": every reader returns exactly the pristine view (derived files rebuilt, harmless damage);
 - "typed": a KafkaException naming a file, at open or at read, and no data destroyed;
 - "cut": after an UNclean stop, damage with no valid batch after it is a torn tail: open cuts
-  it, reports it (recovery_report), and only records from `cut_from` on are missing.
+  it, reports it (recovery_report), and only records from `cut_from` on are missing;
+- "typed at open" (REFUSE): only refusing to open is right (a forged eoslog.meta that breaks
+  its own rules: a topic name that is not a valid name, a wrong type, a partition count or a
+  config value out of range).
 Damage in the middle of a log, and any damage after a clean shutdown, is "ok" or "typed" only:
 a clean shutdown does not make damage invisible, and middle damage is never truncated.
 
@@ -32,6 +35,7 @@ from hostile_dir import Batch, segments
 OK_TYPED = frozenset({"ok", "typed"})
 TAIL = frozenset({"ok", "cut", "typed"})
 CUT = frozenset({"cut"})
+REFUSE = frozenset({"typed at open"})
 GIB = 1 << 30
 META = "eoslog.meta"
 RECOVERY_POINT = "recovery-point-offset-checkpoint"

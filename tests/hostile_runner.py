@@ -23,6 +23,7 @@ Outcome classes, worst first (the test asserts that only the last three occur):
 - a failed open changed the directory (segments or directories added or removed by an open
   that then raised);
 - typed error naming no file; refused a torn tail (a typed error where only a cut is right);
+  accepted an invalid file (an open that succeeded where only a refusal is right);
 - typed error, ok after a reported cut, ok.
 """
 
@@ -37,11 +38,11 @@ import signal
 import sys
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hostile_cases import catalogue
-from hostile_damage import ABSOLUTE_BAIT, Case, Target
+from hostile_damage import ABSOLUTE_BAIT, OK_TYPED, REFUSE, Case, Target
 from hostile_dir import APPENDED, Batch, attempt, read_layout, user_partitions
 
 FAILURES = (
@@ -56,6 +57,7 @@ FAILURES = (
     "a failed open changed the directory",
     "typed error naming no file",
     "refused a torn tail",
+    "accepted an invalid file",
 )
 ACCEPTED = ("typed error", "ok after a reported cut", "ok")
 CLASSES = FAILURES + ACCEPTED
@@ -230,6 +232,10 @@ def classify(
         return "typed error naming no file", _text(nameless)
     if seen["error"] and case.expect == frozenset({"cut"}):
         return "refused a torn tail", _text([seen["error"]])
+    if case.expect == frozenset({"typed at open"}) and not (
+        seen["error"] and seen["phase"] == "open"
+    ):
+        return "accepted an invalid file", f"open succeeded; {_text(errors)}"
     if errors:
         return "typed error", _text(errors)
     if any(seen["cuts"].values()) and _missing_any(seen, expected):
@@ -411,7 +417,9 @@ def by_reader(case: Case, seen: dict[str, Any], expected: Expected, cut: dict[st
     offsets) alone, ignoring the sandbox checks."""
     scan_only = {**seen, "phase": "open", "error": None, "cuts": {}}
     broker_only = {**seen, "scan_records": expected.records, "scan_error": None}
-    scan = classify(case, scan_only, 0, expected, cut, {}, "")[0]
+    # The scan reads no eoslog.meta: a meta only the broker must refuse is nothing to it.
+    scan_case = replace(case, expect=OK_TYPED) if case.expect == REFUSE else case
+    scan = classify(scan_case, scan_only, 0, expected, cut, {}, "")[0]
     broker = classify(case, broker_only, 0, expected, cut, {}, "")[0]
     return f"scan: {scan}; broker: {broker}"
 

@@ -35,7 +35,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from hostile_damage import CUT, OK_TYPED, Case
+from hostile_damage import CUT, OK_TYPED, REFUSE, Case
 from hostile_runner import ACCEPTED, CLASSES, FAILURES, Expected, classify
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
@@ -186,6 +186,7 @@ EXPECTED = Expected(
 )
 TORN = Case("unclean/.log/torn", ".log", "unclean", lambda target: {}, CUT)
 MIDDLE = Case("clean/.log/middle", ".log", "clean", lambda target: {}, OK_TYPED)
+BAD_META = Case("clean/eoslog.meta/bad", "eoslog.meta", "clean", lambda target: {}, REFUSE)
 TYPED = {"kind": "typed", "type": "CorruptRecordError", "message": "orders-0/0.log byte 7"}
 
 
@@ -215,6 +216,9 @@ TYPED = {"kind": "typed", "type": "CorruptRecordError", "message": "orders-0/0.l
         (MIDDLE, _seen(error={**TYPED, "message": "bad"}), 0, {}, "typed error naming no file"),
         (MIDDLE, _seen(error=TYPED, phase="open", records={}), 0, {}, "typed error"),
         (TORN, _seen(error=TYPED, phase="open", records={}), 0, {}, "refused a torn tail"),
+        (BAD_META, _seen(), 0, {}, "accepted an invalid file"),
+        (BAD_META, _seen(error=TYPED, phase="read"), 0, {}, "accepted an invalid file"),
+        (BAD_META, _seen(error=TYPED, phase="open", records={}), 0, {}, "typed error"),
         (
             TORN,
             _seen(
