@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import random
 from collections.abc import Callable
+from dataclasses import replace
 
 from hostile_damage import (
     ABSOLUTE_BAIT,
@@ -249,9 +250,8 @@ def truncation_cases(variant: str, layout: dict[str, list[Batch]], unclean: bool
     last = layout[ORDERS0][-1]
     for cut in (1, 2, 7, 8, 12, 21, 30, 45, 60, 61, 62, 100, last.size - 1):
         expect = CUT if unclean else OK_TYPED
-        cases.append(
-            _case(variant, ".log", f"{ORDERS0}.tail-{cut}B", truncate_tail(ORDERS0, cut), expect)
-        )
+        case = _case(variant, ".log", f"{ORDERS0}.tail-{cut}B", truncate_tail(ORDERS0, cut), expect)
+        cases.append(replace(case, partial_tail=True))
     # A whole batch gone at a boundary after a crash is indistinguishable from a write that
     # never happened; after a clean shutdown the checkpoints say otherwise.
     if not unclean:

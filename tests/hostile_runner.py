@@ -213,8 +213,9 @@ def classify(
     for label in ("wrote outside the directory", "data destroyed"):
         if label in problems:
             return label, problems[label]
-    cut_allowed = "cut" in case.expect
-    wrong = _wrong(seen, expected, cut if cut_allowed else {})
+    consumer_cut = cut if "cut" in case.expect else {}
+    scan_cut = cut if "cut" in case.expect or case.partial_tail else {}
+    wrong = _wrong(seen, expected, consumer_cut, scan_cut)
     if wrong:
         return "silent wrong result", wrong
     untyped = [e for e in errors if e["kind"] != "typed"]
@@ -253,17 +254,20 @@ def _missing_any(seen: dict[str, Any], expected: Expected) -> bool:
     )
 
 
-def _wrong(seen: dict[str, Any], expected: Expected, cut: dict[str, int]) -> str:
+def _wrong(
+    seen: dict[str, Any], expected: Expected, cut: dict[str, int], scan_cut: dict[str, int]
+) -> str:
     """Why what the readers returned is wrong, or "" (see the module docstring)."""
     problems = []
     if seen["backwards"]:
         problems.append(f"consumer went backwards or looped: {seen['backwards']}")
-    readers = (("scan", seen["scan_records"], seen["scan_error"], False),)
+    readers = (("scan", seen["scan_records"], seen["scan_error"], False, scan_cut),)
     if seen["phase"] not in ("scan", "open"):
-        readers += (("consumer", seen["records"], seen["error"], True),)
-    for reader, records, error, reported in readers:
+        readers += (("consumer", seen["records"], seen["error"], True, cut),)
+    for reader, records, error, reported, may_cut in readers:
         for key, wanted in expected.records.items():
-            problem = _compare(key, wanted, records.get(key, []), error, cut, reported, seen)
+            found = records.get(key, [])
+            problem = _compare(key, wanted, found, error, may_cut, reported, seen)
             if problem:
                 problems.append(f"{reader} {problem}")
     if seen["phase"] in ("append", "close", "done") or (
