@@ -86,6 +86,11 @@ def main(argv: list[str]) -> None:
             if type(error).__name__ not in known:
                 raise
 
+    # libFuzzer's own RSS check reads getrusage's ru_maxrss, which Linux carries across exec:
+    # a runner started by a large process (pytest late in a suite) would report its parent's
+    # peak and stop at once with a false "out-of-memory". RLIMIT_DATA (cap_heap) is the bound.
+    if not any(argument.startswith("-rss_limit_mb=") for argument in arguments):
+        arguments = ["-rss_limit_mb=0", *arguments]
     atheris.Setup([argv[0], *arguments], test_one_input)
     atheris.Fuzz()
 

@@ -24,11 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from eoslog.broker import Broker
+from eoslog import meta_file
 from eoslog.coordinator import offsets_log, transaction_log
 from eoslog.errors import KafkaException
 from eoslog.fs_twin import RecordingFileSystem
 from eoslog.log import checkpoints
+from eoslog.log.config import LogConfig
 from eoslog.log.offset_index import OffsetIndex
 from eoslog.log.time_index import TimeIndex
 from eoslog.log.txn_index import TransactionIndex
@@ -278,16 +279,16 @@ META_HEADER = struct.Struct(">4shI")
 
 
 def meta(data: bytes) -> None:
-    """Broker._read_meta over an eoslog.meta holding the input (with FIX_CRC: the input is
-    the JSON payload under a valid header and CRC, the forged-meta case)."""
+    """eoslog.meta_file.read (what Broker._load reads) over an eoslog.meta holding the input
+    (with FIX_CRC: the input is the JSON payload under a valid header and CRC, the forged-meta
+    case)."""
     flags, body = split_flags(data)
     if flags & FIX_CRC:
         body = META_HEADER.pack(b"EOSM", 1, PRIMITIVES.crc32c(body)) + body
     twin = fresh_twin()
     write_file(twin, "/p/eoslog.meta", body)
-    reader = types.SimpleNamespace(fs=twin, path="/p")
-    topics = Broker._read_meta(reader)  # type: ignore[arg-type]
-    for name, metadata in topics.items():
+    read = meta_file.read(twin, "/p/eoslog.meta", LogConfig())
+    for name, metadata in ({} if read is None else read.topics).items():
         if os.sep in name or name in (".", "..") or not name:
             raise FuzzFinding(f"eoslog.meta names topic {name!r}, which is no valid topic name")
         if metadata.num_partitions < 1:

@@ -467,6 +467,9 @@ def _check_clean_tail(active: LogSegment) -> None:
         if stop == position:
             active.index_suspect = True  # lookups scan past it; maintenance rebuilds
             position = 0
+    elif position < 0:
+        active.index_suspect = True  # a damaged entry points before the file: not believed
+        position = 0
     if position == 0:
         stop, next_offset, _ = _valid_prefix(active, 0, end, index=False)
     if stop < end:
