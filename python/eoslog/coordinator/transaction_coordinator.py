@@ -274,8 +274,7 @@ class TransactionCoordinator:
                     txn_last_update_timestamp_ms=self._clock_ms(),
                 )
                 self._metadata[transactional_id] = meta
-            if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT) and meta.pending is None:
-                self._complete_end(meta)  # an end a crash or a failed marker left unfinished
+            self._finish_unfinished_end(meta)
             decision = self._decide_init(meta, txn_timeout_ms, expected)
             if decision.answer_error is ConcurrentTransactionsError:
                 # The fence of an Ongoing transaction: its abort is persisted; finish it here
@@ -335,6 +334,7 @@ class TransactionCoordinator:
         _check_transactional_id(transactional_id)
         with self._id_lock(transactional_id):
             meta = self._known(transactional_id, producer_id)
+            self._finish_unfinished_end(meta)
             decision = decide_end_txn(
                 meta,
                 producer_id=producer_id,
@@ -592,6 +592,17 @@ class TransactionCoordinator:
         if self._durability == "commit":
             with self._markers_lock:
                 self._unsynced_markers.append((log, offset))
+
+    def _finish_unfinished_end(self, meta: TransactionMetadata) -> None:
+        """Finish an end that a crash or a failed marker write left in Prepare* (id lock
+        held, so no end of this id is in progress). Kafka's coordinator keeps retrying such
+        markers and answers CONCURRENT_TRANSACTIONS meanwhile; here the retry is made now,
+        by the next request for the id: after a transient failure it completes and the id is
+        usable again, and while a partition it needs is fail-stopped it raises that
+        partition's KafkaStorageError at once, instead of CONCURRENT_TRANSACTIONS, which the
+        client would retry until its timeout."""
+        if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT) and meta.pending is None:
+            self._complete_end(meta)
 
     def _complete_end(self, meta: TransactionMetadata, *, recovering: bool = False) -> None:
         """Write the markers of a transaction in Prepare*, then persist Complete*. A marker
