@@ -218,12 +218,8 @@ def run_workload(
             work.do(f"consumer commit {number}", lambda n=number: work.plain_commit(100 + n))
             if number == 1:
                 work.do("run_maintenance", work.maintenance)
-    if run.failed_at_step == "open":
-        # Left as a crash leaves it. (Closing after a failed create_topic marks the directory
-        # cleanly shut down over the half-created partition, whose preallocated index is then
-        # trusted at the next open: reported, not this family's subject.)
-        run.calls = twin.calls
-        return run
+    # A failed open step (a create_topic, say) is closed too: what it left must not be
+    # marked cleanly shut down unless a clean open can trust it.
     if run.error is None:
         # Close writes the deferred Complete*, snapshots, checkpoints and the clean-shutdown
         # marker: a fault there must surface too.
