@@ -640,6 +640,20 @@ def _marker_write_call() -> int:
     )
 
 
+def _fail_the_next_marker(log: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next marker written to `log` fails without stopping the partition (a transient
+    failure: every I/O error of the log itself fail-stops it)."""
+    write_marker = log.append_marker
+    failures = [KafkaStorageError(f"{log.topic}-{log.partition}: the marker write failed")]
+
+    def fails_once(*args: Any, **kwargs: Any) -> int:
+        if failures:
+            raise failures.pop()
+        return write_marker(*args, **kwargs)
+
+    monkeypatch.setattr(log, "append_marker", fails_once)
+
+
 def test_after_a_failed_marker_write_every_later_end_and_init_fails_fast_with_a_storage_error() -> (
     None
 ):
@@ -670,16 +684,7 @@ def test_after_a_marker_failure_that_stopped_nothing_the_next_end_finishes_the_t
     producer = started(broker)
     producer.produce("t", b"aborted", partition=0)
     producer.flush()
-    log = broker.log("t", 0)
-    write_marker = log.append_marker
-    failures = [KafkaStorageError("t-0: the marker write failed (transient)")]
-
-    def fails_once(*args: Any, **kwargs: Any) -> int:
-        if failures:
-            raise failures.pop()
-        return write_marker(*args, **kwargs)
-
-    monkeypatch.setattr(log, "append_marker", fails_once)
+    _fail_the_next_marker(broker.log("t", 0), monkeypatch)
     with pytest.raises(KafkaStorageError):
         producer.abort_transaction(MARKER_FAULT_TIMEOUT_S)
     producer.abort_transaction(MARKER_FAULT_TIMEOUT_S)
@@ -688,4 +693,22 @@ def test_after_a_marker_failure_that_stopped_nothing_the_next_end_finishes_the_t
     producer.begin_transaction()
     producer.produce("t", b"committed", partition=0)
     producer.commit_transaction(MARKER_FAULT_TIMEOUT_S)
+    assert read(broker) == [b"committed"]
+
+
+def test_transaction_maintenance_finishes_an_end_a_transient_marker_failure_left_unfinished(
+    broker: eoslog.Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The producer never calls again: the coordinator retries the marker itself, so the
+    # partition's last stable offset does not wait on the transaction forever.
+    producer = started(broker)
+    producer.produce("t", b"committed", partition=0)
+    producer.flush()
+    _fail_the_next_marker(broker.log("t", 0), monkeypatch)
+    with pytest.raises(KafkaStorageError):
+        producer.commit_transaction(MARKER_FAULT_TIMEOUT_S)
+    assert read(broker) == []
+    broker.run_transaction_maintenance()
+    meta = broker.transactions.metadata("tx")
+    assert meta is not None and meta.state is TransactionState.COMPLETE_COMMIT
     assert read(broker) == [b"committed"]

@@ -26,6 +26,7 @@ are applied in the order they are persisted.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
@@ -354,11 +355,19 @@ class TransactionCoordinator:
 
     def abort_timed_out_transactions(self) -> int:
         """Abort, with an epoch bump, every Ongoing transaction older than its timeout
-        (§4.1). Returns how many were aborted."""
+        (§4.1), and retry every end a failed marker write left in Prepare* (as Kafka's
+        coordinator keeps retrying markers: their partitions' last stable offsets wait on
+        them, whether or not the producer ever calls again). Returns how many were
+        aborted."""
         now = self._clock_ms()
         aborted = 0
         for transactional_id, meta in self._snapshot():
             with self._id_lock(transactional_id):
+                if self._metadata.get(transactional_id) is meta:
+                    with contextlib.suppress(KafkaStorageError):
+                        # A partition it needs is fail-stopped: the next request for the
+                        # id reports that, and the next open finishes the end.
+                        self._finish_unfinished_end(meta)
                 if (
                     meta.state is not S.ONGOING
                     or meta.pending is not None
