@@ -328,7 +328,10 @@ class Broker:
         config: Mapping[str, object] | None = None,
     ) -> TopicMetadata:
         """Create a topic; TopicAlreadyExistsError if it exists, InvalidTopicError or
-        InvalidConfigError for bad input (nothing is created then)."""
+        InvalidConfigError for bad input (nothing is created then). KafkaStorageError if
+        the storage fails midway: what was made is undone and the creation may be tried
+        again; if undoing fails too, the broker fail-stops (close() raises and leaves the
+        directory to be recovered at the next open)."""
         validate_topic_name(name)
         partitions = self.settings["num.partitions"] if num_partitions is None else num_partitions
         partition_count(partitions)
