@@ -8,6 +8,7 @@ close() leaves on disk in Kafka's formats.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -26,6 +27,8 @@ from eoslog.errors import (
     TopicAlreadyExistsError,
 )
 from eoslog.fs import PosixFileSystem
+from eoslog.fs_twin import RecordingFileSystem
+from eoslog.log.checkpoints import CLEAN_SHUTDOWN_FILE
 
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
 OpenBroker = Callable[..., eoslog.Broker]
@@ -476,3 +479,93 @@ def test_close_releases_every_descriptor_the_broker_opened(data_dir: str) -> Non
     with pytest.raises(KafkaStorageError):
         eoslog.open(data_dir, background=False)
     assert descriptors() <= before
+
+
+# --- a create_topic that fails midway ----------------------------------------------------------
+
+TWIN_LOG_DIR = "/data/log"
+
+
+def _open_on_twin(twin: RecordingFileSystem) -> eoslog.Broker:
+    return eoslog.open(TWIN_LOG_DIR, config=SMALL_INDEXES, fs=twin, background=False)
+
+
+def _create_topic_calls(faults: dict[int, str]) -> tuple[RecordingFileSystem, list[int]]:
+    """A twin with `faults` set, after open and create_topic("out", 2) (its error, if any,
+    swallowed); the call numbers create_topic made."""
+    twin = RecordingFileSystem(seed=0)
+    twin.makedirs("/data", durable=True)
+    for call, kind in faults.items():
+        twin.fail_at(call, kind)
+    broker = _open_on_twin(twin)
+    start = twin.calls
+    with contextlib.suppress(KafkaStorageError):
+        broker.create_topic("out", 2)
+    calls = list(range(start, twin.calls))
+    with contextlib.suppress(KafkaStorageError):
+        broker.close()
+    return twin, calls
+
+
+def _listdir_of_first_partition() -> int:
+    twin, calls = _create_topic_calls({})
+    recorded = twin.recorded_calls()
+    return next(c for c in calls if recorded[c] == ("listdir", f"{TWIN_LOG_DIR}/out-0"))
+
+
+def _append_and_read_back(broker: eoslog.Broker) -> list[bytes]:
+    log = broker.log("out", 0)
+    for index in range(3):
+        log.append_batch(logtools.batch([b"v%d" % index]))
+    return [record.value or b"" for record in logtools.read_all(log)]
+
+
+def test_a_create_topic_failing_midway_is_undone_so_a_clean_open_never_trusts_its_partition() -> (
+    None
+):
+    # The EIO hits the new partition's first directory listing, after eoslog.meta named the
+    # topic and out-0 was made: the creation is taken back whole, the directory closes
+    # clean, and the creation can simply be tried again.
+    twin = RecordingFileSystem(seed=0)
+    twin.makedirs("/data", durable=True)
+    twin.fail_at(_listdir_of_first_partition(), "EIO")
+    broker = _open_on_twin(twin)
+    with pytest.raises(KafkaStorageError, match="creating topic 'out' failed"):
+        broker.create_topic("out", 2)
+    assert "out" not in broker.list_topics()
+    assert not twin.exists(f"{TWIN_LOG_DIR}/out-0")
+    broker.create_topic("out", 2)
+    assert _append_and_read_back(broker) == [b"v0", b"v1", b"v2"]
+    broker.close()
+    assert twin.exists(f"{TWIN_LOG_DIR}/{CLEAN_SHUTDOWN_FILE}")
+    with _open_on_twin(twin) as reopened:
+        log = reopened.log("out", 0)
+        assert log.log_end_offset == 3
+        assert [record.value for record in logtools.read_all(log)] == [b"v0", b"v1", b"v2"]
+
+
+def test_a_create_topic_that_cannot_be_undone_fail_stops_so_close_writes_no_clean_marker() -> None:
+    # The meta write that would take the topic back fails too: eoslog.meta still names the
+    # half-created topic, so close() must not mark the directory clean (the next open would
+    # trust out-0's preallocated, never-written index); the next open recovers it instead.
+    first_listdir = _listdir_of_first_partition()
+    twin, calls = _create_topic_calls({first_listdir: "EIO"})
+    recorded = twin.recorded_calls()
+    undo_meta_write = next(
+        c
+        for c in calls
+        if c > first_listdir and recorded[c][0] == "pwrite" and "meta" in recorded[c][1]
+    )
+    twin = RecordingFileSystem(seed=0)
+    twin.makedirs("/data", durable=True)
+    twin.fail_at(first_listdir, "EIO")
+    twin.fail_at(undo_meta_write, "EIO")
+    broker = _open_on_twin(twin)
+    with pytest.raises(KafkaStorageError, match="undoing it failed"):
+        broker.create_topic("out", 2)
+    with pytest.raises(KafkaStorageError, match="undoing it failed"):
+        broker.close()
+    assert not twin.exists(f"{TWIN_LOG_DIR}/{CLEAN_SHUTDOWN_FILE}")
+    with _open_on_twin(twin) as reopened:
+        assert reopened.log("out", 0).log_end_offset == 0
+        assert _append_and_read_back(reopened) == [b"v0", b"v1", b"v2"]

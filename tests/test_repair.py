@@ -292,3 +292,20 @@ def test_a_segment_cut_to_nothing_goes_so_the_log_ends_where_the_previous_segmen
     broker = open_broker()
     assert broker.log("t", 0).log_end_offset == 4
     assert values_of(broker) == logtools.values(0, 4)
+
+
+def test_a_stray_index_name_in_the_partition_directory_is_left_alone_and_the_cut_completes(
+    open_broker: OpenBroker, data_dir: str
+) -> None:
+    # `junk.index` is no segment's file: repair must not fail on its name after the .log
+    # is already cut (leaving a half-repaired partition), nor delete it.
+    directory = write_topic(open_broker, 3)
+    stray = os.path.join(directory, "junk.index")
+    open(stray, "wb").close()
+    (log_path,) = logtools.partition_files(directory, ".log")
+    assert repair_truncate_from_recovery(log_path, 0) == 3 * SINGLE_BYTES
+    assert os.path.getsize(log_path) == 0
+    assert os.path.exists(stray)
+    broker = open_broker()
+    assert values_of(broker) == []
+    assert broker.log("t", 0).log_end_offset == 0

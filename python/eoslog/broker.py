@@ -116,6 +116,9 @@ class Broker:
         self._next_producer_id_block = 0
         self._coordinator_epoch = 0
         self._closed = False
+        # Set when the directory may hold what a clean open must not trust (a topic creation
+        # that could not be undone): close() then writes no clean-shutdown marker.
+        self._storage_failure: KafkaStorageError | None = None
         try:
             _make_directories(self.fs, self.path)
             self._dir_lock = _take_lock(self.fs, self.path)
@@ -325,7 +328,10 @@ class Broker:
         config: Mapping[str, object] | None = None,
     ) -> TopicMetadata:
         """Create a topic; TopicAlreadyExistsError if it exists, InvalidTopicError or
-        InvalidConfigError for bad input (nothing is created then)."""
+        InvalidConfigError for bad input (nothing is created then). KafkaStorageError if
+        the storage fails midway: what was made is undone and the creation may be tried
+        again; if undoing fails too, the broker fail-stops (close() raises and leaves the
+        directory to be recovered at the next open)."""
         validate_topic_name(name)
         partitions = self.settings["num.partitions"] if num_partitions is None else num_partitions
         partition_count(partitions)
@@ -339,24 +345,59 @@ class Broker:
             if name in self._topics:
                 raise TopicAlreadyExistsError(f"topic {name!r} already exists")
             metadata = TopicMetadata(name, partitions, stored)
-            for partition in range(partitions):
-                # A directory no topic owns (left by a failed create) must not be loaded.
-                stale = os.path.join(self.path, f"{name}-{partition}")
-                if self.fs.exists(stale):
-                    _remove_tree(self.fs, stale)
             try:
-                self._topics[name] = metadata
-                self._write_meta()
-                for partition in range(partitions):
-                    self._logs[(name, partition)] = self._open_log(
-                        name, partition, log_config, True, 0, 0
-                    )
-                # Recovery points of 0 for the new partitions before anything is written to
-                # them (see _load).
-                self._write_recovery_points()
-            except OSError as error:
-                raise KafkaStorageError(f"creating topic {name!r} failed: {error}") from error
+                self._create_partitions(metadata, log_config)
+            except BaseException as error:
+                cause = KafkaStorageError(f"creating topic {name!r} failed: {error}")
+                failure = self._undo_create_topic(name, partitions, cause)
+                if isinstance(error, OSError) or failure is not cause:
+                    raise failure from error
+                raise
             return metadata
+
+    def _create_partitions(self, metadata: TopicMetadata, log_config: LogConfig) -> None:
+        """eoslog.meta naming the new topic, then its partitions, then their recovery points
+        (create_topic's lock held)."""
+        name = metadata.name
+        for partition in range(metadata.num_partitions):
+            # A directory no topic owns (left by a failed create) must not be loaded.
+            stale = os.path.join(self.path, f"{name}-{partition}")
+            if self.fs.exists(stale):
+                _remove_tree(self.fs, stale)
+        self._topics[name] = metadata
+        self._write_meta()
+        for partition in range(metadata.num_partitions):
+            self._logs[(name, partition)] = self._open_log(name, partition, log_config, True, 0, 0)
+        # Recovery points of 0 for the new partitions before anything is written to them
+        # (see _load).
+        self._write_recovery_points()
+
+    def _undo_create_topic(
+        self, name: str, partitions: int, cause: KafkaStorageError
+    ) -> KafkaStorageError:
+        """Take back what a failed create_topic made: its logs, its eoslog.meta entry, then
+        its directories, so that no half-created partition (an index preallocated but never
+        written, say) is opened as cleanly shut down, and the creation can be tried again.
+        If that fails too, the broker fail-stops: close() writes no clean-shutdown marker,
+        and the next open recovers whatever was left (create_topic's lock held). Returns
+        the error to raise: `cause`, or the fail-stop naming both failures."""
+        for partition in range(partitions):
+            log = self._logs.pop((name, partition), None)
+            if log is not None:
+                with contextlib.suppress(KafkaStorageError):
+                    log.close()
+        try:
+            if self._topics.pop(name, None) is not None:
+                self._write_meta()
+            for partition in range(partitions):
+                directory = os.path.join(self.path, f"{name}-{partition}")
+                if self.fs.exists(directory):
+                    _remove_tree(self.fs, directory)
+            self.fs.sync_dir(self.path)
+        except (OSError, KafkaStorageError) as error:
+            self._storage_failure = KafkaStorageError(f"{cause}; undoing it failed: {error}")
+            return self._storage_failure
+        return cause
 
     def list_topics(self) -> dict[str, TopicMetadata]:
         with self._lock:
@@ -548,13 +589,13 @@ class Broker:
         if self._maintenance is not None:
             self._maintenance.join()
         logs = list(self._logs.values())
-        failure: KafkaStorageError | None = None
+        failure = self._storage_failure
         try:
             # Deferred coordinator records written, and markers made durable before the
             # state logs that report them (each log's close fsyncs it).
             self.transactions.close()
         except KafkaStorageError as error:
-            failure = error
+            failure = failure or error
         for log in logs:
             try:
                 log.close()

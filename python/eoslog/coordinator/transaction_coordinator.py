@@ -26,6 +26,7 @@ are applied in the order they are persisted.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
@@ -274,8 +275,7 @@ class TransactionCoordinator:
                     txn_last_update_timestamp_ms=self._clock_ms(),
                 )
                 self._metadata[transactional_id] = meta
-            if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT) and meta.pending is None:
-                self._complete_end(meta)  # an end a crash or a failed marker left unfinished
+            self._finish_unfinished_end(meta)
             decision = self._decide_init(meta, txn_timeout_ms, expected)
             if decision.answer_error is ConcurrentTransactionsError:
                 # The fence of an Ongoing transaction: its abort is persisted; finish it here
@@ -335,6 +335,7 @@ class TransactionCoordinator:
         _check_transactional_id(transactional_id)
         with self._id_lock(transactional_id):
             meta = self._known(transactional_id, producer_id)
+            self._finish_unfinished_end(meta)
             decision = decide_end_txn(
                 meta,
                 producer_id=producer_id,
@@ -354,11 +355,19 @@ class TransactionCoordinator:
 
     def abort_timed_out_transactions(self) -> int:
         """Abort, with an epoch bump, every Ongoing transaction older than its timeout
-        (§4.1). Returns how many were aborted."""
+        (§4.1), and retry every end a failed marker write left in Prepare* (as Kafka's
+        coordinator keeps retrying markers: their partitions' last stable offsets wait on
+        them, whether or not the producer ever calls again). Returns how many were
+        aborted."""
         now = self._clock_ms()
         aborted = 0
         for transactional_id, meta in self._snapshot():
             with self._id_lock(transactional_id):
+                if self._metadata.get(transactional_id) is meta:
+                    with contextlib.suppress(KafkaStorageError):
+                        # A partition it needs is fail-stopped: the next request for the
+                        # id reports that, and the next open finishes the end.
+                        self._finish_unfinished_end(meta)
                 if (
                     meta.state is not S.ONGOING
                     or meta.pending is not None
@@ -592,6 +601,17 @@ class TransactionCoordinator:
         if self._durability == "commit":
             with self._markers_lock:
                 self._unsynced_markers.append((log, offset))
+
+    def _finish_unfinished_end(self, meta: TransactionMetadata) -> None:
+        """Finish an end that a crash or a failed marker write left in Prepare* (id lock
+        held, so no end of this id is in progress). Kafka's coordinator keeps retrying such
+        markers and answers CONCURRENT_TRANSACTIONS meanwhile; here the retry is made now,
+        by the next request for the id: after a transient failure it completes and the id is
+        usable again, and while a partition it needs is fail-stopped it raises that
+        partition's KafkaStorageError at once, instead of CONCURRENT_TRANSACTIONS, which the
+        client would retry until its timeout."""
+        if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT) and meta.pending is None:
+            self._complete_end(meta)
 
     def _complete_end(self, meta: TransactionMetadata, *, recovering: bool = False) -> None:
         """Write the markers of a transaction in Prepare*, then persist Complete*. A marker
