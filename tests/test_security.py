@@ -288,6 +288,10 @@ FORGERIES: dict[str, Callable[[dict[str, object]], object]] = {
     "not UTF-8": lambda body: b'{"topics": {"\xff": 1}}',
     "deeply nested": lambda body: b'{"topics": ' + b"[" * 200_000,
     "NaN partitions": lambda body: b'{"topics": {"p": {"partitions": NaN, "config": {}}}}',
+    # A fuzz find: 1e400 parses as infinity, which int() refused with an untyped OverflowError.
+    "config an overflowing float": lambda body: (
+        b'{"topics": {"p": {"partitions": 1, "config": {"segment.bytes": 1048576764E444400}}}}'
+    ),
 }
 
 

@@ -17,7 +17,7 @@ import json
 import re
 import struct
 from dataclasses import dataclass
-from typing import Final, NamedTuple
+from typing import Final, NamedTuple, NoReturn
 
 from eoslog import limits
 from eoslog.errors import InvalidConfigError, InvalidTopicError, KafkaStorageError
@@ -129,11 +129,23 @@ def decode(path: str, data: bytes, log_config: LogConfig) -> Meta:
     )
 
 
+class _NotOurs(ValueError):
+    pass
+
+
+def _no_float(text: str) -> NoReturn:
+    raise _NotOurs(f"the non-integer number {text[:40]!r}")
+
+
 def _body(path: str, payload: bytes) -> tuple[dict[str, object], dict[object, object]]:
     """The JSON object and the `topics` object in it; KafkaStorageError naming the file (and
     the byte, for a JSON syntax error) otherwise."""
     try:
-        body = json.loads(payload)
+        # eoslog writes integers and strings only: a float (1e400 reads as infinity, which no
+        # int() takes) or a NaN/Infinity constant is no value of ours.
+        body = json.loads(payload, parse_float=_no_float, parse_constant=_no_float)
+    except _NotOurs as error:
+        raise KafkaStorageError(f"{path} holds {error}, which eoslog never writes") from None
     except json.JSONDecodeError as error:
         raise KafkaStorageError(
             f"{path} is not valid JSON at byte {_HEADER.size + error.pos}: {error.msg}"
