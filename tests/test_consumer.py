@@ -272,6 +272,57 @@ def test_consume_raises_for_a_crc_mismatch_unless_check_crcs_is_off(
     assert [m.value() for m in unchecked] == [b"eamaged value"]
 
 
+def batch_holding(path: str, value: bytes) -> int:
+    """The byte of the .log at `path` where the batch holding the first copy of `value`
+    begins."""
+    with open(path, "rb") as file:
+        data = file.read()
+    at = data.index(value)
+    return max(p for p, _ in codec.iter_headers(data) if p <= at)
+
+
+@pytest.mark.parametrize("read", ["consume", "poll", "consume_arrow"])
+def test_a_damaged_batch_raises_naming_its_segment_file_and_byte_in_that_file(
+    broker: eoslog.Broker, log: PartitionLog, read: str
+) -> None:
+    # Regression: the error named the byte in the fetched buffer ("batch at byte 0" for any
+    # batch a fetch starts at) and no file.
+    for i in range(5):
+        append(log, [(None, b"value %d" % i, None)])
+    damaged = b"value 3"
+    path = log.segments[-1].path(".log")
+    position = batch_holding(path, damaged)
+    assert position > 0
+    flip_value_byte(log, damaged)
+    made = consumer(broker, 3)
+    with pytest.raises(eoslog.CorruptRecordError) as raised:
+        if read == "consume_arrow":
+            made.consume_arrow(10, timeout=0)
+        else:
+            getattr(made, read)(*([10] if read == "consume" else []), timeout=0)
+    assert str(raised.value) == (
+        f"{path} at byte {position}: CRC-32C mismatch: the batch is corrupt"
+    )
+    assert isinstance(raised.value.__cause__, eoslog.CorruptRecordError)
+
+
+def test_a_plan_error_names_the_file_and_the_byte_of_the_batch_out_of_order() -> None:
+    # The read refuses batches out of order before the plan sees them; the plan's own check
+    # (its defence in depth) must name the file too, not its byte in the buffer.
+    batches = [codec.BatchBuilder() for _ in range(2)]
+    for builder in batches:
+        assert builder.append(TS, None, b"v", None)
+    first, second = (builder.build() for builder in batches)
+    records = memoryview(first + second)  # both at base offset 0: the second goes backwards
+    result = FetchResult(records, None, 2, 2, 0, "/data/orders-0/00000000000000000000.log", 500)
+    with pytest.raises(eoslog.CorruptRecordError) as raised:
+        consumer_module._planned(result, 0)
+    assert str(raised.value).startswith(
+        f"/data/orders-0/00000000000000000000.log at byte {500 + len(first)}: the batch of a "
+        "fetch from offset 0 is out of order"
+    )
+
+
 def test_seek_inside_a_batch_skips_its_earlier_records(
     broker: eoslog.Broker, log: PartitionLog
 ) -> None:

@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from eoslog.errors import KafkaException
 from eoslog.record import codec
 from eoslog.record.types import BatchHeader, Record
 
 if TYPE_CHECKING:
-    from eoslog.log.partition import PartitionLog
+    from eoslog.log.partition import FetchResult, PartitionLog
 
 # Bytes read per step: a bound on the memory a replay holds at once.
 READ_BYTES: int = 1 << 20
@@ -26,6 +27,24 @@ def batches(log: PartitionLog) -> Iterator[tuple[BatchHeader, list[Record]]]:
         data = bytes(fetched.records)
         if not data:
             return
-        for position, header in codec.iter_headers(data):
+        for header, records in _decoded(fetched, data):
             offset = header.last_offset + 1
-            yield header, codec.batch_records(data[position : position + header.size_in_bytes])
+            yield header, records
+
+
+def _decoded(fetched: FetchResult, data: bytes) -> Iterator[tuple[BatchHeader, list[Record]]]:
+    """The batches of one read (data is its records' bytes), each decoded; a decoding error
+    is re-raised naming the segment file and the byte of it (FetchResult.in_file)."""
+    headers = codec.iter_headers(data)
+    while True:
+        try:
+            position, header = next(headers)
+        except StopIteration:
+            return
+        except KafkaException as error:
+            raise fetched.in_file(error) from error  # its byte is one of `data`
+        try:
+            records = codec.batch_records(data[position : position + header.size_in_bytes])
+        except KafkaException as error:
+            raise fetched.in_file(error, position) from error  # its byte is one of the batch
+        yield header, records
