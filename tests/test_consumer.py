@@ -9,6 +9,7 @@ transactions a read() reports, for tests about the consumer's filtering alone.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import threading
@@ -19,7 +20,15 @@ import pyarrow as pa
 import pytest
 
 import eoslog
-from eoslog import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED, TopicPartition
+from batches import forge
+from eoslog import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    OFFSET_INVALID,
+    OFFSET_STORED,
+    TopicPartition,
+    limits,
+)
 from eoslog.client import consumer as consumer_module
 from eoslog.client.fetch import plan_fetch
 from eoslog.errors import InvalidConfigError, KafkaException, OffsetOutOfRangeError
@@ -767,3 +776,31 @@ def test_topic_partition_follows_confluent() -> None:
     assert tp == TopicPartition("t", 1, 42) and len({tp, TopicPartition("t", 1, 7)}) == 1
     assert TopicPartition("a", 5) < TopicPartition("b", 0) < TopicPartition("b", 1)
     assert "topic=t,partition=1,offset=-1001" in repr(tp)
+
+
+def test_a_batch_header_claiming_a_huge_offset_span_sizes_no_allocation_past_the_bytes_read(
+    broker: eoslog.Broker, log: PartitionLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression (fuzz finding partition_directory-record-refs-2.6GB, whose input is now kept
+    # in the committed corpus): consume() reserved a reference for every offset the headers
+    # claim (2.6 GB there, 100 GB here) before reading a record; the bytes read bound the
+    # records they can hold.
+    builder = codec.BatchBuilder()
+    assert builder.append(TS, None, b"v", None)
+    forged = forge(builder.build(), last_offset_delta=(1 << 31) - 1)  # CRC still valid
+    result = FetchResult(memoryview(forged), None, 1 << 31, 1 << 31, 0, "/x/0.log", 0)
+    sizes: list[int] = []
+    real = consumer_module.RecordRefs
+
+    def record_refs(capacity: int) -> object:
+        sizes.append(capacity)
+        return real(capacity)
+
+    monkeypatch.setattr(consumer_module, "RecordRefs", record_refs)
+    made = consumer(broker)
+    assigned = made._assigned[(TOPIC, 0)]
+    plan = consumer_module._planned(result, 0)
+    assert plan.records == 1 << 31
+    with contextlib.suppress(KafkaException):
+        made._index_messages(assigned, result, 0, plan)
+    assert sizes and max(sizes) <= len(forged) // limits.record_bytes_min + 1

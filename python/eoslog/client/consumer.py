@@ -776,10 +776,14 @@ class Consumer:
         """The planned records as one MessageBatch of references into `records` (no copy),
         and the offset past them: the plan's, unless the decompressed sections reached
         limits.decompressed_batch_bytes_max first (the rest is fetched next time)."""
-        # plan.records counts the records the runs hold at or after offset (more when
-        # compaction left gaps), so the references fit without growing.
+        # plan.records counts the offsets the batch headers claim at or after offset (more
+        # than the records when compaction left gaps), so the references usually fit without
+        # growing. The headers are not the bytes, though: a record takes at least
+        # limits.record_bytes_min of them, which bounds the room reserved before a record is
+        # read (a forged header claims 2**31 offsets in 61 bytes); index_records grows it for
+        # the records decompressed sections hold beyond.
         records = result.records
-        refs = RecordRefs(plan.records)
+        refs = RecordRefs(min(plan.records, plan.planned_bytes // limits.record_bytes_min + 1))
         owners: list[object] = [records]
         next_offset = plan.next_offset
         for start, end in plan.runs:
