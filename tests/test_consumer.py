@@ -20,7 +20,7 @@ import pyarrow as pa
 import pytest
 
 import eoslog
-from batches import forge
+from batches import assemble, forge, raw_record
 from eoslog import (
     OFFSET_BEGINNING,
     OFFSET_END,
@@ -804,3 +804,25 @@ def test_a_batch_header_claiming_a_huge_offset_span_sizes_no_allocation_past_the
     with contextlib.suppress(KafkaException):
         made._index_messages(assigned, result, 0, plan)
     assert sizes and max(sizes) <= len(forged) // limits.record_bytes_min + 1
+
+
+@pytest.mark.parametrize("arrow", [True, False], ids=["consume_arrow", "consume"])
+def test_a_batch_whose_record_offsets_go_backwards_is_refused_naming_file_and_byte(
+    broker: eoslog.Broker, log: PartitionLog, arrow: bool
+) -> None:
+    # Regression: a CRC-valid batch whose record offset deltas run 0, 1, 0 was delivered as
+    # offsets 0, 1, 0: the position moves forward but the application sees offsets go back.
+    section = b"".join(raw_record(offset_delta=d, value=b"v") for d in (0, 1, 0))
+    forged = assemble(section, records_count=3, last_offset_delta=2)
+    result = FetchResult(memoryview(forged), None, 3, 3, 0, "/x/00000000000000000000.log", 0)
+    made = consumer(broker)
+    assigned = made._assigned[(TOPIC, 0)]
+    plan = consumer_module._planned(result, 0)
+    with pytest.raises(eoslog.InvalidRecordError) as raised:
+        if arrow:
+            made._decode_columns(assigned, result, 0, plan, False, None)
+        else:
+            made._index_messages(assigned, result, 0, plan)
+    assert str(raised.value).startswith(
+        "/x/00000000000000000000.log at byte 0: record offset deltas must run"
+    )
