@@ -315,8 +315,8 @@ def batch_records(data, Py_ssize_t position=0, *, bint verify_crc=True):
     for i in range(h.records_count):
         check(eos_parse_record(&cursor, end, &r), position)
         # A reader's rule for offset deltas (engine/batch.c check_offset_delta): increasing
-        # from 0, within the last offset delta, so offsets never go backwards.
-        if r.offset_delta <= previous_delta or r.offset_delta > h.last_offset_delta:
+        # from 0, so offsets never go backwards.
+        if r.offset_delta <= previous_delta:
             raise_for_status(EOS_BAD_OFFSET_DELTA, position)
         previous_delta = r.offset_delta
         # tuple.__new__ skips the NamedTuple's Python-level __new__ (a frame per record).

@@ -284,7 +284,7 @@ def walk_records(
     With client_rules (validation of an append) also: offset deltas exactly 0..count-1, header
     keys valid UTF-8, and the control-batch rule (one record, key of at least 4 bytes). Readers
     skip those, so batches Kafka's compaction left with gaps still read; without them the
-    offset deltas must still increase from 0 and stay within the last offset delta."""
+    offset deltas must still increase from 0."""
     records = _records_section(view, position, header, decompressed_bytes_max)
     end = len(records)
     cursor = 0
@@ -294,8 +294,8 @@ def walk_records(
     for index in range(header.records_count):
         span, cursor = _read_record(records, cursor, end, index, client_rules)
         # A reader's rule (the native twin's check_offset_delta): offset deltas increase from
-        # 0 within the last offset delta, so a batch's offsets never go backwards.
-        if not client_rules and not previous_delta < span.offset_delta <= header.last_offset_delta:
+        # 0, so a batch's offsets never go backwards.
+        if not client_rules and span.offset_delta <= previous_delta:
             fail(status.BAD_OFFSET_DELTA)
         previous_delta = span.offset_delta
         spans.append(span)

@@ -88,12 +88,12 @@ MESSAGES: Final[dict[int, tuple[str, str]]] = {
         "InvalidRecordError",
         "incorrect declared batch size: bytes remain after the declared record count",
     ),
-    # A producer's deltas must run 0, 1, ..., count-1; a reader's must increase from 0 and stay
-    # within the header's last offset delta (compaction leaves gaps, never a step back).
+    # A producer's deltas must run 0, 1, ..., count-1; a reader's must increase from 0
+    # (compaction leaves gaps, never a step back).
     BAD_OFFSET_DELTA: (
         "InvalidRecordError",
         "record offset deltas must run 0, 1, ..., count-1 (from a producer) or increase from 0 "
-        "up to the last offset delta (in a log)",
+        "(in a log)",
     ),
     NEGATIVE_COUNT: ("InvalidRecordError", "negative record count"),
     DECOMPRESSED_TOO_LARGE: (
