@@ -4,7 +4,7 @@ rebuild their state (`__transaction_state`, `__consumer_offsets`)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from eoslog.errors import KafkaException
 from eoslog.record import codec
@@ -20,19 +20,39 @@ READ_BYTES: int = 1 << 20
 def batches(log: PartitionLog) -> Iterator[tuple[BatchHeader, list[Record]]]:
     """Every batch of the partition with its records, in log order: control batches and
     batches of open or aborted transactions included (read_uncommitted), since a replay
-    decides about them itself. CorruptRecordError for damaged bytes."""
+    decides about them itself. CorruptRecordError for damaged bytes, naming the segment
+    file and the byte of it."""
+    for header, records, _ in located_batches(log):
+        yield header, records
+
+
+class Place(NamedTuple):
+    """Where a batch lies: its segment file and the byte of it the batch starts at."""
+
+    file: str
+    position: int
+
+
+def located_batches(log: PartitionLog) -> Iterator[tuple[BatchHeader, list[Record], Place]]:
+    """batches(), each with its Place: a replay that finds a record it cannot decode names
+    it (in_place)."""
     offset = log.log_start_offset
     while offset < log.log_end_offset:
         fetched = log.read(offset, READ_BYTES, isolation_level="read_uncommitted")
         data = bytes(fetched.records)
         if not data:
             return
-        for header, records in _decoded(fetched, data):
+        for header, records, position in _decoded(fetched, data):
             offset = header.last_offset + 1
-            yield header, records
+            yield header, records, Place(fetched.file, fetched.position + position)
 
 
-def _decoded(fetched: FetchResult, data: bytes) -> Iterator[tuple[BatchHeader, list[Record]]]:
+def in_place(error: KafkaException, place: Place) -> KafkaException:
+    """`error`, raised replaying the batch at `place`, as the same class naming it."""
+    return type(error)(f"{place.file}, the batch at byte {place.position}: {error}")
+
+
+def _decoded(fetched: FetchResult, data: bytes) -> Iterator[tuple[BatchHeader, list[Record], int]]:
     """The batches of one read (data is its records' bytes), each decoded; a decoding error
     is re-raised naming the segment file and the byte of it (FetchResult.in_file)."""
     headers = codec.iter_headers(data)
@@ -47,4 +67,4 @@ def _decoded(fetched: FetchResult, data: bytes) -> Iterator[tuple[BatchHeader, l
             records = codec.batch_records(data[position : position + header.size_in_bytes])
         except KafkaException as error:
             raise fetched.in_file(error, position) from error  # its byte is one of the batch
-        yield header, records
+        yield header, records, position
