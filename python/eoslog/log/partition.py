@@ -90,7 +90,7 @@ def error_in_file(error: KafkaException, file: str, position: int) -> KafkaExcep
     naming that file and the byte of it the damage is at (module _BATCH_AT)."""
     reason = str(error)
     if not file or file in reason:
-        return error
+        return type(error)(reason)  # a new one: callers raise it `from error`
     found = _BATCH_AT.search(reason)
     if found is None:
         return type(error)(f"{file}, in the batches read from byte {position}: {reason}")
