@@ -477,6 +477,15 @@ static int decode_headers(eos_columns *c, const eos_record *r, int64_t *entries,
     return EOS_OK;
 }
 
+/* A reader's rule for offset deltas (a producer's is stricter: 0, 1, ..., count-1): they
+ * increase from 0, so a batch's offsets never go backwards, which its CRC cannot rule out (a
+ * forged batch carries a valid one). Gaps are what compaction leaves. */
+static inline int check_offset_delta(const eos_record *r, int32_t *previous_delta) {
+    if (r->offset_delta <= *previous_delta) return EOS_BAD_OFFSET_DELTA;
+    *previous_delta = r->offset_delta;
+    return EOS_OK;
+}
+
 int eos_decode_records(eos_columns *c, const uint8_t *records, size_t len,
                        const eos_batch_header *h, int64_t offset_min, int64_t offset_end) {
     const uint8_t *cursor = records, *end = records + len;
@@ -488,9 +497,12 @@ int eos_decode_records(eos_columns *c, const uint8_t *records, size_t len,
     int64_t invalid_keys = c->invalid_header_keys;
     int log_append_time = (h->attributes & EOS_TIMESTAMP_TYPE_MASK) != 0;
     if (h->records_count < 0) return EOS_NEGATIVE_COUNT;
+    int32_t previous_delta = -1;
     for (int32_t i = 0; i < h->records_count; i++) {
         eos_record r;
         int status = parse_record(&cursor, end, &r);
+        if (status != EOS_OK) return status;
+        status = check_offset_delta(&r, &previous_delta);
         if (status != EOS_OK) return status;
         int64_t offset = wrapping_add(h->base_offset, r.offset_delta);
         if (offset < offset_min || offset >= offset_end) continue;
@@ -539,9 +551,12 @@ int eos_index_records(eos_record_ref *refs, int64_t capacity, int64_t *count,
     int32_t log_append_time = (h->attributes & EOS_TIMESTAMP_TYPE_MASK) != 0;
     EOS_VERIFY(n >= 0 && n <= capacity);
     if (h->records_count < 0) return EOS_NEGATIVE_COUNT;
+    int32_t previous_delta = -1;
     for (int32_t i = 0; i < h->records_count; i++) {
         eos_record r;
         int status = parse_record(&cursor, end, &r);
+        if (status != EOS_OK) return status;
+        status = check_offset_delta(&r, &previous_delta);
         if (status != EOS_OK) return status;
         int64_t offset = wrapping_add(h->base_offset, r.offset_delta);
         if (offset < offset_min || offset >= offset_end) continue;

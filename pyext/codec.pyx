@@ -311,9 +311,14 @@ def batch_records(data, Py_ssize_t position=0, *, bint verify_crc=True):
     cdef const uint8_t *end = section.start + section.size
     cdef bint log_append_time = (h.attributes & EOS_TIMESTAMP_TYPE_MASK) != 0
     cdef list records = []
-    cdef int32_t i
+    cdef int32_t i, previous_delta = -1
     for i in range(h.records_count):
         check(eos_parse_record(&cursor, end, &r), position)
+        # A reader's rule for offset deltas (engine/batch.c check_offset_delta): increasing
+        # from 0, so offsets never go backwards.
+        if r.offset_delta <= previous_delta:
+            raise_for_status(EOS_BAD_OFFSET_DELTA, position)
+        previous_delta = r.offset_delta
         # tuple.__new__ skips the NamedTuple's Python-level __new__ (a frame per record).
         records.append(new_tuple(Record, (
             wrapping_add(h.base_offset, r.offset_delta),

@@ -9,6 +9,7 @@ transactions a read() reports, for tests about the consumer's filtering alone.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import threading
@@ -19,7 +20,15 @@ import pyarrow as pa
 import pytest
 
 import eoslog
-from eoslog import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, OFFSET_STORED, TopicPartition
+from batches import assemble, forge, raw_record
+from eoslog import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    OFFSET_INVALID,
+    OFFSET_STORED,
+    TopicPartition,
+    limits,
+)
 from eoslog.client import consumer as consumer_module
 from eoslog.client.fetch import plan_fetch
 from eoslog.errors import InvalidConfigError, KafkaException, OffsetOutOfRangeError
@@ -270,6 +279,57 @@ def test_consume_raises_for_a_crc_mismatch_unless_check_crcs_is_off(
         consumer(broker).poll(0)
     unchecked = consumer(broker, check_crcs=False).consume(10, timeout=0)
     assert [m.value() for m in unchecked] == [b"eamaged value"]
+
+
+def batch_holding(path: str, value: bytes) -> int:
+    """The byte of the .log at `path` where the batch holding the first copy of `value`
+    begins."""
+    with open(path, "rb") as file:
+        data = file.read()
+    at = data.index(value)
+    return max(p for p, _ in codec.iter_headers(data) if p <= at)
+
+
+@pytest.mark.parametrize("read", ["consume", "poll", "consume_arrow"])
+def test_a_damaged_batch_raises_naming_its_segment_file_and_byte_in_that_file(
+    broker: eoslog.Broker, log: PartitionLog, read: str
+) -> None:
+    # Regression: the error named the byte in the fetched buffer ("batch at byte 0" for any
+    # batch a fetch starts at) and no file.
+    for i in range(5):
+        append(log, [(None, b"value %d" % i, None)])
+    damaged = b"value 3"
+    path = log.segments[-1].path(".log")
+    position = batch_holding(path, damaged)
+    assert position > 0
+    flip_value_byte(log, damaged)
+    made = consumer(broker, 3)
+    with pytest.raises(eoslog.CorruptRecordError) as raised:
+        if read == "consume_arrow":
+            made.consume_arrow(10, timeout=0)
+        else:
+            getattr(made, read)(*([10] if read == "consume" else []), timeout=0)
+    assert str(raised.value) == (
+        f"{path} at byte {position}: CRC-32C mismatch: the batch is corrupt"
+    )
+    assert isinstance(raised.value.__cause__, eoslog.CorruptRecordError)
+
+
+def test_a_plan_error_names_the_file_and_the_byte_of_the_batch_out_of_order() -> None:
+    # The read refuses batches out of order before the plan sees them; the plan's own check
+    # (its defence in depth) must name the file too, not its byte in the buffer.
+    batches = [codec.BatchBuilder() for _ in range(2)]
+    for builder in batches:
+        assert builder.append(TS, None, b"v", None)
+    first, second = (builder.build() for builder in batches)
+    records = memoryview(first + second)  # both at base offset 0: the second goes backwards
+    result = FetchResult(records, None, 2, 2, 0, "/data/orders-0/00000000000000000000.log", 500)
+    with pytest.raises(eoslog.CorruptRecordError) as raised:
+        consumer_module._planned(result, 0)
+    assert str(raised.value).startswith(
+        f"/data/orders-0/00000000000000000000.log at byte {500 + len(first)}: the batch of a "
+        "fetch from offset 0 is out of order"
+    )
 
 
 def test_seek_inside_a_batch_skips_its_earlier_records(
@@ -716,3 +776,53 @@ def test_topic_partition_follows_confluent() -> None:
     assert tp == TopicPartition("t", 1, 42) and len({tp, TopicPartition("t", 1, 7)}) == 1
     assert TopicPartition("a", 5) < TopicPartition("b", 0) < TopicPartition("b", 1)
     assert "topic=t,partition=1,offset=-1001" in repr(tp)
+
+
+def test_a_batch_header_claiming_a_huge_offset_span_sizes_no_allocation_past_the_bytes_read(
+    broker: eoslog.Broker, log: PartitionLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression (fuzz finding partition_directory-record-refs-2.6GB, whose input is now kept
+    # in the committed corpus): consume() reserved a reference for every offset the headers
+    # claim (2.6 GB there, 100 GB here) before reading a record; the bytes read bound the
+    # records they can hold.
+    builder = codec.BatchBuilder()
+    assert builder.append(TS, None, b"v", None)
+    forged = forge(builder.build(), last_offset_delta=(1 << 31) - 1)  # CRC still valid
+    result = FetchResult(memoryview(forged), None, 1 << 31, 1 << 31, 0, "/x/0.log", 0)
+    sizes: list[int] = []
+    real = consumer_module.RecordRefs
+
+    def record_refs(capacity: int) -> object:
+        sizes.append(capacity)
+        return real(capacity)
+
+    monkeypatch.setattr(consumer_module, "RecordRefs", record_refs)
+    made = consumer(broker)
+    assigned = made._assigned[(TOPIC, 0)]
+    plan = consumer_module._planned(result, 0)
+    assert plan.records == 1 << 31
+    with contextlib.suppress(KafkaException):
+        made._index_messages(assigned, result, 0, plan)
+    assert sizes and max(sizes) <= len(forged) // limits.record_bytes_min + 1
+
+
+@pytest.mark.parametrize("arrow", [True, False], ids=["consume_arrow", "consume"])
+def test_a_batch_whose_record_offsets_go_backwards_is_refused_naming_file_and_byte(
+    broker: eoslog.Broker, log: PartitionLog, arrow: bool
+) -> None:
+    # Regression: a CRC-valid batch whose record offset deltas run 0, 1, 0 was delivered as
+    # offsets 0, 1, 0: the position moves forward but the application sees offsets go back.
+    section = b"".join(raw_record(offset_delta=d, value=b"v") for d in (0, 1, 0))
+    forged = assemble(section, records_count=3, last_offset_delta=2)
+    result = FetchResult(memoryview(forged), None, 3, 3, 0, "/x/00000000000000000000.log", 0)
+    made = consumer(broker)
+    assigned = made._assigned[(TOPIC, 0)]
+    plan = consumer_module._planned(result, 0)
+    with pytest.raises(eoslog.InvalidRecordError) as raised:
+        if arrow:
+            made._decode_columns(assigned, result, 0, plan, False, None)
+        else:
+            made._index_messages(assigned, result, 0, plan)
+    assert str(raised.value).startswith(
+        "/x/00000000000000000000.log at byte 0: record offset deltas must run"
+    )

@@ -32,6 +32,7 @@ from batches import (
     raw_record,
     with_fixed_crc,
 )
+from eoslog.errors import InvalidRecordError
 from eoslog.record import layout
 from eoslog.record.columns import ColumnarRecords, RecordHeaders
 
@@ -534,3 +535,66 @@ def test_twins_agree_on_murmur2_of_spans(
     else:
         assert native == pure
     assert primitive_twins[0].murmur2(data) == primitive_twins[1].murmur2(data)
+
+
+# --- offsets going backwards inside a batch (fuzz findings codec_differential-records-max-*) ---
+
+
+def _batch_with_offset_deltas(deltas: list[int], last_offset_delta: int | None = None) -> bytes:
+    """A batch with a valid CRC whose records carry these offset deltas."""
+    section = b"".join(
+        raw_record(offset_delta=delta, value=b"v%d" % i) for i, delta in enumerate(deltas)
+    )
+    last = len(deltas) - 1 if last_offset_delta is None else last_offset_delta
+    return assemble(section, records_count=len(deltas), last_offset_delta=last)
+
+
+def _decodes(data: bytes) -> list[tuple[str, Callable[[ModuleType], Any]]]:
+    return [
+        ("batch_records", lambda c: c.batch_records(data)),
+        ("decode_columns", lambda c: c.decode_columns(data)),
+        ("decode_columns_capped", lambda c: c.decode_columns(data, records_max=3)),
+        ("decode_columns_from_1", lambda c: c.decode_columns(data, offset_min=1, records_max=2)),
+    ]
+
+
+@pytest.mark.parametrize(
+    "deltas",
+    [[0, 1, 2, 3, 0], [-1, 1, 2, 3, 4], [0, 1, 1]],
+    ids=["back-to-0", "negative-first", "repeated"],
+)
+def test_both_twins_refuse_offset_deltas_that_do_not_increase_within_the_batch(
+    codecs: Twins, deltas: list[int]
+) -> None:
+    # Regression: decode_columns and batch_records returned offsets going backwards (only
+    # validate_batch refused the batch), and with records_max the twins returned different
+    # records: the native one cut by offset, the pure one by count.
+    data = _batch_with_offset_deltas(deltas)
+    expected = "record offset deltas must run 0, 1, ..., count-1"
+    for name, call in _decodes(data):
+        for codec in codecs:
+            kind, value = outcome(call, codec)
+            assert kind == "raised", (name, codec.__name__, value)
+            assert value[0] is InvalidRecordError, (name, codec.__name__, value)
+            assert value[1].startswith(expected), (name, codec.__name__, value)
+    _same_everywhere(codecs, data)
+
+
+@pytest.mark.parametrize(
+    ("deltas", "last_offset_delta"),
+    [([0, 2, 3, 7], 7), ([0, 1, 5, 6, 9], 4), ([0, 1, 2, 3, 4, 5, 6, 7], 4)],
+    ids=["compacted", "one-per-offset-by-count-only", "past-the-last-delta"],
+)
+def test_both_twins_read_increasing_offset_deltas_alike_with_or_without_records_max(
+    codecs: Twins, deltas: list[int], last_offset_delta: int
+) -> None:
+    # Deltas increasing with gaps (what compaction leaves) still read. Regression (fuzz
+    # finding codec_differential-records-max-cut and a later input of the same target): with
+    # records_max, a batch whose count says one record per offset but whose deltas disagree
+    # was cut by offset in the native twin and by count in the pure one.
+    data = _batch_with_offset_deltas(deltas, last_offset_delta)
+    for name, call in _decodes(data):
+        native, pure = (outcome(call, codec) for codec in codecs)
+        assert native[0] == "ok", (name, native)
+        _same(native, pure)
+    assert [r.offset for r in codecs[0].batch_records(data)] == deltas

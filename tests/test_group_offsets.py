@@ -20,6 +20,8 @@ from conftest import OpenBroker
 from eoslog import ConsumerGroupMetadata, TopicPartition
 from eoslog.coordinator.offset_store import OffsetStore
 from eoslog.coordinator.offsets_log import OffsetCommitKey, OffsetCommitValue
+from eoslog.errors import CorruptOffsetsLogError
+from eoslog.record import codec
 
 GROUP = "g1"
 TP0 = TopicPartition("in", 0)
@@ -351,3 +353,23 @@ def test_committed_offsets_outlive_log_retention_of_old_segments(
         assert offsets_log.log_start_offset == 0
     with eoslog.open(root, config=config, clock_ms=clock, background=False) as broker:
         assert (_committed(broker, 0), _committed(broker, 1)) == (39, 99)
+
+
+def test_an_undecodable_offsets_record_is_refused_at_open_naming_its_file_and_byte(
+    open_broker: OpenBroker,
+) -> None:
+    # Regression: CorruptOffsetsLogError said what was wrong with the record but not where.
+    broker = open_broker()
+    _setup(broker)
+    _consumer(broker).commit(offsets=[TopicPartition("in", 0, 7)])
+    offsets_log = broker.log("__consumer_offsets", 0)
+    builder = codec.BatchBuilder()
+    assert builder.append(logtools.TS, b"\x00\x09unknown key version", b"value", None)
+    info = offsets_log.append_batch(builder.build())
+    path = offsets_log.segments[-1].path(".log")
+    position = offsets_log.segments[-1].translate_offset(info.base_offset).position
+    broker.close()
+    with pytest.raises(CorruptOffsetsLogError) as raised:
+        open_broker()
+    assert str(raised.value).startswith(f"{path}, the batch at byte {position}: ")
+    assert "unknown key version 9" in str(raised.value)

@@ -14,6 +14,7 @@ import pytest
 
 import eoslog
 import logtools
+from eoslog.coordinator import log_replay
 from eoslog.coordinator.transaction_state import TransactionState
 from eoslog.errors import (
     InvalidProducerEpochError,
@@ -293,3 +294,29 @@ def test_a_batch_for_a_partition_not_in_the_transaction_is_refused(
         produce(broker.log("b", 0), producer, 0, [b"b-0 was never added"])
     produce(broker.log("a", 0), producer, 0, [b"fine"])
     assert broker.log("b", 0).log_end_offset == 0
+
+
+def _damage_the_second_batch(log_path: str) -> int:
+    """Flip a bit in the records of the second batch of the .log at log_path (inside its
+    CRC); returns the byte where that batch begins."""
+    positions = [position for position, _ in codec.iter_headers(logtools.file_bytes(log_path))]
+    assert len(positions) > 3
+    logtools.flip_bit(log_path, positions[2] - 1, 0)
+    return positions[1]
+
+
+def test_a_damaged_transaction_log_batch_raises_in_the_replay_naming_its_file_and_byte(
+    broker: eoslog.Broker,
+) -> None:
+    # Regression: the replay (what the coordinator runs at open) raised "CRC-32C mismatch ...
+    # (batch at byte 0)": the byte in the buffer it read, and no file.
+    for _ in range(4):
+        producer = broker.transactions.init_producer_id(TXN, 60_000)
+        broker.transactions.add_partitions(TXN, *producer, [("a", 0)])
+        broker.transactions.end_transaction(TXN, *producer, True)
+    state_log = broker.log("__transaction_state", 0)
+    path = state_log.segments[-1].path(".log")
+    position = _damage_the_second_batch(path)  # the mapped segment sees it
+    with pytest.raises(eoslog.CorruptRecordError) as raised:
+        list(log_replay.batches(state_log))
+    assert str(raised.value) == f"{path} at byte {position}: CRC-32C mismatch: the batch is corrupt"

@@ -50,7 +50,6 @@ from eoslog.client.message import (
 from eoslog.coordinator.assignors import ASSIGNORS
 from eoslog.coordinator.group_coordinator import ConsumerGroupMetadata, OffsetToCommit
 from eoslog.errors import (
-    CorruptRecordError,
     InvalidConfigError,
     InvalidGroupIdError,
     KafkaError,
@@ -63,7 +62,7 @@ from eoslog.record.columns import SPARK_SCHEMA, SPARK_SCHEMA_WITH_HEADERS
 
 if TYPE_CHECKING:
     from eoslog.coordinator.group_coordinator import GroupCoordinator
-    from eoslog.log.partition import PartitionLog
+    from eoslog.log.partition import FetchResult, PartitionLog
 
 
 class LogSource(Protocol):
@@ -726,9 +725,7 @@ class Consumer:
                 continue
             if not len(result.records):
                 return False
-            self._decode(
-                assigned, result.records, offset, result.aborted_transactions, records_wanted, kind
-            )
+            self._decode(assigned, result, offset, records_wanted, kind)
         return True
 
     def _probe_record_size(self, assigned: _Assigned, offset: int) -> None:
@@ -739,7 +736,7 @@ class Consumer:
         result = assigned.log.read(
             offset, self._config.partition_fetch_bytes_max, self._config.isolation_level
         )
-        plan = _planned(assigned, result.records, offset, result.aborted_transactions)
+        plan = _planned(result, offset)
         if plan.records:
             assigned.bytes_per_record = plan.planned_bytes / plan.records
 
@@ -755,18 +752,17 @@ class Consumer:
     def _decode(
         self,
         assigned: _Assigned,
-        records: memoryview,
+        result: FetchResult,
         offset: int,
-        aborted: list[tuple[int, int]] | None,
         records_wanted: int | None,
         kind: str,
     ) -> None:
-        plan = _planned(assigned, records, offset, aborted, records_wanted)
+        plan = _planned(result, offset, records_wanted)
         if kind == MESSAGES:
-            fetched, next_offset = self._index_messages(assigned, records, offset, plan)
+            fetched, next_offset = self._index_messages(assigned, result, offset, plan)
         else:
             fetched, next_offset = self._decode_columns(
-                assigned, records, offset, plan, kind == ARROW_HEADERS, records_wanted
+                assigned, result, offset, plan, kind == ARROW_HEADERS, records_wanted
             )
         assigned.fetched = fetched
         assigned.index = 0
@@ -775,27 +771,35 @@ class Consumer:
             assigned.bytes_per_record = plan.planned_bytes / plan.records
 
     def _index_messages(
-        self, assigned: _Assigned, records: memoryview, offset: int, plan: FetchPlan
+        self, assigned: _Assigned, result: FetchResult, offset: int, plan: FetchPlan
     ) -> tuple[list[FetchedRecords | MessageBatch], int]:
         """The planned records as one MessageBatch of references into `records` (no copy),
         and the offset past them: the plan's, unless the decompressed sections reached
         limits.decompressed_batch_bytes_max first (the rest is fetched next time)."""
-        # plan.records counts the records the runs hold at or after offset (more when
-        # compaction left gaps), so the references fit without growing.
-        refs = RecordRefs(plan.records)
+        # plan.records counts the offsets the batch headers claim at or after offset (more
+        # than the records when compaction left gaps), so the references usually fit without
+        # growing. The headers are not the bytes, though: a record takes at least
+        # limits.record_bytes_min of them, which bounds the room reserved before a record is
+        # read (a forged header claims 2**31 offsets in 61 bytes); index_records grows it for
+        # the records decompressed sections hold beyond.
+        records = result.records
+        refs = RecordRefs(min(plan.records, plan.planned_bytes // limits.record_bytes_min + 1))
         owners: list[object] = [records]
         next_offset = plan.next_offset
         for start, end in plan.runs:
-            stopped = index_records(
-                records,
-                start,
-                end,
-                refs,
-                owners,
-                verify_crc=self._config.check_crcs,
-                offset_min=offset,
-                held_bytes_max=limits.decompressed_batch_bytes_max,
-            )
+            try:
+                stopped = index_records(
+                    records,
+                    start,
+                    end,
+                    refs,
+                    owners,
+                    verify_crc=self._config.check_crcs,
+                    offset_min=offset,
+                    held_bytes_max=limits.decompressed_batch_bytes_max,
+                )
+            except KafkaException as error:
+                raise result.in_file(error) from error
             if stopped >= 0:
                 next_offset = stopped
                 break
@@ -807,7 +811,7 @@ class Consumer:
     def _decode_columns(
         self,
         assigned: _Assigned,
-        records: memoryview,
+        result: FetchResult,
         offset: int,
         plan: FetchPlan,
         headers: bool,
@@ -824,7 +828,7 @@ class Consumer:
         while True:
             try:
                 end = decoder.decode(
-                    records,
+                    result.records,
                     verify_crc=self._config.check_crcs,
                     offset_min=offset,
                     runs=plan.runs,
@@ -832,9 +836,9 @@ class Consumer:
                     # Batches each just under the decompressed limit must not add up.
                     held_bytes_max=limits.decompressed_batch_bytes_max,
                 )
-            except KafkaException:
+            except KafkaException as error:
                 if first or not decoder.count:
-                    raise
+                    raise result.in_file(error) from error
                 # Damage in a later read: deliver what came before it; the next fetch starts
                 # at the bad batch and raises there.
                 cut = True
@@ -847,7 +851,7 @@ class Consumer:
             found = self._read_on(assigned, offset, records_wanted - decoder.count)
             if found is None:
                 break
-            records, plan = found
+            result, plan = found
             first = False
         columns = decoder.finish()
         if not columns.count:
@@ -861,7 +865,7 @@ class Consumer:
 
     def _read_on(
         self, assigned: _Assigned, offset: int, records_wanted: int
-    ) -> tuple[memoryview, FetchPlan] | None:
+    ) -> tuple[FetchResult, FetchPlan] | None:
         """The next read of a consume_arrow() fetch, from `offset`, and its plan; None when
         nothing more is readable now or the read fails (the next _fill reads there again,
         and resets the position or raises)."""
@@ -874,14 +878,12 @@ class Consumer:
             )
             if not len(result.records):
                 return None
-            plan = _planned(
-                assigned, result.records, offset, result.aborted_transactions, records_wanted
-            )
+            plan = _planned(result, offset, records_wanted)
         except KafkaException:
             # Out of range (truncated meanwhile) or damaged: the records decoded so far are
             # delivered, and the next fetch, from here, resets or raises.
             return None
-        return result.records, plan
+        return result, plan
 
     def _take_messages(
         self, assigned: _Assigned, out: list[Message], limit: int, held: list[int]
@@ -921,22 +923,14 @@ class Consumer:
         return True
 
 
-def _planned(
-    assigned: _Assigned,
-    records: memoryview,
-    offset: int,
-    aborted: list[tuple[int, int]] | None,
-    records_wanted: int | None = None,
-) -> FetchPlan:
-    """plan_fetch, its CorruptRecordError (batches out of offset order: the position would
-    move backwards or loop) naming the partition and the log position the fetch came from."""
+def _planned(result: FetchResult, offset: int, records_wanted: int | None = None) -> FetchPlan:
+    """plan_fetch of a read from `offset`; its errors (a bad batch header, batches out of
+    offset order: the position would move backwards or loop) name the segment file and the
+    byte of it (FetchResult.in_file)."""
     try:
-        return plan_fetch(records, offset, aborted, records_wanted)
-    except CorruptRecordError as error:
-        raise CorruptRecordError(
-            f"{assigned.topic}-{assigned.partition} ({assigned.log.directory}), fetch at "
-            f"position {offset}: {error}"
-        ) from error
+        return plan_fetch(result.records, offset, result.aborted_transactions, records_wanted)
+    except KafkaException as error:
+        raise result.in_file(error) from error
 
 
 def _deadline(timeout: float) -> float | None:

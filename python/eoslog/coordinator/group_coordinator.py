@@ -58,13 +58,14 @@ from eoslog.errors import (
     InconsistentGroupProtocolError,
     InvalidConfigError,
     InvalidGroupIdError,
+    KafkaException,
     OffsetMetadataTooLargeError,
     UnknownMemberIdError,
     UnstableOffsetCommitError,
 )
 from eoslog.log.producer_state import marker_type
 from eoslog.record import codec, layout
-from eoslog.record.types import Record
+from eoslog.record.types import BatchHeader, Record
 
 if TYPE_CHECKING:
     from eoslog.log.partition import PartitionLog
@@ -142,15 +143,21 @@ class GroupCoordinator:
         """Rebuild the offsets by replaying `__consumer_offsets` (markers included)."""
         with self._lock:
             for offsets_log in self._offsets_logs:
-                for header, records in log_replay.batches(offsets_log):
-                    if header.is_control:
-                        if records and records[0].key is not None:
-                            commit = marker_type(records[0].key) == layout.CONTROL_COMMIT
-                            self._store.replay_marker(header.producer_id, commit)
-                        continue
-                    for record in records:
-                        self._replay(header.producer_id, header.is_transactional, record)
+                for header, records, place in log_replay.located_batches(offsets_log):
+                    try:
+                        self._replay_batch(header, records)
+                    except KafkaException as error:
+                        raise log_replay.in_place(error, place) from error
             self._loaded = True
+
+    def _replay_batch(self, header: BatchHeader, records: list[Record]) -> None:
+        if header.is_control:
+            if records and records[0].key is not None:
+                commit = marker_type(records[0].key) == layout.CONTROL_COMMIT
+                self._store.replay_marker(header.producer_id, commit)
+            return
+        for record in records:
+            self._replay(header.producer_id, header.is_transactional, record)
 
     def _replay(self, producer_id: int, transactional: bool, record: Record) -> None:
         if record.key is None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import re
 import struct
 import threading
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from eoslog._ext.producer_state import APPEND_DUPLICATE, NO_OFFSET, ProducerStat
 from eoslog.errors import (
     CorruptRecordError,
     InvalidProducerEpochError,
+    KafkaException,
     KafkaStorageError,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
@@ -33,6 +35,7 @@ from eoslog.log import recovery
 from eoslog.log.config import LogConfig
 from eoslog.log.producer_state import ProducerStateManager, aborted_txn
 from eoslog.log.segment import JOIN_PARTS_BYTES_MAX, LogSegment
+from eoslog.log.segment_reads import LOG_SUFFIX
 from eoslog.log.sync import GroupSync
 from eoslog.log.timestamps import check_client_timestamps
 from eoslog.record import codec, layout
@@ -56,6 +59,12 @@ class AppendInfo(NamedTuple):
     duplicate: bool
 
 
+# How a decoder's error names the batch it is about, by its byte in the buffer decoded: a
+# suffix (eoslog.errors.error_for_status, and the few messages written by hand in pyext/), or
+# the plan's "the batch at byte N of a fetch ..." (pyext/readcommitted.pyx offsets_break).
+_BATCH_AT = re.compile(r" \((?:next )?batch at (?:byte )?(\d+)\)$|^the batch at byte (\d+) ")
+
+
 class FetchResult(NamedTuple):
     # Whole v2 batches: a read-only view into the segment's mapped .log (valid as long as kept).
     records: memoryview
@@ -63,6 +72,32 @@ class FetchResult(NamedTuple):
     high_watermark: int
     last_stable_offset: int
     log_start_offset: int
+    # Where `records` came from: the segment's .log and the byte of it where they begin, so
+    # an error found decoding them can name the file and byte (in_file). "" for no records.
+    file: str = ""
+    position: int = 0
+
+    def in_file(self, error: KafkaException, offset_in_records: int = 0) -> KafkaException:
+        """`error`, raised decoding these records, as the same class naming the .log and the
+        byte of it the damage is at: "<file> at byte <position>: <reason>". A decoder knows
+        only the byte in the buffer it was given (a fetch's records, or a slice of them at
+        `offset_in_records`), which alone would send a reader to the wrong place."""
+        return error_in_file(error, self.file, self.position + offset_in_records)
+
+
+def error_in_file(error: KafkaException, file: str, position: int) -> KafkaException:
+    """`error`, found decoding bytes read from `position` of `file`, as the same class
+    naming that file and the byte of it the damage is at (module _BATCH_AT)."""
+    reason = str(error)
+    if not file or file in reason:
+        return type(error)(reason)  # a new one: callers raise it `from error`
+    found = _BATCH_AT.search(reason)
+    if found is None:
+        return type(error)(f"{file}, in the batches read from byte {position}: {reason}")
+    at = position + int(found.group(1) or found.group(2))
+    kept = "the batch " if found.group(2) else ""  # the prefix form: keep its subject
+    rest = reason[: found.start()] + kept + reason[found.end() :]
+    return type(error)(f"{file} at byte {at}: {rest}")
 
 
 def _aborted_in(
@@ -571,7 +606,9 @@ class PartitionLog:
                     records = found[0]
                     if aborted is not None:
                         aborted = _aborted_in(segments, number, offset, found[1], len(records), end)
-                    return FetchResult(records, aborted, end, stable, start)
+                    return FetchResult(
+                        records, aborted, end, stable, start, segment.path(LOG_SUFFIX), found[1]
+                    )
                 if segment.size > 0:
                     # The log is contiguous: the segment whose range holds `offset` must hold
                     # a batch with it. None means its batches skip the offset.

@@ -293,20 +293,25 @@ class ColumnDecoder:
         include_headers = self._include_headers
         offset_range = range(offset_min, max(offset_min, offset_end))
 
-        def rows_at(run: memoryview, cursor: int) -> tuple[BatchHeader, list[_Row]] | None:
+        def rows_at(run: memoryview, cursor: int) -> tuple[BatchHeader, list[_Row] | None] | None:
             header = next_batch(run, cursor)
             if header is None:
                 return None
             if verify_crc:
                 check_crc(run, cursor, header)
             if header.is_control and not include_control:
-                return header, []
+                return header, None  # skipped whole, as if absent
             return header, _batch_rows(
                 run, cursor, header, include_headers, offset_range, decompressed_bytes_max
             )
 
+        def batch_end(header: BatchHeader, records_left: int) -> int:
+            return _clipped_end(header, offset_min, offset_end, records_left)
+
         found = (
-            self._decode_runs(view, ranges, rows_at, records_max, skipped, held_bytes_max)
+            self._decode_runs(
+                view, ranges, rows_at, records_max, batch_end, offset_end, skipped, held_bytes_max
+            )
             if ranges
             else position
         )
@@ -317,8 +322,10 @@ class ColumnDecoder:
         self,
         view: memoryview,
         ranges: list[tuple[int, int]],
-        rows_at: Callable[[memoryview, int], tuple[BatchHeader, list[_Row]] | None],
+        rows_at: Callable[[memoryview, int], tuple[BatchHeader, list[_Row] | None] | None],
         records_max: int | None,
+        batch_end: Callable[[BatchHeader, int], int],
+        offset_end: int,
         skipped: list[tuple[int, int]],
         held_bytes_max: int | None,
     ) -> int:
@@ -338,13 +345,16 @@ class ColumnDecoder:
                 batch = at_batch(position, rows_at, run, position)
                 if batch is None:
                     break
-                header, rows = batch
-                cut = False
-                if records_max is not None and rows:
-                    left = records_max - len(columns.offsets)
-                    one_per_offset = header.last_offset_delta + 1 == header.records_count
-                    cut = one_per_offset and len(rows) > left
-                    rows = rows[:left] if cut else rows
+                header, found = batch
+                if found is None:  # a control batch skipped
+                    position += header.size_in_bytes
+                    continue
+                rows, cut = found, False
+                if records_max is not None:
+                    # The native twin's cut: by offset, at the batch_end records_max gives.
+                    end = batch_end(header, records_max - len(columns.offsets))
+                    cut = end < offset_end
+                    rows = [row for row in rows if row.offset < end] if cut else rows
                 if not columns.fits(rows):
                     return position
                 columns.add(rows)
@@ -360,6 +370,19 @@ class ColumnDecoder:
             raise ValueError("this ColumnDecoder has finished")
         self._finished = True
         return self._columns.finish(self._end_position)
+
+
+def _clipped_end(header: BatchHeader, offset_min: int, offset_end: int, records_left: int) -> int:
+    """The native twin's clipped_end (pyext/columns.pxi), int64 wrapping included: the
+    offset_end that stops a batch after records_left records, or offset_end when the whole
+    batch fits. Only a batch with one record per offset is cut; one with gaps is decoded
+    whole."""
+    first = max(header.base_offset, offset_min)
+    last = wrap_int64(header.base_offset + header.last_offset_delta)
+    stop = wrap_int64(first + records_left)
+    if header.last_offset_delta + 1 != header.records_count or last < stop:
+        return offset_end
+    return min(stop, offset_end)
 
 
 def _checked_runs(

@@ -283,14 +283,21 @@ def walk_records(
     """Every record of the whole batch at `position`, checked as Kafka's reader checks them.
     With client_rules (validation of an append) also: offset deltas exactly 0..count-1, header
     keys valid UTF-8, and the control-batch rule (one record, key of at least 4 bytes). Readers
-    skip those, so batches Kafka's compaction left with gaps still read."""
+    skip those, so batches Kafka's compaction left with gaps still read; without them the
+    offset deltas must still increase from 0."""
     records = _records_section(view, position, header, decompressed_bytes_max)
     end = len(records)
     cursor = 0
     spans = []
+    previous_delta = -1
     # range() is lazy, so a forged count costs nothing: the walk fails when the bytes end.
     for index in range(header.records_count):
         span, cursor = _read_record(records, cursor, end, index, client_rules)
+        # A reader's rule (the native twin's check_offset_delta): offset deltas increase from
+        # 0, so a batch's offsets never go backwards.
+        if not client_rules and span.offset_delta <= previous_delta:
+            fail(status.BAD_OFFSET_DELTA)
+        previous_delta = span.offset_delta
         spans.append(span)
     if cursor != end:
         fail(status.RECORDS_REMAINING)

@@ -88,7 +88,13 @@ MESSAGES: Final[dict[int, tuple[str, str]]] = {
         "InvalidRecordError",
         "incorrect declared batch size: bytes remain after the declared record count",
     ),
-    BAD_OFFSET_DELTA: ("InvalidRecordError", "record offset deltas must run 0, 1, ..., count-1"),
+    # A producer's deltas must run 0, 1, ..., count-1; a reader's must increase from 0
+    # (compaction leaves gaps, never a step back).
+    BAD_OFFSET_DELTA: (
+        "InvalidRecordError",
+        "record offset deltas must run 0, 1, ..., count-1 (from a producer) or increase from 0 "
+        "(in a log)",
+    ),
     NEGATIVE_COUNT: ("InvalidRecordError", "negative record count"),
     DECOMPRESSED_TOO_LARGE: (
         "CorruptRecordError",
