@@ -22,6 +22,7 @@ from eoslog._ext.producer_state import (
     last_sequence_of,
 )
 from eoslog.errors import (
+    CorruptRecordError,
     CorruptSnapshotError,
     InvalidProducerEpochError,
     InvalidRecordError,
@@ -30,7 +31,7 @@ from eoslog.errors import (
     TransactionCoordinatorFencedError,
 )
 from eoslog.log.partition import AppendInfo, PartitionLog
-from eoslog.log.producer_state import ProducerStateManager
+from eoslog.log.producer_state import ProducerStateManager, marker_type
 from eoslog.record import codec
 
 TS = logtools.TS
@@ -500,3 +501,10 @@ def test_truncation_restores_the_producer_state_of_the_shorter_log(
     again = log.append_batch(idempotent(10, first=10))
     assert (again.base_offset, again.duplicate) == (acked[5].base_offset, False)
     assert log.append_batch(idempotent(8, first=8)).duplicate is True
+
+
+@pytest.mark.parametrize("key", [None, b"", b"\x00", b"\x00\x00\x00"])
+def test_a_control_key_too_short_for_its_type_is_a_typed_error(key: bytes | None) -> None:
+    # The group coordinator's replay raised an untyped struct.error on such a key.
+    with pytest.raises(CorruptRecordError, match="control record's key"):
+        marker_type(key)

@@ -58,8 +58,15 @@ _log = logging.getLogger(__name__)
 ORPHAN_MARKERS_KEPT_MAX = 1024
 
 
-def marker_type(key: bytes) -> int:
-    """The type of a control record (its key): CONTROL_ABORT (0) or CONTROL_COMMIT (1)."""
+def marker_type(key: bytes | None) -> int:
+    """The type of a control record (its key): CONTROL_ABORT (0) or CONTROL_COMMIT (1).
+    CorruptRecordError for a key too short to hold version and type (bad bytes, which a CRC
+    recomputed by a forger does not make ours)."""
+    if key is None or len(key) < _CONTROL_KEY.size:
+        raise CorruptRecordError(
+            f"a control record's key holds {0 if key is None else len(key)} bytes, "
+            f"fewer than the {_CONTROL_KEY.size} of its version and type"
+        )
     found: int = _CONTROL_KEY.unpack_from(key)[1]
     return found
 
