@@ -153,7 +153,7 @@ def plan_partition(
         raise ValueError(f"isolation_level must be one of {ISOLATION_LEVELS}")
     fs = fs or PosixFileSystem()
     directory = os.path.join(path, f"{topic}-{partition}")
-    log_start = (log_starts or {}).get((topic, partition), 0)
+    log_start = (log_starts or {}).get((topic, partition))
     with PartitionView(fs, directory, topic, partition, log_start) as view:
         committed = isolation_level == "read_committed"
         latest = view.last_stable_offset if committed else view.log_end_offset

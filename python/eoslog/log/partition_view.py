@@ -33,11 +33,17 @@ import numpy as np
 from eoslog import limits
 from eoslog._ext import index as _index
 from eoslog._ext import readcommitted, scan
-from eoslog.errors import CorruptIndexError, CorruptSnapshotError, KafkaStorageError
+from eoslog.errors import (
+    CorruptIndexError,
+    CorruptRecordError,
+    CorruptSnapshotError,
+    KafkaStorageError,
+)
 from eoslog.fs import FileHandle, FileSystem
+from eoslog.log import checkpoint_checks, checkpoints, recovery
 from eoslog.log.offset_index import OffsetIndex
 from eoslog.log.producer_state import ProducerStateManager, snapshot_disagreement
-from eoslog.log.segment import first_offset_violation
+from eoslog.log.segment import LogSegment, first_offset_violation
 from eoslog.log.segment_reads import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -60,6 +66,12 @@ OPEN_ATTEMPTS_MAX: Final = 20
 # batch is larger): large enough that the per-read Python work is small next to decoding,
 # small enough to keep a reader's memory flat.
 READ_CHUNK_BYTES: Final = 16 * 1024 * 1024
+# The tail is checked (CRCs included) from the last offset-index entry, normally a few KiB
+# from the end, in reads of this size.
+TAIL_CHUNK_BYTES: Final = 1024 * 1024
+# An offset past this leaves no log end offset an int64 can hold (Kafka's offsets are int64):
+# a batch claiming one is damage.
+_OFFSET_LIMIT: Final = (1 << 63) - 1
 
 
 class SegmentFiles(SegmentReads):
@@ -113,25 +125,53 @@ class PartitionView:
     """The log of one partition as it stood when the view was taken (module doc)."""
 
     def __init__(
-        self, fs: FileSystem, directory: str, topic: str, partition: int, log_start_offset: int = 0
+        self,
+        fs: FileSystem,
+        directory: str,
+        topic: str,
+        partition: int,
+        log_start_offset: int | None = None,
     ) -> None:
         """Open the segments of `directory`. log_start_offset: the owner's checkpointed log
-        start, if known (the first segment's base is used when it is higher).
+        start, if known; judged as the owner judges it (checkpoint_checks.believed_log_start:
+        the log starts at the first segment's base, a value past the log end is refused).
         UnknownTopicOrPartitionError-like FileNotFoundError if the directory is missing;
-        KafkaStorageError if the files keep changing under the listing."""
+        KafkaStorageError if the files keep changing under the listing; CorruptRecordError
+        where a segment does not start where its name says, or where the tail is damaged in a
+        way the owner's recovery would refuse to cut (_cut_tail); CorruptCheckpointError for
+        a checkpoint the segments contradict."""
         self.fs = fs
         self.directory = directory
         self.topic = topic
         self.partition = partition
+        root = os.path.dirname(directory)
+        # Read before the sizes are captured: the owner writes a recovery point only after
+        # everything below it was synced, so the captured log must reach it.
+        recovery_point = _recovery_point(fs, root, topic, partition)
         handles = _open_segments(fs, directory)
         sizes = [handle.size() for _, handle in handles]
+        # Read after: a marker still there was not yet taken by an owner opening the
+        # directory, so no append can have been under way when the sizes were captured.
+        clean = fs.exists(os.path.join(root, checkpoints.CLEAN_SHUTDOWN_FILE))
         self._handles = handles
         self._sizes = sizes
         self._bases = [base for base, _ in handles]
         self._segments: dict[int, SegmentFiles] = {}
-        self.log_start_offset = max(log_start_offset, self._bases[0]) if handles else 0
-        self.log_end_offset = self._cut_tail()
         self._replayed: tuple[int, list[AbortedTxn], int | None] | None = None
+        try:
+            self._check_segment_starts()
+            self.log_end_offset = self._cut_tail(clean, recovery_point)
+            checkpoint_checks.check_recovery_point(directory, recovery_point, self.log_end_offset)
+            self.log_start_offset = (
+                checkpoint_checks.believed_log_start(
+                    directory, self._bases[0], log_start_offset, self.log_end_offset
+                )[0]
+                if handles
+                else 0
+            )
+        except BaseException:
+            self.close()
+            raise
 
     def close(self) -> None:
         for _, handle in self._handles:
@@ -152,18 +192,45 @@ class PartitionView:
             self._segments[number] = found
         return found
 
-    def _cut_tail(self) -> int:
-        """The view's log end: one past the last whole batch of the last segment, whose size
-        is cut there (a batch the owner is still writing is not part of the view)."""
+    def _check_segment_starts(self) -> None:
+        """The owner's check of every segment at open (LogSegment.first_batch_problem, one
+        header read each): the first batch starts at the base offset in the file name, and
+        only the last segment may be empty. A copy of a segment under another name, or a
+        flipped base offset, would otherwise place records at offsets they do not have."""
+        for number in range(len(self._handles)):
+            segment = self.segment(number)
+            # It reads only size, base_offset and log, which a SegmentFiles has.
+            problem = LogSegment.first_batch_problem(segment)  # type: ignore[arg-type]
+            if problem is None and segment.size == 0 and number < len(self._handles) - 1:
+                next_base = self._bases[number + 1]
+                problem = 0, f"it is empty, but the next segment starts at {next_base}"
+            if problem is not None:
+                raise segment.corruption(*problem)
+
+    def _cut_tail(self, clean: bool, recovery_point: int | None) -> int:
+        """The view's log end: one past the last valid batch of the last segment (framing,
+        CRC and offsets continuing each other), whose size is cut there. What follows is
+        judged as the owner's recovery judges it (recovery.may_cut): a torn tail (a batch the
+        owner is still writing, or a crash's partial write) is left out of the view; damage
+        after a clean shutdown, below the recovery point, or followed by a valid batch is a
+        CorruptRecordError naming the file and the byte, never records silently missing."""
         if not self._handles:
-            return self.log_start_offset
+            return 0
         last = self.segment(len(self._handles) - 1)
-        rows = last.scan_from(last.scan_position(1 << 62))
-        if len(rows) == 0:
-            last.size = 0
-            return max(last.base_offset, self.log_start_offset)
-        last.size = int(rows["position"][-1]) + int(rows["size"][-1])
-        return max(int(rows["last_offset"][-1]) + 1, self.log_start_offset)
+        # An index entry was checked against its batch's last offset (the walk takes that
+        # batch's base offset from it); when that batch is not valid, the entry says nothing
+        # about where the valid batches end, and the walk starts at the segment start, whose
+        # first batch must begin at the base offset.
+        position = last.scan_position(1 << 62)
+        end, next_offset, broken = _valid_prefix(last, position, None)
+        if end == position:
+            end, next_offset, broken = _valid_prefix(last, 0, last.base_offset)
+        if end < last.size:
+            valid_after = broken or last.valid_batch_after(end, last.size)
+            if clean or not recovery.may_cut(recovery_point, next_offset, valid_after):
+                raise last.corruption(end, _why_not_torn(clean, recovery_point, next_offset))
+        last.size = end
+        return next_offset
 
     # --- read_committed ------------------------------------------------------------------
 
@@ -191,7 +258,11 @@ class PartitionView:
                 int(row["base_offset"]): segment.read_bytes(int(row["position"]), int(row["size"]))
                 for row in controls
             }
-            manager.replay(rows, batches, collected)
+            try:
+                manager.replay(rows, batches, collected)
+            except CorruptRecordError as error:
+                # The replay knows offsets only; a reader needs the file.
+                raise CorruptRecordError(f"{segment.path(LOG_SUFFIX)}: {error}") from None
         manager.end_transactions_with_orphan_commits()
         self._replayed = (start, collected, manager.table.first_unstable_offset())
         return self._replayed
@@ -391,6 +462,73 @@ class PartitionView:
                     yield columns
 
 
+def _why_not_torn(clean: bool, recovery_point: int | None, next_offset: int) -> str:
+    """Why damage at the end of the log (at next_offset) is not a torn tail the view may
+    leave out (recovery's table)."""
+    if clean:
+        return (
+            f"the bytes from offset {next_offset} on are not whole valid batches, but the "
+            f"directory was shut down cleanly ({checkpoints.CLEAN_SHUTDOWN_FILE}), so "
+            "everything in it was durable"
+        )
+    if recovery_point is not None:
+        return (
+            f"the bytes from offset {next_offset} on are not whole valid batches, but offsets "
+            f"below the recovery point {recovery_point} were durable"
+        )
+    return (
+        f"the bytes from offset {next_offset} on are not whole valid batches, and a valid "
+        "batch follows them: this is not a torn tail"
+    )
+
+
+def _recovery_point(fs: FileSystem, root: str, topic: str, partition: int) -> int | None:
+    """The partition's entry in the owner's recovery-point checkpoint, or None when the file
+    or the entry is missing or unreadable (then nothing is known durable: the owner's rule)."""
+    path = os.path.join(root, checkpoints.RECOVERY_POINT_FILE)
+    try:
+        offsets, _ = checkpoints.read_believed_offsets(fs, path)
+    except OSError:
+        return None  # replaced or made unreadable under us: nothing is known durable
+    return offsets.get((topic, partition))
+
+
+def _valid_prefix(
+    segment: SegmentFiles, position: int, expected: int | None
+) -> tuple[int, int, bool]:
+    """Walk the .log from `position` (a batch boundary) to its captured size, checking each
+    batch's framing, CRC and offsets (each batch continues the previous one; the first
+    begins at `expected`, if given). Returns (where the valid batches end, the offset after
+    them, whether they end at a whole batch with a valid CRC whose offsets break the order:
+    valid data after the damage)."""
+    next_offset = expected
+    while position < segment.size:
+        data = segment.read_bytes(position, min(TAIL_CHUNK_BYTES, segment.size - position))
+        infos, stop, status = scan.scan_batches(data, verify_crc=True)
+        if len(infos) == 0 and status == 0:
+            claimed = segment.claimed_batch_bytes(data, position, segment.size)
+            if claimed is not None and len(data) < claimed:
+                data = segment.read_bytes(position, claimed)
+                infos, stop, status = scan.scan_batches(data, verify_crc=True)
+        if len(infos) == 0:
+            break
+        if next_offset is None:
+            next_offset = int(infos["base_offset"][0])
+        bad = first_offset_violation(infos, next_offset)
+        beyond = np.flatnonzero(infos["last_offset"] >= _OFFSET_LIMIT)
+        if len(beyond) and (bad is None or int(beyond[0]) < bad):
+            bad = int(beyond[0])
+        if bad is not None:
+            if bad:
+                next_offset = int(infos["last_offset"][bad - 1]) + 1
+            return position + int(infos["position"][bad]), next_offset, True
+        next_offset = int(infos["last_offset"][-1]) + 1
+        position += stop
+        if status != 0:
+            break
+    return position, segment.base_offset if next_offset is None else next_offset, False
+
+
 def _gaps(runs: list[tuple[int, int]], size: int) -> list[tuple[int, int]]:
     """The byte ranges of [0, size) outside the ascending runs."""
     gaps = []
@@ -451,7 +589,11 @@ def _open_segments(fs: FileSystem, directory: str) -> list[tuple[int, FileHandle
     for _ in range(OPEN_ATTEMPTS_MAX):
         # Only `<20 ASCII digits, within int64>.log` is a segment (segment_reads.
         # parse_file_name): `.log.deleted`, `.log.swap` and stray names are not.
-        parsed = [parse_file_name(name) for name in fs.listdir(directory)]
+        # A directory under a segment's name is a stray too (the owner ignores it).
+        subdirectories = set(fs.list_directories(directory))
+        parsed = [
+            parse_file_name(name) for name in fs.listdir(directory) if name not in subdirectories
+        ]
         bases = sorted(found[0] for found in parsed if found is not None and found[1] == LOG_SUFFIX)
         opened: list[tuple[int, FileHandle]] = []
         complete = True
