@@ -244,6 +244,8 @@ FINDINGS = {
     "offsets-backwards": "5a7dd33dec3c685f83f0ce45394b871b0ae39755",
     # bad bytes reached readcommitted.plan_fetch's assertion
     "plan-fetch-assertion": "8632c61418b71498da1de767b116109b7d7ea3d2",
+    # a CRC-valid batch whose records repeat an offset: a reader returned offset 4 twice
+    "record-offset-repeated": "82c77f434accb310e2634003512ef175ba596990",
     # a control record value of 2 bytes: struct.error from the producer-state replay
     "short-control-value": "9cf203a356acd650dc1dad125c1d2c972a145ff2",
 }

@@ -363,8 +363,9 @@ class PartitionView:
 
     def read_batches(
         self, start: int, stop: int, chunk_bytes: int = READ_CHUNK_BYTES
-    ) -> Iterator[tuple[memoryview, int]]:
-        """(bytes, first offset) of runs of whole batches holding the offsets [start, stop):
+    ) -> Iterator[tuple[memoryview, int, SegmentFiles, int]]:
+        """(bytes, first offset, segment, byte in its .log) of runs of whole batches holding
+        the offsets [start, stop):
         the first run begins with the batch holding `start`; batches beginning at or past
         `stop` are left out. CorruptRecordError where the bytes below a segment's captured
         size are not whole batches, or where their offsets do not follow each other
@@ -404,7 +405,7 @@ class PartitionView:
             keep = int(np.count_nonzero(below))
             if keep:
                 end = int(infos["position"][keep - 1]) + int(infos["size"][keep - 1])
-                yield data[:end], offset
+                yield data[:end], offset, segment, position
                 offset = int(infos["last_offset"][keep - 1]) + 1
                 position += end
             if keep < len(infos):
@@ -426,7 +427,8 @@ class PartitionView:
         below the last stable offset) or None (read_uncommitted). Control records never
         appear; aborted transactional batches are dropped whole (FORMAT.md §6.4). A batch
         decompressing past decompressed_bytes_max raises CorruptRecordError (decode_columns)."""
-        for data, offset in self.read_batches(start, stop, chunk_bytes):
+        returned = start - 1  # the last offset yielded
+        for data, offset, segment, file_position in self.read_batches(start, stop, chunk_bytes):
             skips = None
             if aborted is not None:
                 # Kafka's rule for the aborted transactions a fetch from `offset` is told
@@ -457,9 +459,12 @@ class PartitionView:
                 )
                 if columns.end_position <= position:
                     raise AssertionError("a column limit stopped the first batch")
-                position = columns.end_position
                 if columns.count:
+                    returned = _checked_record_offsets(
+                        columns.offset, returned, segment, file_position + position
+                    )
                     yield columns
+                position = columns.end_position
 
 
 def _why_not_torn(clean: bool, recovery_point: int | None, next_offset: int) -> str:
@@ -527,6 +532,27 @@ def _valid_prefix(
         if status != 0:
             break
     return position, segment.base_offset if next_offset is None else next_offset, False
+
+
+def _checked_record_offsets(
+    offsets: np.ndarray, returned: int, segment: SegmentFiles, position: int
+) -> int:
+    """The last of `offsets` (the records of one decoded run of batches, read at `position`
+    of the segment's .log), after checking that they continue `returned` (the last offset a
+    read yielded) in strictly increasing order. A record's offset delta is inside the CRC
+    but only the writer checks it: a forged batch repeating one would make a reader return a
+    record twice or move backwards. CorruptRecordError naming the file and the run's byte."""
+    steps = np.diff(offsets, prepend=np.int64(returned))
+    bad = np.flatnonzero(steps <= 0)
+    if len(bad):
+        at = int(bad[0])
+        previous = returned if at == 0 else int(offsets[at - 1])
+        raise segment.corruption(
+            position,
+            f"a record of offset {int(offsets[at])} follows offset {previous} in the batches "
+            "read from there: record offsets must increase",
+        )
+    return int(offsets[-1])
 
 
 def _gaps(runs: list[tuple[int, int]], size: int) -> list[tuple[int, int]]:
