@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -169,6 +170,53 @@ def test_damage_followed_by_a_valid_batch_is_a_typed_error_naming_file_and_byte(
         file.write(b"\xee")
     with pytest.raises(CorruptRecordError, match=f"{log_path} is damaged at byte {position}"):
         scanned_offsets(path)
+
+
+def test_a_crc_mismatch_in_an_earlier_segment_is_a_typed_error_naming_the_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = str(tmp_path)
+    directory = written(path)
+    log_path = os.path.join(directory, file_name(0, LOG_SUFFIX))
+    position, size, _ = batch_starts(log_path)[1]
+    with open(log_path, "r+b") as file:
+        file.seek(position + size - 1)
+        file.write(b"\xee")
+    with pytest.raises(CorruptRecordError, match=f"{log_path}, in the batches read from byte"):
+        scanned_offsets(path)
+
+
+def test_a_crc_mismatch_in_a_commit_marker_is_a_typed_error_naming_the_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Control batches are decoded while planning read_committed (the producer-state replay
+    and the .txnindex checks): their errors must name the file as well."""
+    path = str(tmp_path)
+    directory = written(path)
+    broker = eoslog.open(path, durability="none")
+    try:
+        producer = broker.producer({"transactional.id": "hostile"})
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.produce(TOPIC, value=b"in a transaction", partition=0)
+        producer.commit_transaction()
+        plain = broker.producer({})
+        for number in range(RECORDS):  # the marker ends up inside the log, not at its tail
+            plain.produce(TOPIC, value=b"after %d" % number, partition=0)
+            plain.flush()
+    finally:
+        broker.close()
+    logs = [
+        os.path.join(directory, file_name(base, LOG_SUFFIX)) for base in segment_bases(directory)
+    ]
+    (log_path, marker), *_ = [
+        (log, row)
+        for log in logs
+        for row in native_scan.scan_batches(Path(log).read_bytes(), verify_crc=False)[0]
+        if int(row["attributes"]) & 0x20  # the control bit
+    ]
+    with open(log_path, "r+b") as file:
+        file.seek(int(marker["position"]) + int(marker["size"]) - 1)
+        file.write(b"\xee")
+    unclean(path, recovery_point=0)
+    with pytest.raises(CorruptRecordError, match=log_path):
+        list(eoslog.scan(path, [TOPIC]))
 
 
 def test_a_short_tail_after_a_clean_shutdown_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]

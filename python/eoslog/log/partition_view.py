@@ -24,6 +24,7 @@ Thread safety: a view is used by one thread at a time. It holds open files until
 from __future__ import annotations
 
 import bisect
+import contextlib
 import os
 from collections.abc import Iterator
 from typing import Final
@@ -35,8 +36,8 @@ from eoslog._ext import index as _index
 from eoslog._ext import readcommitted, scan
 from eoslog.errors import (
     CorruptIndexError,
-    CorruptRecordError,
     CorruptSnapshotError,
+    KafkaException,
     KafkaStorageError,
 )
 from eoslog.fs import FileHandle, FileSystem
@@ -258,11 +259,8 @@ class PartitionView:
                 int(row["base_offset"]): segment.read_bytes(int(row["position"]), int(row["size"]))
                 for row in controls
             }
-            try:
+            with _naming_the_file(segment):  # the replay knows offsets only
                 manager.replay(rows, batches, collected)
-            except CorruptRecordError as error:
-                # The replay knows offsets only; a reader needs the file.
-                raise CorruptRecordError(f"{segment.path(LOG_SUFFIX)}: {error}") from None
         manager.end_transactions_with_orphan_commits()
         self._replayed = (start, collected, manager.table.first_unstable_offset())
         return self._replayed
@@ -321,7 +319,11 @@ class PartitionView:
     def _logged_batch(self, offset: int) -> LoggedBatch | None:
         """The batch holding `offset` in the view, as entry checks read it."""
         number = bisect.bisect_right(self._bases, offset) - 1
-        return self.segment(number).logged_batch(offset) if number >= 0 else None
+        if number < 0:
+            return None
+        segment = self.segment(number)
+        with _naming_the_file(segment):
+            return segment.logged_batch(offset)
 
     # --- lookups ----------------------------------------------------------------------------
 
@@ -438,25 +440,27 @@ class PartitionView:
                     for txn in aborted
                     if txn.last_offset >= offset and txn.first_offset < stop
                 ]
-                runs = readcommitted.plan_fetch(data, offset, pending)[0]
+                with _naming_the_file(segment, file_position):
+                    runs = readcommitted.plan_fetch(data, offset, pending)[0]
                 skips = _gaps(runs, len(data))
             # One call decodes the whole read around the dropped batches, so a read yields
             # one batch of columns, not one per run between aborted batches.
             position = 0
             while position < len(data):
-                columns = codec.decode_columns(
-                    data,
-                    position,
-                    include_headers=include_headers,
-                    verify_crc=verify_crc,
-                    offset_min=offset,
-                    offset_end=stop,
-                    skips=skips,
-                    decompressed_bytes_max=decompressed_bytes_max,
-                    # One piece holds at most one decompressed limit plus a batch, however
-                    # many batches each just under that limit the read holds.
-                    held_bytes_max=decompressed_bytes_max,
-                )
+                with _naming_the_file(segment, file_position):
+                    columns = codec.decode_columns(
+                        data,
+                        position,
+                        include_headers=include_headers,
+                        verify_crc=verify_crc,
+                        offset_min=offset,
+                        offset_end=stop,
+                        skips=skips,
+                        decompressed_bytes_max=decompressed_bytes_max,
+                        # One piece holds at most one decompressed limit plus a batch,
+                        # however many batches each just under that limit the read holds.
+                        held_bytes_max=decompressed_bytes_max,
+                    )
                 if columns.end_position <= position:
                     raise AssertionError("a column limit stopped the first batch")
                 if columns.count:
@@ -553,6 +557,21 @@ def _checked_record_offsets(
             "read from there: record offsets must increase",
         )
     return int(offsets[-1])
+
+
+@contextlib.contextmanager
+def _naming_the_file(segment: SegmentFiles, position: int | None = None) -> Iterator[None]:
+    """Typed errors of the decoders name bytes of the read they were given; a reader of a
+    directory needs the file too, and where in it the read began (when known)."""
+    try:
+        yield
+    except KafkaException as error:
+        where = segment.path(LOG_SUFFIX)
+        if position is not None:
+            where += (
+                f", in the batches read from byte {position} (the positions below count from there)"
+            )
+        raise type(error)(f"{where}: {error}") from None
 
 
 def _gaps(runs: list[tuple[int, int]], size: int) -> list[tuple[int, int]]:
