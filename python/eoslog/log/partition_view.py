@@ -146,14 +146,17 @@ class PartitionView:
         self.topic = topic
         self.partition = partition
         root = os.path.dirname(directory)
+        marker = os.path.join(root, checkpoints.CLEAN_SHUTDOWN_FILE)
         # Read before the sizes are captured: the owner writes a recovery point only after
         # everything below it was synced, so the captured log must reach it.
         recovery_point = _recovery_point(fs, root, topic, partition)
+        marked_before = fs.exists(marker)
         handles = _open_segments(fs, directory)
         sizes = [handle.size() for _, handle in handles]
-        # Read after: a marker still there was not yet taken by an owner opening the
-        # directory, so no append can have been under way when the sizes were captured.
-        clean = fs.exists(os.path.join(root, checkpoints.CLEAN_SHUTDOWN_FILE))
+        # The owner takes the marker when it opens and writes it back when it has closed:
+        # there before and after the sizes were captured, no owner was appending meanwhile,
+        # so everything captured was closed cleanly (durable).
+        clean = marked_before and fs.exists(marker)
         self._handles = handles
         self._sizes = sizes
         self._bases = [base for base, _ in handles]
