@@ -54,6 +54,14 @@ def last_log(directory: str) -> str:
     return os.path.join(directory, file_name(segment_bases(directory)[-1], LOG_SUFFIX))
 
 
+def scanned_values(path: str) -> list[bytes]:
+    """The values a read_committed scan returns."""
+    values: list[bytes] = []
+    for batch in eoslog.scan(path, [TOPIC]):
+        values.extend(batch.column("value").to_pylist())
+    return values
+
+
 def batch_starts(log_path: str) -> list[tuple[int, int, int]]:
     """(position, size, base offset) of each batch of a .log."""
     with open(log_path, "rb") as file:
@@ -303,3 +311,47 @@ FINDINGS = {
 def test_offline_scan_fuzz_finding_replays_to_a_typed_outcome(finding: str) -> None:
     data = (seeds.corpus_dir("offline_scan") / FINDINGS[finding]).read_bytes()
     run_checked(TARGETS["offline_scan"], data)
+
+
+# --- the transaction index ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("damage", ["emptied", "odd-length", "directory"])
+def test_an_unreadable_txnindex_makes_the_view_derive_aborts_from_the_log(
+    tmp_path, damage: str
+) -> None:  # type: ignore[no-untyped-def]
+    """A .txnindex that does not read whole (emptied, cut inside an entry, a directory in its
+    place) is not believed: read_committed still hides every aborted record."""
+    path = str(tmp_path)
+    broker = eoslog.open(path, durability="none")
+    try:
+        broker.create_topic(TOPIC, num_partitions=1, config={"segment.bytes": SEGMENT_BYTES})
+        producer = broker.producer({"transactional.id": "hostile"})
+        producer.init_transactions()
+        for number in range(24):
+            producer.begin_transaction()
+            for index in range(3):
+                producer.produce(TOPIC, value=b"%d-%d" % (number, index), partition=0)
+            producer.flush()  # aborted records reach the log
+            if number % 2:
+                producer.abort_transaction()
+            else:
+                producer.commit_transaction()
+    finally:
+        broker.close()
+    want = scanned_values(path)
+    assert len(want) == 12 * 3
+    damaged = 0
+    directory = os.path.join(path, f"{TOPIC}-0")
+    for name in sorted(os.listdir(directory)):
+        index = os.path.join(directory, name)
+        if not name.endswith(".txnindex") or os.path.getsize(index) == 0:
+            continue
+        if damage == "directory":
+            os.unlink(index)
+            os.mkdir(index)
+        else:
+            os.truncate(index, 0 if damage == "emptied" else 20)
+        damaged += 1
+    assert damaged
+    assert scanned_values(path) == want

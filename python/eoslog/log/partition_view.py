@@ -11,7 +11,8 @@ process (SIGBUS). Nothing is written, and no lock is taken.
 
 read_committed from the files alone (FORMAT.md §6, §7). The aborted transactions come from the
 segments' .txnindex files, each entry checked against the log first (entry_disagreement: a
-wrong one makes the view derive every aborted transaction from the batch headers instead), except
+wrong one, or a file that does not read whole, makes the view derive every aborted transaction
+from the batch headers instead), except
 past the newest producer-state snapshot the log agrees with, where the view replays the batch
 headers itself (the owner writes a .txnindex entry just after its ABORT
 marker, so a reader may see the marker before the entry). The replay also yields the open
@@ -35,7 +36,6 @@ from eoslog import limits
 from eoslog._ext import index as _index
 from eoslog._ext import readcommitted, scan
 from eoslog.errors import (
-    CorruptIndexError,
     CorruptSnapshotError,
     KafkaException,
     KafkaStorageError,
@@ -100,25 +100,27 @@ class SegmentFiles(SegmentReads):
     def log(self) -> FileHandle:
         return self._handle
 
-    def aborted_transactions(self) -> list[AbortedTxn]:
-        """The entries of this segment's .txnindex as its whole entries stand now, read in
-        bounded chunks (txn_index.read_entries). CorruptIndexError, naming the file and the
-        byte, if an entry is malformed: a reader cannot rebuild the index, and trusting what
-        precedes the damage could show aborted records."""
+    def aborted_transactions(self) -> list[AbortedTxn] | None:
+        """The entries of this segment's .txnindex, read in bounded chunks (txn_index.
+        read_entries), or None when they cannot be believed: a malformed entry, a partial one
+        at the end or an empty file (the owner writes a segment's entries before a snapshot
+        past it, and creates the file with its first entry), or a directory in its place.
+        The caller then derives the aborted transactions from the batch headers; trusting
+        what precedes the damage could show aborted records."""
         path = self.path(TXN_INDEX_SUFFIX)
         try:
             handle = self.fs.open(path, read_only=True)
         except FileNotFoundError:
             return []  # created with the first abort; removed with the segment
+        except IsADirectoryError:
+            return None
         try:
+            size = handle.size()
             image, damaged_at = read_entries(handle)
         finally:
             handle.close()
-        if damaged_at is not None:
-            raise CorruptIndexError(
-                f"corrupt transaction index {path}: the entry at byte {damaged_at} is "
-                f"malformed or out of order"
-            )
+        if damaged_at is not None or size == 0 or len(image) != size:
+            return None
         return _index.decode_aborted_txns(image, AbortedTxn)
 
 
@@ -308,7 +310,11 @@ class PartitionView:
         for number in range(len(self._handles)):
             if self._bases[number] >= start:
                 break
-            for entry in self.segment(number).aborted_transactions():
+            entries = self.segment(number).aborted_transactions()
+            if entries is None:
+                # A derived file is never believed over the log (above).
+                return self._replay(from_start=True)[1]
+            for entry in entries:
                 if entry.last_offset >= start:
                     continue
                 if entry_disagreement(entry, self._logged_batch, self._bases[0]) is not None:
