@@ -316,12 +316,13 @@ def test_offline_scan_fuzz_finding_replays_to_a_typed_outcome(finding: str) -> N
 # --- the transaction index ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("damage", ["emptied", "odd-length", "directory"])
+@pytest.mark.parametrize("damage", ["emptied", "odd-length", "directory", "last-offset-past-end"])
 def test_an_unreadable_txnindex_makes_the_view_derive_aborts_from_the_log(
     tmp_path, damage: str
 ) -> None:  # type: ignore[no-untyped-def]
     """A .txnindex that does not read whole (emptied, cut inside an entry, a directory in its
-    place) is not believed: read_committed still hides every aborted record."""
+    place) or whose entry the log contradicts is not believed: read_committed still hides
+    every aborted record."""
     path = str(tmp_path)
     broker = eoslog.open(path, durability="none")
     try:
@@ -350,6 +351,12 @@ def test_an_unreadable_txnindex_makes_the_view_derive_aborts_from_the_log(
         if damage == "directory":
             os.unlink(index)
             os.mkdir(index)
+        elif damage == "last-offset-past-end":
+            # The last entry's last offset (bytes 18-25 of a 34-byte entry) past the log end,
+            # where a reader would think the replay of the headers covers it.
+            with open(index, "r+b") as file:
+                file.seek(os.path.getsize(index) - 34 + 18)
+                file.write((1 << 40).to_bytes(8, "big"))
         else:
             os.truncate(index, 0 if damage == "emptied" else 20)
         damaged += 1

@@ -315,15 +315,23 @@ class PartitionView:
                 # A derived file is never believed over the log (above).
                 return self._replay(from_start=True)[1]
             for entry in entries:
-                if entry.last_offset >= start:
-                    continue
+                if entry.last_offset >= self.log_end_offset and self._log_grew():
+                    continue  # the owner appended its marker after the view was taken
+                # Every entry is checked, those the replay covers too: a damaged last
+                # offset would otherwise move an entry below the replay start out of sight.
                 if entry_disagreement(entry, self._logged_batch, self._bases[0]) is not None:
                     # A derived file is never believed over the log: every aborted
                     # transaction is derived from the batch headers instead.
                     return self._replay(from_start=True)[1]
-                found.append(entry)
+                if entry.last_offset < start:
+                    found.append(entry)
         found.extend(replayed)
         return found
+
+    def _log_grew(self) -> bool:
+        """Whether the last segment's .log is longer now than when the view was taken: only
+        then may a .txnindex hold an entry past the view's end."""
+        return bool(self._handles) and self._handles[-1][1].size() > self._sizes[-1]
 
     def _logged_batch(self, offset: int) -> LoggedBatch | None:
         """The batch holding `offset` in the view, as entry checks read it."""
