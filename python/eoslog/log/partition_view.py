@@ -28,7 +28,7 @@ import bisect
 import contextlib
 import os
 from collections.abc import Iterator
-from typing import Final
+from typing import Final, NamedTuple
 
 import numpy as np
 
@@ -73,6 +73,14 @@ TAIL_CHUNK_BYTES: Final = 1024 * 1024
 # An offset past this leaves no log end offset an int64 can hold (Kafka's offsets are int64):
 # a batch claiming one is damage.
 _OFFSET_LIMIT: Final = (1 << 63) - 1
+
+
+class _HeaderOnly(NamedTuple):
+    """What LogSegment.first_batch_problem reads of a segment."""
+
+    base_offset: int
+    log: FileHandle
+    size: int
 
 
 class SegmentFiles(SegmentReads):
@@ -203,15 +211,16 @@ class PartitionView:
         header read each): the first batch starts at the base offset in the file name, and
         only the last segment may be empty. A copy of a segment under another name, or a
         flipped base offset, would otherwise place records at offsets they do not have."""
-        for number in range(len(self._handles)):
-            segment = self.segment(number)
-            # It reads only size, base_offset and log, which a SegmentFiles has.
-            problem = LogSegment.first_batch_problem(segment)  # type: ignore[arg-type]
-            if problem is None and segment.size == 0 and number < len(self._handles) - 1:
+        for number, (base, handle) in enumerate(self._handles):
+            size = self._sizes[number]
+            # It reads only these three attributes; a SegmentFiles would read the indexes.
+            header_only = _HeaderOnly(base_offset=base, log=handle, size=size)
+            problem = LogSegment.first_batch_problem(header_only)  # type: ignore[arg-type]
+            if problem is None and size == 0 and number < len(self._handles) - 1:
                 next_base = self._bases[number + 1]
                 problem = 0, f"it is empty, but the next segment starts at {next_base}"
             if problem is not None:
-                raise segment.corruption(*problem)
+                raise self.segment(number).corruption(*problem)
 
     def _cut_tail(self, clean: bool, recovery_point: int | None) -> int:
         """The view's log end: one past the last valid batch of the last segment (framing,
