@@ -24,12 +24,13 @@ RECORDS = 30  # one batch each
 SEGMENT_BYTES = 1024
 
 
-def written(path: str) -> str:
+def written(path: str, **config: int) -> str:
     """A directory closed cleanly holding RECORDS one-record batches of TOPIC-0 over several
-    segments; returns the partition directory."""
+    segments (or as `config` says); returns the partition directory."""
     broker = eoslog.open(path, durability="none")
     try:
-        broker.create_topic(TOPIC, num_partitions=1, config={"segment.bytes": SEGMENT_BYTES})
+        config = {"segment.bytes": SEGMENT_BYTES, **config}
+        broker.create_topic(TOPIC, num_partitions=1, config=config)
         producer = broker.producer({})
         for number in range(RECORDS):
             producer.produce(TOPIC, value=b"v%d" % number, partition=0)
@@ -131,6 +132,22 @@ def test_a_torn_tail_after_an_unclean_stop_reads_every_batch_before_it_like_the_
     unclean(path, recovery_point=segment_bases(directory)[-1])
     log_path = last_log(directory)
     os.truncate(log_path, os.path.getsize(log_path) - cut_bytes)
+    got = scanned_offsets(path)
+    assert got == list(range(RECORDS - 1))
+    assert got == owner_offsets(path)
+
+
+def test_a_torn_last_batch_that_the_last_index_entry_points_at_leaves_the_earlier_ones(
+    tmp_path,
+) -> None:  # type: ignore[no-untyped-def]
+    """An index entry for every batch, one segment: the view used to walk only from the last
+    entry, find no whole batch there, and drop the whole segment."""
+    path = str(tmp_path)
+    directory = written(path, **{"segment.bytes": 1 << 20, "index.interval.bytes": 1})
+    assert segment_bases(directory) == [0]
+    unclean(path, recovery_point=0)
+    log_path = last_log(directory)
+    os.truncate(log_path, os.path.getsize(log_path) - 1)
     got = scanned_offsets(path)
     assert got == list(range(RECORDS - 1))
     assert got == owner_offsets(path)
