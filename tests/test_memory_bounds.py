@@ -170,13 +170,13 @@ def test_sparse_txnindex_is_rebuilt_at_open_within_the_bound(log_dir) -> None:  
     assert Path(txn_index).read_bytes() == real
 
 
-def test_sparse_txnindex_is_a_typed_error_in_scan_within_the_bound(log_dir) -> None:  # type: ignore[no-untyped-def]
+def test_sparse_txnindex_is_not_believed_in_scan_within_the_bound(log_dir) -> None:  # type: ignore[no-untyped-def]
+    """Its zeros are malformed entries: the scan derives the aborted transactions from the
+    batch headers instead, and returns what it returns on the undamaged directory."""
     path, partition = log_dir
+    whole = _measured("scan", path)["result"]
     _make_sparse(os.path.join(partition, f"{SEGMENT}.txnindex"))
-    outcome = _measured("scan", path)
-    assert outcome["error"] == "CorruptIndexError"
-    assert f"{SEGMENT}.txnindex" in str(outcome["message"])
-    assert "at byte 68" in str(outcome["message"])  # after the two real entries
+    assert _measured("scan", path)["result"] == whole
 
 
 @pytest.mark.parametrize("suffix", [".index", ".timeindex"])
@@ -289,8 +289,9 @@ def test_forged_batch_length_over_a_sparse_tail_is_never_allocated(log_dir, op: 
         handle.seek(end)
         handle.write(bytes(header))
         handle.truncate(SPARSE_BYTES)
-    if op == "open":
-        os.unlink(os.path.join(path, ".kafka_cleanshutdown"))
+    # Unclean, so the forged header is a torn tail both readers leave out (after a clean
+    # shutdown both refuse it, a damaged end of durable data).
+    os.unlink(os.path.join(path, ".kafka_cleanshutdown"))
     assert _measured(op, path)["result"] == 20
 
 

@@ -153,7 +153,7 @@ def plan_partition(
         raise ValueError(f"isolation_level must be one of {ISOLATION_LEVELS}")
     fs = fs or PosixFileSystem()
     directory = os.path.join(path, f"{topic}-{partition}")
-    log_start = (log_starts or {}).get((topic, partition), 0)
+    log_start = (log_starts or {}).get((topic, partition))
     with PartitionView(fs, directory, topic, partition, log_start) as view:
         committed = isolation_level == "read_committed"
         latest = view.last_stable_offset if committed else view.log_end_offset
@@ -332,9 +332,16 @@ def scan(
     limits.decompressed_batch_bytes_max, covers every batch eoslog appends; raise it (up to
     limits.decompressed_batch_bytes_ceiling) to read batches other writers compressed harder.
 
+    A damaged end of a partition's log is left out only where the owner's recovery would
+    cut it (a torn tail: after an unclean stop, above the recovery point, nothing valid after
+    it); anywhere else damage is an error naming the file and the byte, never records
+    missing silently.
+
     Raises UnknownTopicOrPartitionError for a topic or partition with no directory,
     ValueError for a bad option, CorruptRecordError where the files are damaged,
-    OffsetOutOfRangeError for planned records retention deleted (see above)."""
+    CorruptCheckpointError for a checkpoint the segments contradict (a log start past the
+    log end, a recovery point the log does not reach), OffsetOutOfRangeError for planned
+    records retention deleted (see above)."""
     if topics is None and pattern is None and partitions is None:
         pattern = ".*"
     pairs = list_partitions(path, topics, pattern=pattern, partitions=partitions)

@@ -139,7 +139,9 @@ class MappedIndex:
     def _open_read_only(self, missing_ok: bool) -> None:
         try:
             handle = self._fs.open(self._path, read_only=True)
-        except FileNotFoundError:
+        except (FileNotFoundError, IsADirectoryError):
+            # A directory in the index's place is a stray, no index: missing_ok readers
+            # scan the .log instead.
             if not missing_ok:
                 raise
             self._entries.attach(b"", 0)

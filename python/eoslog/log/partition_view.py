@@ -11,7 +11,8 @@ process (SIGBUS). Nothing is written, and no lock is taken.
 
 read_committed from the files alone (FORMAT.md §6, §7). The aborted transactions come from the
 segments' .txnindex files, each entry checked against the log first (entry_disagreement: a
-wrong one makes the view derive every aborted transaction from the batch headers instead), except
+wrong one, or a file that does not read whole, makes the view derive every aborted transaction
+from the batch headers instead), except
 past the newest producer-state snapshot the log agrees with, where the view replays the batch
 headers itself (the owner writes a .txnindex entry just after its ABORT
 marker, so a reader may see the marker before the entry). The replay also yields the open
@@ -24,20 +25,26 @@ Thread safety: a view is used by one thread at a time. It holds open files until
 from __future__ import annotations
 
 import bisect
+import contextlib
 import os
 from collections.abc import Iterator
-from typing import Final
+from typing import Final, NamedTuple
 
 import numpy as np
 
 from eoslog import limits
 from eoslog._ext import index as _index
 from eoslog._ext import readcommitted, scan
-from eoslog.errors import CorruptIndexError, CorruptSnapshotError, KafkaStorageError
+from eoslog.errors import (
+    CorruptSnapshotError,
+    KafkaException,
+    KafkaStorageError,
+)
 from eoslog.fs import FileHandle, FileSystem
+from eoslog.log import checkpoint_checks, checkpoints, recovery
 from eoslog.log.offset_index import OffsetIndex
 from eoslog.log.producer_state import ProducerStateManager, snapshot_disagreement
-from eoslog.log.segment import first_offset_violation
+from eoslog.log.segment import LogSegment, first_offset_violation
 from eoslog.log.segment_reads import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -60,6 +67,20 @@ OPEN_ATTEMPTS_MAX: Final = 20
 # batch is larger): large enough that the per-read Python work is small next to decoding,
 # small enough to keep a reader's memory flat.
 READ_CHUNK_BYTES: Final = 16 * 1024 * 1024
+# The tail is checked (CRCs included) from the last offset-index entry, normally a few KiB
+# from the end, in reads of this size.
+TAIL_CHUNK_BYTES: Final = 1024 * 1024
+# An offset past this leaves no log end offset an int64 can hold (Kafka's offsets are int64):
+# a batch claiming one is damage.
+_OFFSET_LIMIT: Final = (1 << 63) - 1
+
+
+class _HeaderOnly(NamedTuple):
+    """What LogSegment.first_batch_problem reads of a segment."""
+
+    base_offset: int
+    log: FileHandle
+    size: int
 
 
 class SegmentFiles(SegmentReads):
@@ -87,25 +108,27 @@ class SegmentFiles(SegmentReads):
     def log(self) -> FileHandle:
         return self._handle
 
-    def aborted_transactions(self) -> list[AbortedTxn]:
-        """The entries of this segment's .txnindex as its whole entries stand now, read in
-        bounded chunks (txn_index.read_entries). CorruptIndexError, naming the file and the
-        byte, if an entry is malformed: a reader cannot rebuild the index, and trusting what
-        precedes the damage could show aborted records."""
+    def aborted_transactions(self) -> list[AbortedTxn] | None:
+        """The entries of this segment's .txnindex, read in bounded chunks (txn_index.
+        read_entries), or None when they cannot be believed: a malformed entry, a partial one
+        at the end or an empty file (the owner writes a segment's entries before a snapshot
+        past it, and creates the file with its first entry), or a directory in its place.
+        The caller then derives the aborted transactions from the batch headers; trusting
+        what precedes the damage could show aborted records."""
         path = self.path(TXN_INDEX_SUFFIX)
         try:
             handle = self.fs.open(path, read_only=True)
         except FileNotFoundError:
             return []  # created with the first abort; removed with the segment
+        except IsADirectoryError:
+            return None
         try:
+            size = handle.size()
             image, damaged_at = read_entries(handle)
         finally:
             handle.close()
-        if damaged_at is not None:
-            raise CorruptIndexError(
-                f"corrupt transaction index {path}: the entry at byte {damaged_at} is "
-                f"malformed or out of order"
-            )
+        if damaged_at is not None or size == 0 or len(image) != size:
+            return None
         return _index.decode_aborted_txns(image, AbortedTxn)
 
 
@@ -113,25 +136,56 @@ class PartitionView:
     """The log of one partition as it stood when the view was taken (module doc)."""
 
     def __init__(
-        self, fs: FileSystem, directory: str, topic: str, partition: int, log_start_offset: int = 0
+        self,
+        fs: FileSystem,
+        directory: str,
+        topic: str,
+        partition: int,
+        log_start_offset: int | None = None,
     ) -> None:
         """Open the segments of `directory`. log_start_offset: the owner's checkpointed log
-        start, if known (the first segment's base is used when it is higher).
+        start, if known; judged as the owner judges it (checkpoint_checks.believed_log_start:
+        the log starts at the first segment's base, a value past the log end is refused).
         UnknownTopicOrPartitionError-like FileNotFoundError if the directory is missing;
-        KafkaStorageError if the files keep changing under the listing."""
+        KafkaStorageError if the files keep changing under the listing; CorruptRecordError
+        where a segment does not start where its name says, or where the tail is damaged in a
+        way the owner's recovery would refuse to cut (_cut_tail); CorruptCheckpointError for
+        a checkpoint the segments contradict."""
         self.fs = fs
         self.directory = directory
         self.topic = topic
         self.partition = partition
+        root = os.path.dirname(directory)
+        marker = os.path.join(root, checkpoints.CLEAN_SHUTDOWN_FILE)
+        # Read before the sizes are captured: the owner writes a recovery point only after
+        # everything below it was synced, so the captured log must reach it.
+        recovery_point = _recovery_point(fs, root, topic, partition)
+        marked_before = fs.exists(marker)
         handles = _open_segments(fs, directory)
         sizes = [handle.size() for _, handle in handles]
+        # The owner takes the marker when it opens and writes it back when it has closed:
+        # there before and after the sizes were captured, no owner was appending meanwhile,
+        # so everything captured was closed cleanly (durable).
+        clean = marked_before and fs.exists(marker)
         self._handles = handles
         self._sizes = sizes
         self._bases = [base for base, _ in handles]
         self._segments: dict[int, SegmentFiles] = {}
-        self.log_start_offset = max(log_start_offset, self._bases[0]) if handles else 0
-        self.log_end_offset = self._cut_tail()
         self._replayed: tuple[int, list[AbortedTxn], int | None] | None = None
+        try:
+            self._check_segment_starts()
+            self.log_end_offset = self._cut_tail(clean, recovery_point)
+            checkpoint_checks.check_recovery_point(directory, recovery_point, self.log_end_offset)
+            self.log_start_offset = (
+                checkpoint_checks.believed_log_start(
+                    directory, self._bases[0], log_start_offset, self.log_end_offset
+                )[0]
+                if handles
+                else 0
+            )
+        except BaseException:
+            self.close()
+            raise
 
     def close(self) -> None:
         for _, handle in self._handles:
@@ -152,18 +206,46 @@ class PartitionView:
             self._segments[number] = found
         return found
 
-    def _cut_tail(self) -> int:
-        """The view's log end: one past the last whole batch of the last segment, whose size
-        is cut there (a batch the owner is still writing is not part of the view)."""
+    def _check_segment_starts(self) -> None:
+        """The owner's check of every segment at open (LogSegment.first_batch_problem, one
+        header read each): the first batch starts at the base offset in the file name, and
+        only the last segment may be empty. A copy of a segment under another name, or a
+        flipped base offset, would otherwise place records at offsets they do not have."""
+        for number, (base, handle) in enumerate(self._handles):
+            size = self._sizes[number]
+            # It reads only these three attributes; a SegmentFiles would read the indexes.
+            header_only = _HeaderOnly(base_offset=base, log=handle, size=size)
+            problem = LogSegment.first_batch_problem(header_only)  # type: ignore[arg-type]
+            if problem is None and size == 0 and number < len(self._handles) - 1:
+                next_base = self._bases[number + 1]
+                problem = 0, f"it is empty, but the next segment starts at {next_base}"
+            if problem is not None:
+                raise self.segment(number).corruption(*problem)
+
+    def _cut_tail(self, clean: bool, recovery_point: int | None) -> int:
+        """The view's log end: one past the last valid batch of the last segment (framing,
+        CRC and offsets continuing each other), whose size is cut there. What follows is
+        judged as the owner's recovery judges it (recovery.may_cut): a torn tail (a batch the
+        owner is still writing, or a crash's partial write) is left out of the view; damage
+        after a clean shutdown, below the recovery point, or followed by a valid batch is a
+        CorruptRecordError naming the file and the byte, never records silently missing."""
         if not self._handles:
-            return self.log_start_offset
+            return 0
         last = self.segment(len(self._handles) - 1)
-        rows = last.scan_from(last.scan_position(1 << 62))
-        if len(rows) == 0:
-            last.size = 0
-            return max(last.base_offset, self.log_start_offset)
-        last.size = int(rows["position"][-1]) + int(rows["size"][-1])
-        return max(int(rows["last_offset"][-1]) + 1, self.log_start_offset)
+        # An index entry was checked against its batch's last offset (the walk takes that
+        # batch's base offset from it); when that batch is not valid, the entry says nothing
+        # about where the valid batches end, and the walk starts at the segment start, whose
+        # first batch must begin at the base offset.
+        position = last.scan_position(1 << 62)
+        end, next_offset, broken = _valid_prefix(last, position, None)
+        if end == position:
+            end, next_offset, broken = _valid_prefix(last, 0, last.base_offset)
+        if end < last.size:
+            valid_after = broken or last.valid_batch_after(end, last.size)
+            if clean or not recovery.may_cut(recovery_point, next_offset, valid_after):
+                raise last.corruption(end, _why_not_torn(clean, recovery_point, next_offset))
+        last.size = end
+        return next_offset
 
     # --- read_committed ------------------------------------------------------------------
 
@@ -191,7 +273,8 @@ class PartitionView:
                 int(row["base_offset"]): segment.read_bytes(int(row["position"]), int(row["size"]))
                 for row in controls
             }
-            manager.replay(rows, batches, collected)
+            with _naming_the_file(segment):  # the replay knows offsets only
+                manager.replay(rows, batches, collected)
         manager.end_transactions_with_orphan_commits()
         self._replayed = (start, collected, manager.table.first_unstable_offset())
         return self._replayed
@@ -236,21 +319,37 @@ class PartitionView:
         for number in range(len(self._handles)):
             if self._bases[number] >= start:
                 break
-            for entry in self.segment(number).aborted_transactions():
-                if entry.last_offset >= start:
-                    continue
+            entries = self.segment(number).aborted_transactions()
+            if entries is None:
+                # A derived file is never believed over the log (above).
+                return self._replay(from_start=True)[1]
+            for entry in entries:
+                if entry.last_offset >= self.log_end_offset and self._log_grew():
+                    continue  # the owner appended its marker after the view was taken
+                # Every entry is checked, those the replay covers too: a damaged last
+                # offset would otherwise move an entry below the replay start out of sight.
                 if entry_disagreement(entry, self._logged_batch, self._bases[0]) is not None:
                     # A derived file is never believed over the log: every aborted
                     # transaction is derived from the batch headers instead.
                     return self._replay(from_start=True)[1]
-                found.append(entry)
+                if entry.last_offset < start:
+                    found.append(entry)
         found.extend(replayed)
         return found
+
+    def _log_grew(self) -> bool:
+        """Whether the last segment's .log is longer now than when the view was taken: only
+        then may a .txnindex hold an entry past the view's end."""
+        return bool(self._handles) and self._handles[-1][1].size() > self._sizes[-1]
 
     def _logged_batch(self, offset: int) -> LoggedBatch | None:
         """The batch holding `offset` in the view, as entry checks read it."""
         number = bisect.bisect_right(self._bases, offset) - 1
-        return self.segment(number).logged_batch(offset) if number >= 0 else None
+        if number < 0:
+            return None
+        segment = self.segment(number)
+        with _naming_the_file(segment):
+            return segment.logged_batch(offset)
 
     # --- lookups ----------------------------------------------------------------------------
 
@@ -292,8 +391,9 @@ class PartitionView:
 
     def read_batches(
         self, start: int, stop: int, chunk_bytes: int = READ_CHUNK_BYTES
-    ) -> Iterator[tuple[memoryview, int]]:
-        """(bytes, first offset) of runs of whole batches holding the offsets [start, stop):
+    ) -> Iterator[tuple[memoryview, int, SegmentFiles, int]]:
+        """(bytes, first offset, segment, byte in its .log) of runs of whole batches holding
+        the offsets [start, stop):
         the first run begins with the batch holding `start`; batches beginning at or past
         `stop` are left out. CorruptRecordError where the bytes below a segment's captured
         size are not whole batches, or where their offsets do not follow each other
@@ -333,7 +433,7 @@ class PartitionView:
             keep = int(np.count_nonzero(below))
             if keep:
                 end = int(infos["position"][keep - 1]) + int(infos["size"][keep - 1])
-                yield data[:end], offset
+                yield data[:end], offset, segment, position
                 offset = int(infos["last_offset"][keep - 1]) + 1
                 position += end
             if keep < len(infos):
@@ -355,7 +455,8 @@ class PartitionView:
         below the last stable offset) or None (read_uncommitted). Control records never
         appear; aborted transactional batches are dropped whole (FORMAT.md §6.4). A batch
         decompressing past decompressed_bytes_max raises CorruptRecordError (decode_columns)."""
-        for data, offset in self.read_batches(start, stop, chunk_bytes):
+        returned = start - 1  # the last offset yielded
+        for data, offset, segment, file_position in self.read_batches(start, stop, chunk_bytes):
             skips = None
             if aborted is not None:
                 # Kafka's rule for the aborted transactions a fetch from `offset` is told
@@ -365,30 +466,138 @@ class PartitionView:
                     for txn in aborted
                     if txn.last_offset >= offset and txn.first_offset < stop
                 ]
-                runs = readcommitted.plan_fetch(data, offset, pending)[0]
+                with _naming_the_file(segment, file_position):
+                    runs = readcommitted.plan_fetch(data, offset, pending)[0]
                 skips = _gaps(runs, len(data))
             # One call decodes the whole read around the dropped batches, so a read yields
             # one batch of columns, not one per run between aborted batches.
             position = 0
             while position < len(data):
-                columns = codec.decode_columns(
-                    data,
-                    position,
-                    include_headers=include_headers,
-                    verify_crc=verify_crc,
-                    offset_min=offset,
-                    offset_end=stop,
-                    skips=skips,
-                    decompressed_bytes_max=decompressed_bytes_max,
-                    # One piece holds at most one decompressed limit plus a batch, however
-                    # many batches each just under that limit the read holds.
-                    held_bytes_max=decompressed_bytes_max,
-                )
+                with _naming_the_file(segment, file_position):
+                    columns = codec.decode_columns(
+                        data,
+                        position,
+                        include_headers=include_headers,
+                        verify_crc=verify_crc,
+                        offset_min=offset,
+                        offset_end=stop,
+                        skips=skips,
+                        decompressed_bytes_max=decompressed_bytes_max,
+                        # One piece holds at most one decompressed limit plus a batch,
+                        # however many batches each just under that limit the read holds.
+                        held_bytes_max=decompressed_bytes_max,
+                    )
                 if columns.end_position <= position:
                     raise AssertionError("a column limit stopped the first batch")
-                position = columns.end_position
                 if columns.count:
+                    returned = _checked_record_offsets(
+                        columns.offset, returned, segment, file_position + position
+                    )
                     yield columns
+                position = columns.end_position
+
+
+def _why_not_torn(clean: bool, recovery_point: int | None, next_offset: int) -> str:
+    """Why damage at the end of the log (at next_offset) is not a torn tail the view may
+    leave out (recovery's table)."""
+    if clean:
+        return (
+            f"the bytes from offset {next_offset} on are not whole valid batches, but the "
+            f"directory was shut down cleanly ({checkpoints.CLEAN_SHUTDOWN_FILE}), so "
+            "everything in it was durable"
+        )
+    if recovery_point is not None:
+        return (
+            f"the bytes from offset {next_offset} on are not whole valid batches, but offsets "
+            f"below the recovery point {recovery_point} were durable"
+        )
+    return (
+        f"the bytes from offset {next_offset} on are not whole valid batches, and a valid "
+        "batch follows them: this is not a torn tail"
+    )
+
+
+def _recovery_point(fs: FileSystem, root: str, topic: str, partition: int) -> int | None:
+    """The partition's entry in the owner's recovery-point checkpoint, or None when the file
+    or the entry is missing or unreadable (then nothing is known durable: the owner's rule)."""
+    path = os.path.join(root, checkpoints.RECOVERY_POINT_FILE)
+    try:
+        offsets, _ = checkpoints.read_believed_offsets(fs, path)
+    except OSError:
+        return None  # replaced or made unreadable under us: nothing is known durable
+    return offsets.get((topic, partition))
+
+
+def _valid_prefix(
+    segment: SegmentFiles, position: int, expected: int | None
+) -> tuple[int, int, bool]:
+    """Walk the .log from `position` (a batch boundary) to its captured size, checking each
+    batch's framing, CRC and offsets (each batch continues the previous one; the first
+    begins at `expected`, if given). Returns (where the valid batches end, the offset after
+    them, whether they end at a whole batch with a valid CRC whose offsets break the order:
+    valid data after the damage)."""
+    next_offset = expected
+    while position < segment.size:
+        data = segment.read_bytes(position, min(TAIL_CHUNK_BYTES, segment.size - position))
+        infos, stop, status = scan.scan_batches(data, verify_crc=True)
+        if len(infos) == 0 and status == 0:
+            claimed = segment.claimed_batch_bytes(data, position, segment.size)
+            if claimed is not None and len(data) < claimed:
+                data = segment.read_bytes(position, claimed)
+                infos, stop, status = scan.scan_batches(data, verify_crc=True)
+        if len(infos) == 0:
+            break
+        if next_offset is None:
+            next_offset = int(infos["base_offset"][0])
+        bad = first_offset_violation(infos, next_offset)
+        beyond = np.flatnonzero(infos["last_offset"] >= _OFFSET_LIMIT)
+        if len(beyond) and (bad is None or int(beyond[0]) < bad):
+            bad = int(beyond[0])
+        if bad is not None:
+            if bad:
+                next_offset = int(infos["last_offset"][bad - 1]) + 1
+            return position + int(infos["position"][bad]), next_offset, True
+        next_offset = int(infos["last_offset"][-1]) + 1
+        position += stop
+        if status != 0:
+            break
+    return position, segment.base_offset if next_offset is None else next_offset, False
+
+
+def _checked_record_offsets(
+    offsets: np.ndarray, returned: int, segment: SegmentFiles, position: int
+) -> int:
+    """The last of `offsets` (the records of one decoded run of batches, read at `position`
+    of the segment's .log), after checking that they continue `returned` (the last offset a
+    read yielded) in strictly increasing order. A record's offset delta is inside the CRC
+    but only the writer checks it: a forged batch repeating one would make a reader return a
+    record twice or move backwards. CorruptRecordError naming the file and the run's byte."""
+    steps = np.diff(offsets, prepend=np.int64(returned))
+    bad = np.flatnonzero(steps <= 0)
+    if len(bad):
+        at = int(bad[0])
+        previous = returned if at == 0 else int(offsets[at - 1])
+        raise segment.corruption(
+            position,
+            f"a record of offset {int(offsets[at])} follows offset {previous} in the batches "
+            "read from there: record offsets must increase",
+        )
+    return int(offsets[-1])
+
+
+@contextlib.contextmanager
+def _naming_the_file(segment: SegmentFiles, position: int | None = None) -> Iterator[None]:
+    """Typed errors of the decoders name bytes of the read they were given; a reader of a
+    directory needs the file too, and where in it the read began (when known)."""
+    try:
+        yield
+    except KafkaException as error:
+        where = segment.path(LOG_SUFFIX)
+        if position is not None:
+            where += (
+                f", in the batches read from byte {position} (the positions below count from there)"
+            )
+        raise type(error)(f"{where}: {error}") from None
 
 
 def _gaps(runs: list[tuple[int, int]], size: int) -> list[tuple[int, int]]:
@@ -451,7 +660,11 @@ def _open_segments(fs: FileSystem, directory: str) -> list[tuple[int, FileHandle
     for _ in range(OPEN_ATTEMPTS_MAX):
         # Only `<20 ASCII digits, within int64>.log` is a segment (segment_reads.
         # parse_file_name): `.log.deleted`, `.log.swap` and stray names are not.
-        parsed = [parse_file_name(name) for name in fs.listdir(directory)]
+        # A directory under a segment's name is a stray too (the owner ignores it).
+        subdirectories = set(fs.list_directories(directory))
+        parsed = [
+            parse_file_name(name) for name in fs.listdir(directory) if name not in subdirectories
+        ]
         bases = sorted(found[0] for found in parsed if found is not None and found[1] == LOG_SUFFIX)
         opened: list[tuple[int, FileHandle]] = []
         complete = True

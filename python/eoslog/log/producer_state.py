@@ -379,6 +379,11 @@ class ProducerStateManager:
                 if record is None or record.value is None:
                     table.map_end_offset = last_offset + 1
                     continue  # an empty control batch changes no producer (testAppendEmpty…)
+                if len(record.value) < _CONTROL_VALUE.size:
+                    raise CorruptRecordError(
+                        f"the control batch at offset {int(row['base_offset'])} holds a value of "
+                        f"{len(record.value)} bytes, shorter than a marker's {_CONTROL_VALUE.size}"
+                    )
                 _, coordinator_epoch = _CONTROL_VALUE.unpack_from(record.value)
                 known = table.entry(producer_id) is not None
                 first = table.apply_marker(

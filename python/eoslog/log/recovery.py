@@ -367,14 +367,14 @@ def _recover_segment(
         valid_after = durable_to is None and (
             discontinuous or later_data or segment.valid_batch_after(position, segment.log.size())
         )
-        if not _may_cut(durable_to, next_offset, valid_after):
+        if not may_cut(durable_to, next_offset, valid_after):
             raise _refusal(segment, position, "is damaged", durable_to, next_offset)
         cut = _Cut(segment, position, next_offset)
     elif next_offset < next_base < 1 << 63:
         # The segment ends before the next one begins: a power loss dropped the end of its
         # data but kept a later segment's. Past the recovery point that is a torn tail too
         # (the later segments go); anywhere else durable records are missing.
-        if not _may_cut(durable_to, next_offset, later_data):
+        if not may_cut(durable_to, next_offset, later_data):
             what = f"ends at offset {next_offset} but the next segment starts at {next_base}"
             raise _refusal(segment, position, what, durable_to, next_offset)
         cut = _Cut(segment, position, next_offset)
@@ -382,8 +382,9 @@ def _recover_segment(
     return cut
 
 
-def _may_cut(durable_to: int | None, first_lost_offset: int, valid_after: bool) -> bool:
-    """The module docstring's table: whether bad bytes (or a missing end) may be cut."""
+def may_cut(durable_to: int | None, first_lost_offset: int, valid_after: bool) -> bool:
+    """The module docstring's table: whether bad bytes (or a missing end) may be cut. The
+    offline reader (eoslog.log.partition_view) applies the same rule to the tail it sees."""
     if durable_to is not None:
         return first_lost_offset >= durable_to
     return not valid_after
