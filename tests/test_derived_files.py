@@ -132,6 +132,36 @@ def test_an_entry_is_checked_against_the_abort_marker_and_first_batch_it_names(
     assert len(AbortedTxn(1, 2, 3, 4).encode()) == ENTRY_BYTES
 
 
+def test_a_txnindex_cut_inside_its_entry_after_a_clean_shutdown_is_rebuilt_not_believed(
+    tmp_path: os.PathLike[str],
+) -> None:
+    path = str(tmp_path)
+    transactions(path)
+    index = segment_file(path, suffix=".txnindex")
+    entry = logtools.file_bytes(index)
+    with open(index, "r+b") as file:
+        file.truncate(20)  # the one entry, 34 bytes, loses its tail: a clean log synced it whole
+    assert consumed(path) == COMMITTED
+    assert logtools.file_bytes(index) == entry  # rebuilt from the log
+
+
+# --- offset and time indexes ------------------------------------------------------------------
+
+
+def test_offset_index_garbage_after_a_clean_shutdown_is_never_read_at_a_negative_position(
+    tmp_path: os.PathLike[str],
+) -> None:
+    path = str(tmp_path)
+    transactions(path)
+    # Entries of 0xfe bytes read as a negative relative offset and position.
+    with open(segment_file(path, suffix=".index"), "wb") as file:
+        file.write(b"\xfe" * 24)
+    assert consumed(path) == COMMITTED
+    assert consumed(path, "read_uncommitted") == [
+        b"%d-%d" % (number, index) for number in range(3) for index in range(4)
+    ]
+
+
 # --- markers ----------------------------------------------------------------------------------
 
 

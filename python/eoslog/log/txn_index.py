@@ -197,6 +197,7 @@ class TransactionIndex:
         "_handle",
         "_image",
         "_last_offset",
+        "_partial_at",
         "_path",
     )
 
@@ -215,8 +216,13 @@ class TransactionIndex:
         self._image = bytearray()
         self._last_offset: int | None = None
         self._damaged_at: int | None = None
+        # Where a partial entry ends the file, if one does (only known at open).
+        self._partial_at: int | None = None
         if fs.exists(path):
-            self._image, self._damaged_at = read_entries(self._open())
+            handle = self._open()
+            self._image, self._damaged_at = read_entries(handle)
+            if self._damaged_at is None and handle.size() > len(self._image):
+                self._partial_at = len(self._image)
         # As in Kafka, the order check starts afresh on open: it covers the entries appended
         # since (recovery resets the index before it rebuilds it, and truncate_to restores it).
 
@@ -313,10 +319,14 @@ class TransactionIndex:
         self._image = bytearray()
         self._last_offset = None
         self._damaged_at = None
+        self._partial_at = None
 
     def sanity_check(self) -> None:
         """CorruptIndexError if an entry ends below the segment's base offset (or has an
-        unknown version), or if the file held a malformed entry when it was read."""
+        unknown version), if the file held a malformed entry when it was read, or if it ended
+        in a partial entry. The owner checks only segments whose data is durable (the others
+        are rescanned), and their index was synced with them: a partial entry there is not an
+        append cut short but lost bytes, and the whole entry it was may have named an abort."""
         try:
             slot = _index.first_aborted_txn_ending_below(self._image, self._base_offset)
         except CorruptIndexError as error:
@@ -330,6 +340,11 @@ class TransactionIndex:
             raise CorruptIndexError(
                 f"corrupt transaction index {self._path}: the entry at byte "
                 f"{self._damaged_at} is malformed or out of order"
+            )
+        if self._partial_at is not None:
+            raise CorruptIndexError(
+                f"corrupt transaction index {self._path}: it ends in a partial entry at byte "
+                f"{self._partial_at}"
             )
 
     def check_against_log(self, batch_at: BatchAt, log_start_offset: int) -> None:
@@ -377,6 +392,7 @@ class TransactionIndex:
         self._image = bytearray()
         self._last_offset = None
         self._damaged_at = None
+        self._partial_at = None
         if not self._fs.exists(self._path):
             return False
         self._fs.unlink(self._path)
