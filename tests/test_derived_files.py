@@ -31,7 +31,7 @@ OUTCOMES = (True, False, True)
 COMMITTED = [b"0-0", b"0-1", b"0-2", b"0-3", b"2-0", b"2-1", b"2-2", b"2-3"]
 # v2 batch header positions (FORMAT.md §2): the CRC, where the bytes it covers begin, and the
 # producer id.
-CRC_AT, CRC_FROM, PRODUCER_ID_AT = 17, 21, 43
+CRC_AT, CRC_FROM, PRODUCER_ID_AT, RECORDS_AT = 17, 21, 43, 61
 
 
 def transactions(path: str) -> None:
@@ -178,6 +178,47 @@ def forge_marker_producer(path: str, number: int) -> None:
     with open(log, "wb") as file:
         file.write(data)
     assert headers(path)[number][1].producer_id == header.producer_id ^ 1
+
+
+def forge_marker_type(path: str, number: int) -> None:
+    """The control batch `number` (in file order) turned from ABORT to COMMIT or back, its
+    CRC recomputed: a forged marker, since the CRC covers the control record's key."""
+    log = segment_file(path)
+    data = bytearray(logtools.file_bytes(log))
+    position, header = headers(path)[number]
+    assert header.is_control
+    # The control record: five one-byte prefix fields (length, attributes, timestamp and
+    # offset deltas, key length), then the key, version int16 0 and type int16 (FORMAT.md §3).
+    type_at = position + RECORDS_AT + 5 + 3
+    assert data[type_at - 3 : type_at - 1] == b"\x00\x00", "control key version 0"
+    data[type_at] ^= 1
+    covered = bytes(data[position + CRC_FROM : position + header.size_in_bytes])
+    struct.pack_into(">I", data, position + CRC_AT, calc_crc32c(covered))
+    with open(log, "wb") as file:
+        file.write(data)
+
+
+def test_an_abort_marker_forged_to_commit_is_refused_not_believed_over_the_txnindex(
+    tmp_path: os.PathLike[str],
+) -> None:
+    """The ABORT at 9 forged to a COMMIT: the .txnindex entry and the marker now disagree
+    only on the outcome, and either may be the forged file. Believing the marker showed the
+    aborted records; the owner refuses to open, naming the entry, and changes nothing."""
+    path = str(tmp_path)
+    transactions(path)
+    assert headers(path)[3][1].base_offset == 9
+    forge_marker_type(path, 3)
+    before = logtools.contents(path)
+    for attempt in ("clean", "after the refused open took the clean-shutdown marker"):
+        with pytest.raises(CorruptRecordError, match=r"entry 0 \(byte 0\).*COMMIT marker"):
+            consumed(path)
+        after = logtools.contents(path)
+        assert after == {k: v for k, v in before.items() if k != ".kafka_cleanshutdown"}, attempt
+    # As the message says: with the segment's indexes removed, the owner rescans the segment
+    # and believes the log (a user who checked the outcome chose it).
+    os.unlink(segment_file(path, suffix=".index"))
+    os.unlink(segment_file(path, suffix=".txnindex"))
+    assert len(consumed(path)) == 12
 
 
 def remove_snapshots(path: str) -> None:

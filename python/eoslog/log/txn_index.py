@@ -95,6 +95,7 @@ class LoggedBatch(NamedTuple):
 BatchAt = Callable[[int], LoggedBatch | None]
 # layout.CONTROL_ABORT, which this module cannot import without a cycle through the codec.
 _CONTROL_ABORT: Final = 0
+_COMMIT: Final = 1  # layout.CONTROL_COMMIT
 
 
 def entry_disagreement(entry: AbortedTxn, batch_at: BatchAt, log_start_offset: int) -> str | None:
@@ -133,6 +134,25 @@ def entry_disagreement(entry: AbortedTxn, batch_at: BatchAt, log_start_offset: i
             f"{entry.producer_id}"
         )
     return None
+
+
+def outcome_conflict(entry: AbortedTxn, batch_at: BatchAt, log_start_offset: int) -> bool:
+    """Whether the log contradicts the entry only in the transaction's outcome: the batch at
+    its last offset is a COMMIT marker of its producer, and everything else checks out.
+    Either file may be the forged one (a marker's type is covered by its batch's CRC, which a
+    forger recomputes; an entry has no CRC at all), and neither names anything the other
+    lacks, so the log alone cannot decide: the owner refuses to open rather than guess."""
+
+    def marker_read_as_abort(offset: int) -> LoggedBatch | None:
+        found = batch_at(offset)
+        if offset == entry.last_offset and found is not None and found.control_type == _COMMIT:
+            return found._replace(control_type=_CONTROL_ABORT)
+        return found
+
+    return (
+        entry_disagreement(entry, batch_at, log_start_offset) is not None
+        and entry_disagreement(entry, marker_read_as_abort, log_start_offset) is None
+    )
 
 
 class LoadedEntries(NamedTuple):
@@ -359,6 +379,17 @@ class TransactionIndex:
                     f"corrupt transaction index {self._path}: entry {slot} (byte "
                     f"{slot * ENTRY_BYTES}) {entry} disagrees with the log: {why}"
                 )
+
+    def first_outcome_conflict(
+        self, batch_at: BatchAt, log_start_offset: int, below: int = 1 << 63
+    ) -> int | None:
+        """The slot of the first entry ending below `below` that the log contradicts only in
+        its outcome (outcome_conflict), or None. CorruptIndexError for an entry of an unknown
+        version."""
+        for slot, entry in enumerate(self.all_entries()):
+            if entry.last_offset < below and outcome_conflict(entry, batch_at, log_start_offset):
+                return slot
+        return None
 
     def append_replayed(self, txn: AbortedTxn) -> None:
         """append, for a replay that may pass markers this index already holds (a rebuild
