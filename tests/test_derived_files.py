@@ -18,7 +18,7 @@ from kafka.record.util import calc_crc32c
 import eoslog
 import logtools
 from eoslog.client.fetch import plan_fetch, plan_fetch_reference
-from eoslog.errors import CorruptRecordError, OutOfOrderSequenceError
+from eoslog.errors import CorruptRecordError, KafkaException, OutOfOrderSequenceError
 from eoslog.fs import PosixFileSystem
 from eoslog.log.partition_view import PartitionView
 from eoslog.log.txn_index import ENTRY_BYTES, AbortedTxn, entry_disagreement
@@ -219,6 +219,22 @@ def test_an_abort_marker_forged_to_commit_is_refused_not_believed_over_the_txnin
     os.unlink(segment_file(path, suffix=".index"))
     os.unlink(segment_file(path, suffix=".txnindex"))
     assert len(consumed(path)) == 12
+
+
+def test_a_last_commit_marker_forged_to_abort_is_refused_by_the_coordinators_decision(
+    tmp_path: os.PathLike[str],
+) -> None:
+    """The last COMMIT (offset 14) forged to an ABORT, then a crash: recovery rebuilds the
+    .txnindex from the log, so nothing on the partition contradicts the marker, and its
+    records (10-13) would be hidden. `__transaction_state` decided that end (the producer
+    and the marker's epoch) as a commit including the partition: the open refuses."""
+    path = str(tmp_path)
+    transactions(path)
+    assert headers(path)[5][1].base_offset == 14
+    forge_marker_type(path, 5)
+    os.unlink(os.path.join(path, ".kafka_cleanshutdown"))
+    with pytest.raises(KafkaException, match=r"offset 14 aborts .* records that end as a commit"):
+        consumed(path)
 
 
 def remove_snapshots(path: str) -> None:
