@@ -7,11 +7,13 @@ never compacts, holds the decision for it. A marker whose type contradicts that 
 forged (its type is covered by the batch CRC, which a forger recomputes): believed, it hides
 committed records or shows aborted ones.
 
-What is checked is kept cheap: for each producer in each partition, the last ABORT marker its
-.txnindex names (one batch lookup per producer with an aborted transaction). Those are the
-entries an open after an unclean stop has just rebuilt from the log, the case the owner's
-open-time check of the .txnindex against the log (eoslog.log.recovery) cannot cover, and the
-last transaction is the one a crash leaves undecided on disk. A COMMIT marker forged from an
+What is checked is kept cheap: for each producer in each partition, the last ABORT marker the
+.txnindex of the segments from the recovery point on names (one batch lookup per producer with
+an aborted transaction there). Those are the entries an open after an unclean stop has just
+rebuilt from the log (an untrusted recovery point rescans every segment, and then only the last
+one is checked), the case the owner's open-time check of the .txnindex against the log
+(eoslog.log.recovery) cannot cover; and the last transaction is the one a crash leaves
+undecided on disk. A COMMIT marker forged from an
 ABORT leaves no entry to check here; the owner's open catches it where the .txnindex was kept.
 """
 
@@ -71,7 +73,7 @@ def check_last_aborts(logs: Iterable[PartitionLog], ends: DecidedEnds) -> None:
     transaction that `__transaction_state` says was committed there (module docstring)."""
     for log in logs:
         last: dict[int, AbortedTxn] = {}
-        for segment in log.segments:
+        for segment in _from_recovery_point(log):
             for entry in segment.txn_index.all_entries():
                 last[entry.producer_id] = entry
         if not last:
@@ -94,6 +96,17 @@ def check_last_aborts(logs: Iterable[PartitionLog], ends: DecidedEnds) -> None:
                     f"commit including this partition: the marker was forged or damaged, and "
                     f"believing it would hide committed records"
                 )
+
+
+def _from_recovery_point(log: PartitionLog) -> list[LogSegment]:
+    """The segments holding offsets at or past the log's recovery point: after an unclean
+    stop, those whose .txnindex recovery has just rebuilt from the log; after a clean one, the
+    last segment. The cost of the check is then bounded by what the open rescanned."""
+    segments = log.segments
+    keep = len(segments) - 1
+    while keep > 0 and segments[keep].base_offset > log.recovery_point:
+        keep -= 1
+    return segments[keep:]
 
 
 def _where(log: PartitionLog, offset: int) -> str:
