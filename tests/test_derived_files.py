@@ -145,6 +145,19 @@ def test_a_txnindex_cut_inside_its_entry_after_a_clean_shutdown_is_rebuilt_not_b
     assert logtools.file_bytes(index) == entry  # rebuilt from the log
 
 
+def test_a_txnindex_emptied_after_a_clean_shutdown_is_rebuilt_not_believed(
+    tmp_path: os.PathLike[str],
+) -> None:
+    path = str(tmp_path)
+    transactions(path)
+    index = segment_file(path, suffix=".txnindex")
+    entry = logtools.file_bytes(index)
+    with open(index, "r+b") as file:
+        file.truncate(0)  # eoslog never leaves an empty .txnindex: damage, not "no aborts"
+    assert consumed(path) == COMMITTED
+    assert logtools.file_bytes(index) == entry  # rebuilt from the log
+
+
 # --- offset and time indexes ------------------------------------------------------------------
 
 

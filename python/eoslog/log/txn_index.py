@@ -2,9 +2,10 @@
 segment (FORMAT.md §6; Kafka's TransactionIndex and AbortedTxn).
 
 The file is a plain run of 34-byte entries (§6.1) with no header, not preallocated, and only
-created when the first entry is appended (§5.1). Entries are appended in increasing
-last_offset order. A read_committed fetch collects the entries overlapping its offset range
-from this index and the ones after it (§6.3).
+created when the first entry is appended (§5.1); eoslog removes it when it drops the last entry
+(truncate_to, reset), so an empty .txnindex found at open is damage, not "no aborts". Entries
+are appended in increasing last_offset order. A read_committed fetch collects the entries
+overlapping its offset range from this index and the ones after it (§6.3).
 
 The entries are also kept in memory, as the bytes of the file's whole entries: every search
 reads that copy, never the file, so a reader never meets a half-written entry or a closed file
@@ -213,6 +214,7 @@ class TransactionIndex:
         "_base_offset",
         "_damaged_at",
         "_dirty",
+        "_emptied",
         "_fs",
         "_handle",
         "_image",
@@ -238,8 +240,12 @@ class TransactionIndex:
         self._damaged_at: int | None = None
         # Where a partial entry ends the file, if one does (only known at open).
         self._partial_at: int | None = None
+        # Whether the file exists but is empty, which eoslog never leaves (it creates the file
+        # with its first entry and removes it when dropping its last).
+        self._emptied = False
         if fs.exists(path):
             handle = self._open()
+            self._emptied = handle.size() == 0
             self._image, self._damaged_at = read_entries(handle)
             if self._damaged_at is None and handle.size() > len(self._image):
                 self._partial_at = len(self._image)
@@ -323,6 +329,9 @@ class TransactionIndex:
             raise self._corrupt(error) from None
         if keep == self.entries:
             return
+        if keep == 0:
+            self.reset()
+            return
         # The file exists: it holds at least the entry being dropped.
         self._dirty = True
         self._open().truncate(keep * ENTRY_BYTES)
@@ -330,16 +339,18 @@ class TransactionIndex:
         self._last_offset = self._entry(keep - 1).last_offset if keep else None
 
     def reset(self) -> None:
-        """Drop every entry (recovery rebuilds the index); a missing file stays missing."""
-        if self._handle is None and self._fs.exists(self._path):
-            self._open()
-        if self._handle is not None:
-            self._dirty = True
-            self._handle.truncate(0)
+        """Drop every entry (recovery rebuilds the index) by removing the file: an empty
+        .txnindex is never left behind, so that one found at open (a file truncated to
+        nothing) is known damage (sanity_check), not a segment without aborts."""
+        self.close()
+        if self._fs.exists(self._path):
+            self._fs.unlink(self._path)
+        self._dirty = True
         self._image = bytearray()
         self._last_offset = None
         self._damaged_at = None
         self._partial_at = None
+        self._emptied = False
 
     def sanity_check(self) -> None:
         """CorruptIndexError if an entry ends below the segment's base offset (or has an
@@ -360,6 +371,11 @@ class TransactionIndex:
             raise CorruptIndexError(
                 f"corrupt transaction index {self._path}: the entry at byte "
                 f"{self._damaged_at} is malformed or out of order"
+            )
+        if self._emptied:
+            raise CorruptIndexError(
+                f"corrupt transaction index {self._path}: the file is empty, which eoslog never "
+                f"leaves (a segment without aborted transactions has no .txnindex)"
             )
         if self._partial_at is not None:
             raise CorruptIndexError(
@@ -424,6 +440,7 @@ class TransactionIndex:
         self._last_offset = None
         self._damaged_at = None
         self._partial_at = None
+        self._emptied = False
         if not self._fs.exists(self._path):
             return False
         self._fs.unlink(self._path)
