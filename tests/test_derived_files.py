@@ -18,7 +18,7 @@ from kafka.record.util import calc_crc32c
 import eoslog
 import logtools
 from eoslog.client.fetch import plan_fetch, plan_fetch_reference
-from eoslog.errors import CorruptRecordError, OutOfOrderSequenceError
+from eoslog.errors import CorruptRecordError, KafkaException, OutOfOrderSequenceError
 from eoslog.fs import PosixFileSystem
 from eoslog.log.partition_view import PartitionView
 from eoslog.log.txn_index import ENTRY_BYTES, AbortedTxn, entry_disagreement
@@ -31,7 +31,7 @@ OUTCOMES = (True, False, True)
 COMMITTED = [b"0-0", b"0-1", b"0-2", b"0-3", b"2-0", b"2-1", b"2-2", b"2-3"]
 # v2 batch header positions (FORMAT.md §2): the CRC, where the bytes it covers begin, and the
 # producer id.
-CRC_AT, CRC_FROM, PRODUCER_ID_AT = 17, 21, 43
+CRC_AT, CRC_FROM, PRODUCER_ID_AT, RECORDS_AT = 17, 21, 43, 61
 
 
 def transactions(path: str) -> None:
@@ -132,6 +132,49 @@ def test_an_entry_is_checked_against_the_abort_marker_and_first_batch_it_names(
     assert len(AbortedTxn(1, 2, 3, 4).encode()) == ENTRY_BYTES
 
 
+def test_a_txnindex_cut_inside_its_entry_after_a_clean_shutdown_is_rebuilt_not_believed(
+    tmp_path: os.PathLike[str],
+) -> None:
+    path = str(tmp_path)
+    transactions(path)
+    index = segment_file(path, suffix=".txnindex")
+    entry = logtools.file_bytes(index)
+    with open(index, "r+b") as file:
+        file.truncate(20)  # the one entry, 34 bytes, loses its tail: a clean log synced it whole
+    assert consumed(path) == COMMITTED
+    assert logtools.file_bytes(index) == entry  # rebuilt from the log
+
+
+def test_a_txnindex_emptied_after_a_clean_shutdown_is_rebuilt_not_believed(
+    tmp_path: os.PathLike[str],
+) -> None:
+    path = str(tmp_path)
+    transactions(path)
+    index = segment_file(path, suffix=".txnindex")
+    entry = logtools.file_bytes(index)
+    with open(index, "r+b") as file:
+        file.truncate(0)  # eoslog never leaves an empty .txnindex: damage, not "no aborts"
+    assert consumed(path) == COMMITTED
+    assert logtools.file_bytes(index) == entry  # rebuilt from the log
+
+
+# --- offset and time indexes ------------------------------------------------------------------
+
+
+def test_offset_index_garbage_after_a_clean_shutdown_is_never_read_at_a_negative_position(
+    tmp_path: os.PathLike[str],
+) -> None:
+    path = str(tmp_path)
+    transactions(path)
+    # Entries of 0xfe bytes read as a negative relative offset and position.
+    with open(segment_file(path, suffix=".index"), "wb") as file:
+        file.write(b"\xfe" * 24)
+    assert consumed(path) == COMMITTED
+    assert consumed(path, "read_uncommitted") == [
+        b"%d-%d" % (number, index) for number in range(3) for index in range(4)
+    ]
+
+
 # --- markers ----------------------------------------------------------------------------------
 
 
@@ -148,6 +191,63 @@ def forge_marker_producer(path: str, number: int) -> None:
     with open(log, "wb") as file:
         file.write(data)
     assert headers(path)[number][1].producer_id == header.producer_id ^ 1
+
+
+def forge_marker_type(path: str, number: int) -> None:
+    """The control batch `number` (in file order) turned from ABORT to COMMIT or back, its
+    CRC recomputed: a forged marker, since the CRC covers the control record's key."""
+    log = segment_file(path)
+    data = bytearray(logtools.file_bytes(log))
+    position, header = headers(path)[number]
+    assert header.is_control
+    # The control record: five one-byte prefix fields (length, attributes, timestamp and
+    # offset deltas, key length), then the key, version int16 0 and type int16 (FORMAT.md §3).
+    type_at = position + RECORDS_AT + 5 + 3
+    assert data[type_at - 3 : type_at - 1] == b"\x00\x00", "control key version 0"
+    data[type_at] ^= 1
+    covered = bytes(data[position + CRC_FROM : position + header.size_in_bytes])
+    struct.pack_into(">I", data, position + CRC_AT, calc_crc32c(covered))
+    with open(log, "wb") as file:
+        file.write(data)
+
+
+def test_an_abort_marker_forged_to_commit_is_refused_not_believed_over_the_txnindex(
+    tmp_path: os.PathLike[str],
+) -> None:
+    """The ABORT at 9 forged to a COMMIT: the .txnindex entry and the marker now disagree
+    only on the outcome, and either may be the forged file. Believing the marker showed the
+    aborted records; the owner refuses to open, naming the entry, and changes nothing."""
+    path = str(tmp_path)
+    transactions(path)
+    assert headers(path)[3][1].base_offset == 9
+    forge_marker_type(path, 3)
+    before = logtools.contents(path)
+    for attempt in ("clean", "after the refused open took the clean-shutdown marker"):
+        with pytest.raises(CorruptRecordError, match=r"entry 0 \(byte 0\).*COMMIT marker"):
+            consumed(path)
+        after = logtools.contents(path)
+        assert after == {k: v for k, v in before.items() if k != ".kafka_cleanshutdown"}, attempt
+    # As the message says: with the segment's indexes removed, the owner rescans the segment
+    # and believes the log (a user who checked the outcome chose it).
+    os.unlink(segment_file(path, suffix=".index"))
+    os.unlink(segment_file(path, suffix=".txnindex"))
+    assert len(consumed(path)) == 12
+
+
+def test_a_last_commit_marker_forged_to_abort_is_refused_by_the_coordinators_decision(
+    tmp_path: os.PathLike[str],
+) -> None:
+    """The last COMMIT (offset 14) forged to an ABORT, then a crash: recovery rebuilds the
+    .txnindex from the log, so nothing on the partition contradicts the marker, and its
+    records (10-13) would be hidden. `__transaction_state` decided that end (the producer
+    and the marker's epoch) as a commit including the partition: the open refuses."""
+    path = str(tmp_path)
+    transactions(path)
+    assert headers(path)[5][1].base_offset == 14
+    forge_marker_type(path, 5)
+    os.unlink(os.path.join(path, ".kafka_cleanshutdown"))
+    with pytest.raises(KafkaException, match=r"offset 14 aborts .* records that end as a commit"):
+        consumed(path)
 
 
 def remove_snapshots(path: str) -> None:

@@ -680,9 +680,22 @@ def test_txn_truncate_to_and_reset(tmp_path: Path) -> None:
     index.append(AbortedTxn(9, 30, 36, 37))
     index.reset()
     assert index.collect_aborted(0, 100) == ([], False)
-    assert Path(index.path).stat().st_size == 0
+    assert not Path(index.path).exists()  # never left empty: an empty file is damage
     index.append(AbortedTxn(9, 0, 1, 2))
     assert index.all_entries() == [AbortedTxn(9, 0, 1, 2)]
+    index.truncate_to(1)
+    assert not Path(index.path).exists()
+
+
+def test_an_empty_txn_index_file_fails_its_sanity_check(tmp_path: Path) -> None:
+    path = tmp_path / "00000000000000000000.txnindex"
+    path.write_bytes(b"")
+    index = TransactionIndex(FS, str(path), 0)
+    with pytest.raises(CorruptIndexError, match="the file is empty"):
+        index.sanity_check()
+    index.reset()
+    index.sanity_check()
+    assert not path.exists()
 
 
 def test_flush_of_a_never_created_txn_index_is_a_no_op(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from eoslog import crashpoints
 from eoslog._ext.producer_state import NO_OFFSET
-from eoslog.coordinator import log_replay
+from eoslog.coordinator import log_replay, marker_checks
 from eoslog.coordinator.producer_ids import ProducerIdManager
 from eoslog.coordinator.transaction_decisions import (
     Decision,
@@ -141,6 +141,7 @@ class TransactionCoordinator:
         the metadata does not account for (_end_unaccounted_transactions)."""
         open_ends = {(pid, epoch + 1) for _, pid, epoch in self._open_transactions()}
         decided: dict[tuple[int, int], tuple[bool, frozenset[TopicPartition]]] = {}
+        ends = marker_checks.DecidedEnds()
         for state_log in self._state_logs:
             for key, value in _records(state_log):
                 transactional_id = decode_key(key)
@@ -150,10 +151,12 @@ class TransactionCoordinator:
                     continue
                 meta = metadata_from_log(transactional_id, decoded)
                 self._metadata[transactional_id] = meta
+                ends.record(meta)
                 end = (meta.producer_id, meta.producer_epoch)
                 if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT) and end in open_ends:
                     decided[end] = (meta.state is S.PREPARE_COMMIT, meta.partitions)
         self._by_producer = {meta.producer_id: meta for meta in self._metadata.values()}
+        marker_checks.check_last_aborts(self._all_logs(), ends)
         # Lost markers of decided ends first: they belong before any marker of the id's
         # later transaction, whose ABORT would otherwise end the older committed data.
         self._rewrite_lost_markers(decided)

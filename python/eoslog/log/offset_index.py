@@ -100,10 +100,14 @@ class OffsetIndex(MappedIndex):
 
     def lookup(self, target_offset: int) -> tuple[int, int]:
         """(offset, position) of the largest entry with offset <= target_offset; (base offset,
-        0) when the index is empty or every entry is above the target."""
+        0) when the index is empty or every entry is above the target. An entry no writer
+        could have made (a negative relative offset or position: damage in an index not
+        checked at open) is answered as no entry, so that callers scan from the segment
+        start rather than read at a negative position; callers check any other entry
+        against the batch it names."""
         relative_target = clamp_int64(target_offset - self._base_offset)
         found = self._entries.find(_OFFSET_KEY, relative_target)
-        if found is None:
+        if found is None or found[0] < 0 or found[1] < 0:
             return self._base_offset, 0
         return self._base_offset + found[0], found[1]
 

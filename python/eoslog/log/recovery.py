@@ -63,6 +63,7 @@ from eoslog.log.segment_reads import (
     offset_from_file_name,
     parse_file_name,
 )
+from eoslog.log.txn_index import ENTRY_BYTES as TXN_ENTRY_BYTES
 
 _INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 # The recovery point of a log closed cleanly: every byte of it is durable.
@@ -154,6 +155,7 @@ def load(
         # index problem rescans single segments): reset them all, or entries double. Reset
         # only now: a refused open must leave every .txnindex as it was, since the next
         # open may not rescan that segment again.
+        _refuse_outcome_conflicts(rescanned, segments, recovery_point)
         for segment in segments[segments.index(rescanned[0]) :] if rescanned else ():
             segment.txn_index.reset()
         if cut is not None:
@@ -336,10 +338,76 @@ def _indexes_sane(
             segment.time_index.sanity_check()
             segment.offset_index.check_entries(segment.log.size(), next_base)
             segment.time_index.check_entries(next_base)
-        segment.txn_index.check_against_log(batch_lookup(segments), segments[0].base_offset)
     except (CorruptIndexError, CorruptRecordError):
         return False
-    return True
+    return _txn_index_sane(segment, segments)
+
+
+def _txn_index_sane(segment: LogSegment, segments: list[LogSegment]) -> bool:
+    """Whether the transaction index agrees with the log (TransactionIndex.check_against_log);
+    an index that does not is rebuilt from the log, unless an entry and the log disagree
+    only on whether the transaction committed (txn_index.outcome_conflict): rebuilding would
+    then believe the marker, which may be the forged file, so that is a CorruptRecordError."""
+    batch_at = batch_lookup(segments)
+    log_start = segments[0].base_offset
+    try:
+        segment.txn_index.check_against_log(batch_at, log_start)
+        return True
+    except (CorruptIndexError, CorruptRecordError):
+        pass
+    try:
+        slot = segment.txn_index.first_outcome_conflict(batch_at, log_start)
+    except (CorruptIndexError, CorruptRecordError):
+        return False  # damage a rescan finds and judges
+    if slot is None:
+        return False
+    raise _outcome_conflict_error(segment, segments, slot)
+
+
+def _refuse_outcome_conflicts(
+    rescanned: list[LogSegment], segments: list[LogSegment], recovery_point: int | None
+) -> None:
+    """_txn_index_sane's refusal, for the segments a rescan rebuilds (their index is reset
+    unchecked): an entry below the trusted recovery point names a marker that was durable
+    before the entry's last sync and was never cut since, so a marker there of the entry's
+    producer with the other outcome is one of the two files forged, as after a clean stop.
+    Without this, an open refused for that reason after a clean stop (which takes the
+    clean-shutdown marker) would believe the forged marker on the next try."""
+    if recovery_point is None:
+        return
+    batch_at = batch_lookup(segments)
+    for segment in rescanned:
+        try:
+            slot = segment.txn_index.first_outcome_conflict(
+                batch_at, segments[0].base_offset, below=recovery_point
+            )
+        except (CorruptIndexError, CorruptRecordError):
+            continue  # a malformed index, or damage the rescan judged: rebuilt anyway
+        if slot is not None:
+            raise _outcome_conflict_error(segment, segments, slot)
+
+
+def _outcome_conflict_error(
+    segment: LogSegment, segments: list[LogSegment], slot: int
+) -> CorruptRecordError:
+    entry = segment.txn_index.all_entries()[slot]
+    holder = max((s for s in segments if s.base_offset <= entry.last_offset), key=_base)
+    found = holder.translate_offset(entry.last_offset)
+    return CorruptRecordError(
+        f"transaction index {segment.txn_index.path} entry {slot} (byte "
+        f"{slot * TXN_ENTRY_BYTES}) says producer {entry.producer_id}'s transaction from "
+        f"offset {entry.first_offset} was aborted by the marker at offset "
+        f"{entry.last_offset}, but {holder.path(LOG_SUFFIX)} holds a COMMIT marker of that "
+        f"producer there (batch at byte {found.position if found else '?'}): one of the two "
+        f"files was forged or damaged and the log alone cannot tell which, so neither is "
+        f"believed. Check the transaction's outcome in __transaction_state: if the marker is "
+        f"right, delete this .txnindex and the segment's .index (the next open rescans the "
+        f"segment and rebuilds both from the log); if not, restore the .log"
+    )
+
+
+def _base(segment: LogSegment) -> int:
+    return segment.base_offset
 
 
 def _recover_segment(

@@ -2,9 +2,10 @@
 segment (FORMAT.md §6; Kafka's TransactionIndex and AbortedTxn).
 
 The file is a plain run of 34-byte entries (§6.1) with no header, not preallocated, and only
-created when the first entry is appended (§5.1). Entries are appended in increasing
-last_offset order. A read_committed fetch collects the entries overlapping its offset range
-from this index and the ones after it (§6.3).
+created when the first entry is appended (§5.1); eoslog removes it when it drops the last entry
+(truncate_to, reset), so an empty .txnindex found at open is damage, not "no aborts". Entries
+are appended in increasing last_offset order. A read_committed fetch collects the entries
+overlapping its offset range from this index and the ones after it (§6.3).
 
 The entries are also kept in memory, as the bytes of the file's whole entries: every search
 reads that copy, never the file, so a reader never meets a half-written entry or a closed file
@@ -95,6 +96,7 @@ class LoggedBatch(NamedTuple):
 BatchAt = Callable[[int], LoggedBatch | None]
 # layout.CONTROL_ABORT, which this module cannot import without a cycle through the codec.
 _CONTROL_ABORT: Final = 0
+_COMMIT: Final = 1  # layout.CONTROL_COMMIT
 
 
 def entry_disagreement(entry: AbortedTxn, batch_at: BatchAt, log_start_offset: int) -> str | None:
@@ -133,6 +135,25 @@ def entry_disagreement(entry: AbortedTxn, batch_at: BatchAt, log_start_offset: i
             f"{entry.producer_id}"
         )
     return None
+
+
+def outcome_conflict(entry: AbortedTxn, batch_at: BatchAt, log_start_offset: int) -> bool:
+    """Whether the log contradicts the entry only in the transaction's outcome: the batch at
+    its last offset is a COMMIT marker of its producer, and everything else checks out.
+    Either file may be the forged one (a marker's type is covered by its batch's CRC, which a
+    forger recomputes; an entry has no CRC at all), and neither names anything the other
+    lacks, so the log alone cannot decide: the owner refuses to open rather than guess."""
+
+    def marker_read_as_abort(offset: int) -> LoggedBatch | None:
+        found = batch_at(offset)
+        if offset == entry.last_offset and found is not None and found.control_type == _COMMIT:
+            return found._replace(control_type=_CONTROL_ABORT)
+        return found
+
+    return (
+        entry_disagreement(entry, batch_at, log_start_offset) is not None
+        and entry_disagreement(entry, marker_read_as_abort, log_start_offset) is None
+    )
 
 
 class LoadedEntries(NamedTuple):
@@ -193,10 +214,12 @@ class TransactionIndex:
         "_base_offset",
         "_damaged_at",
         "_dirty",
+        "_emptied",
         "_fs",
         "_handle",
         "_image",
         "_last_offset",
+        "_partial_at",
         "_path",
     )
 
@@ -215,8 +238,17 @@ class TransactionIndex:
         self._image = bytearray()
         self._last_offset: int | None = None
         self._damaged_at: int | None = None
+        # Where a partial entry ends the file, if one does (only known at open).
+        self._partial_at: int | None = None
+        # Whether the file exists but is empty, which eoslog never leaves (it creates the file
+        # with its first entry and removes it when dropping its last).
+        self._emptied = False
         if fs.exists(path):
-            self._image, self._damaged_at = read_entries(self._open())
+            handle = self._open()
+            self._emptied = handle.size() == 0
+            self._image, self._damaged_at = read_entries(handle)
+            if self._damaged_at is None and handle.size() > len(self._image):
+                self._partial_at = len(self._image)
         # As in Kafka, the order check starts afresh on open: it covers the entries appended
         # since (recovery resets the index before it rebuilds it, and truncate_to restores it).
 
@@ -297,6 +329,9 @@ class TransactionIndex:
             raise self._corrupt(error) from None
         if keep == self.entries:
             return
+        if keep == 0:
+            self.reset()
+            return
         # The file exists: it holds at least the entry being dropped.
         self._dirty = True
         self._open().truncate(keep * ENTRY_BYTES)
@@ -304,19 +339,25 @@ class TransactionIndex:
         self._last_offset = self._entry(keep - 1).last_offset if keep else None
 
     def reset(self) -> None:
-        """Drop every entry (recovery rebuilds the index); a missing file stays missing."""
-        if self._handle is None and self._fs.exists(self._path):
-            self._open()
-        if self._handle is not None:
-            self._dirty = True
-            self._handle.truncate(0)
+        """Drop every entry (recovery rebuilds the index) by removing the file: an empty
+        .txnindex is never left behind, so that one found at open (a file truncated to
+        nothing) is known damage (sanity_check), not a segment without aborts."""
+        self.close()
+        if self._fs.exists(self._path):
+            self._fs.unlink(self._path)
+        self._dirty = True
         self._image = bytearray()
         self._last_offset = None
         self._damaged_at = None
+        self._partial_at = None
+        self._emptied = False
 
     def sanity_check(self) -> None:
         """CorruptIndexError if an entry ends below the segment's base offset (or has an
-        unknown version), or if the file held a malformed entry when it was read."""
+        unknown version), if the file held a malformed entry when it was read, or if it ended
+        in a partial entry. The owner checks only segments whose data is durable (the others
+        are rescanned), and their index was synced with them: a partial entry there is not an
+        append cut short but lost bytes, and the whole entry it was may have named an abort."""
         try:
             slot = _index.first_aborted_txn_ending_below(self._image, self._base_offset)
         except CorruptIndexError as error:
@@ -331,6 +372,16 @@ class TransactionIndex:
                 f"corrupt transaction index {self._path}: the entry at byte "
                 f"{self._damaged_at} is malformed or out of order"
             )
+        if self._emptied:
+            raise CorruptIndexError(
+                f"corrupt transaction index {self._path}: the file is empty, which eoslog never "
+                f"leaves (a segment without aborted transactions has no .txnindex)"
+            )
+        if self._partial_at is not None:
+            raise CorruptIndexError(
+                f"corrupt transaction index {self._path}: it ends in a partial entry at byte "
+                f"{self._partial_at}"
+            )
 
     def check_against_log(self, batch_at: BatchAt, log_start_offset: int) -> None:
         """CorruptIndexError naming the entry and its byte position when the log contradicts
@@ -344,6 +395,17 @@ class TransactionIndex:
                     f"corrupt transaction index {self._path}: entry {slot} (byte "
                     f"{slot * ENTRY_BYTES}) {entry} disagrees with the log: {why}"
                 )
+
+    def first_outcome_conflict(
+        self, batch_at: BatchAt, log_start_offset: int, below: int = 1 << 63
+    ) -> int | None:
+        """The slot of the first entry ending below `below` that the log contradicts only in
+        its outcome (outcome_conflict), or None. CorruptIndexError for an entry of an unknown
+        version."""
+        for slot, entry in enumerate(self.all_entries()):
+            if entry.last_offset < below and outcome_conflict(entry, batch_at, log_start_offset):
+                return slot
+        return None
 
     def append_replayed(self, txn: AbortedTxn) -> None:
         """append, for a replay that may pass markers this index already holds (a rebuild
@@ -377,6 +439,8 @@ class TransactionIndex:
         self._image = bytearray()
         self._last_offset = None
         self._damaged_at = None
+        self._partial_at = None
+        self._emptied = False
         if not self._fs.exists(self._path):
             return False
         self._fs.unlink(self._path)
