@@ -153,7 +153,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def report(
-    args: argparse.Namespace, contenders: dict[str, str], seconds: dict[tuple[str, str], list[float]]
+    args: argparse.Namespace,
+    contenders: dict[str, str],
+    seconds: dict[tuple[str, str], list[float]],
 ) -> list[str]:
     def median(kind: str, name: str) -> float:
         return statistics.median(seconds[(kind, name)])

@@ -7,6 +7,7 @@ from typing_extensions import Buffer
 
 from eoslog.errors import CorruptRecordError
 
+def check_skipped(records: Buffer, position: int, end: int) -> None: ...
 def is_abort_marker(records: Buffer, position: int) -> bool: ...
 def offsets_break(
     position: int, fetch_offset: int, base_offset: int, last_offset: int, previous_last: int

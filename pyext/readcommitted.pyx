@@ -51,6 +51,18 @@ def offsets_break(Py_ssize_t position, int64_t fetch_offset, int64_t base_offset
     )
 
 
+def check_skipped(records, Py_ssize_t position, Py_ssize_t end):
+    """A batch the plan leaves out unread (a control batch, an aborted transactional one)
+    is still checked against its CRC-32C: the control and transactional bits are attributes
+    the CRC covers, and a flipped one would otherwise drop a data batch without a word.
+    Control batches are one per transaction, so this costs nothing per data record."""
+    infos, stop, status = scan.scan_batches(memoryview(records)[position:end], verify_crc=True)
+    if status != 0:
+        raise_for_status(status, position + stop)
+    if len(infos) != 1:
+        raise CorruptRecordError(f"the batch at byte {position} of a fetch cannot be read whole")
+
+
 def plan_fetch(records, int64_t fetch_offset, aborted_transactions, records_max=None):
     """See eoslog.client.fetch.plan_fetch: the same plan as a tuple (runs, next_offset,
     records, planned_bytes), with the same errors."""
@@ -96,6 +108,8 @@ def plan_fetch(records, int64_t fetch_offset, aborted_transactions, records_max=
         producer_id = producer_ids[i]
         attrs = attributes[i]
         control = (attrs & CONTROL_MASK) != 0
+        if control:
+            check_skipped(records, position, end)
         dropped = False
         if read_committed and producer_id > NO_PRODUCER_ID:
             while pending_index < pending_count and pending[pending_index][1] <= last_offset:
@@ -108,6 +122,7 @@ def plan_fetch(records, int64_t fetch_offset, aborted_transactions, records_max=
                 elif attrs & TRANSACTIONAL_MASK:
                     dropped = True
         if dropped:
+            check_skipped(records, position, end)
             if run_start >= 0:
                 runs.append((run_start, position))
                 run_start = -1

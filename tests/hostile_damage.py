@@ -263,9 +263,22 @@ def lz4_bomb(directory: str) -> Damage:
         builder.append(1_700_000_000_000, None, bytes(64 << 20))
         with open(target.path(last.file), "ab") as file:
             file.write(builder.build())
-        return {}
+        # A well-formed batch at the next offset: the log end counts it (recovery checks
+        # framing, CRC and offsets, and does not decompress, as Kafka's does not); a reader
+        # reaching it must refuse it.
+        return {f"grow:{directory}": 1}
 
     return damage
+
+
+def growing(damage: Damage, directory: str, offsets: int) -> Damage:
+    """`damage`, after which recovery may legitimately add `offsets` offsets to `directory`'s
+    log (e.g. a marker written again from the coordinator's decision)."""
+
+    def grown(target: Target) -> dict[str, int]:
+        return {**damage(target), f"grow:{directory}": offsets}
+
+    return grown
 
 
 def truncate_tail(directory: str, keep_less: int, segment: int = -1) -> Damage:

@@ -10,6 +10,7 @@ import random
 import pytest
 
 from eoslog.client.fetch import FetchPlan, plan_fetch, plan_fetch_reference
+from eoslog.errors import CorruptRecordError
 from eoslog.record import codec, layout
 
 TS = 1_700_000_000_000
@@ -126,3 +127,23 @@ def _control_with_short_key() -> bytes:
     crc = calc_crc32c(bytes(batch[layout.ATTRIBUTES_OFFSET :]))
     batch[layout.CRC_OFFSET : layout.CRC_OFFSET + 4] = crc.to_bytes(4, "big")
     return bytes(batch)
+
+
+@pytest.mark.parametrize("plan", [plan_fetch, plan_fetch_reference])
+@pytest.mark.parametrize("aborted", [None, [], [(7, 0)]])
+def test_a_data_batch_whose_control_bit_flipped_is_refused_not_skipped(
+    plan: object, aborted: list[tuple[int, int]] | None
+) -> None:
+    # The attributes are under the CRC, but a skipped batch was never decoded, so a data batch
+    # read as a control batch (or as an aborted one) vanished without an error: a hostile-file
+    # corpus find (a flip at byte 22 of a segment's first batch, below the recovery point).
+    builder = codec.BatchBuilder(
+        is_transactional=True, producer_id=7, producer_epoch=0, base_sequence=0
+    )
+    for number in range(3):
+        builder.append(1_700_000_000_000, None, b"v%d" % number)
+    records = bytearray(builder.build())
+    control_bit = layout.CONTROL_MASK.bit_length() - 1
+    records[layout.ATTRIBUTES_OFFSET + 1] ^= 1 << control_bit
+    with pytest.raises(CorruptRecordError, match="CRC"):
+        plan(bytes(records), 0, aborted)  # type: ignore[operator]

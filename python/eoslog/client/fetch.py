@@ -74,9 +74,10 @@ def plan_fetch_reference(
     With records_max, planning stops after the batch that brings the records to at least
     that many (the rest stays in the log for the next fetch).
 
-    Raises CorruptRecordError for a bad batch header (iter_headers' rules) or offsets out of
-    order (module doc) and InvalidRecordError for a control batch whose record key is
-    shorter than 4 bytes."""
+    Raises CorruptRecordError for a bad batch header (iter_headers' rules), offsets out of
+    order (module doc) or a batch left out unread (a control batch, an aborted one) that
+    fails its CRC (readcommitted.check_skipped), and InvalidRecordError for a control batch
+    whose record key is shorter than 4 bytes."""
     pending = sorted(aborted_transactions or (), key=lambda entry: entry[1])
     pending_index = 0
     aborted_producers: set[int] = set()
@@ -104,6 +105,8 @@ def plan_fetch_reference(
                 -1 if previous_last is None else previous_last,
             )
         previous_last = last_offset
+        if header.is_control:
+            readcommitted.check_skipped(records, position, end)
         dropped = False
         if read_committed and header.producer_id > layout.NO_PRODUCER_ID:
             while pending_index < len(pending) and pending[pending_index][1] <= last_offset:
@@ -115,6 +118,7 @@ def plan_fetch_reference(
             elif header.is_transactional and header.producer_id in aborted_producers:
                 dropped = True
         if dropped:
+            readcommitted.check_skipped(records, position, end)
             if run_start >= 0:
                 runs.append((run_start, position))
                 run_start = -1

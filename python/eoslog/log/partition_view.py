@@ -36,6 +36,7 @@ from eoslog import limits
 from eoslog._ext import index as _index
 from eoslog._ext import readcommitted, scan
 from eoslog.errors import (
+    CorruptRecordError,
     CorruptSnapshotError,
     KafkaException,
     KafkaStorageError,
@@ -55,7 +56,13 @@ from eoslog.log.segment_reads import (
     parse_file_name,
 )
 from eoslog.log.time_index import TimeIndex
-from eoslog.log.txn_index import AbortedTxn, LoggedBatch, entry_disagreement, read_entries
+from eoslog.log.txn_index import (
+    AbortedTxn,
+    LoggedBatch,
+    entry_disagreement,
+    outcome_conflict,
+    read_entries,
+)
 from eoslog.record import codec, layout
 from eoslog.record.columns import ColumnarRecords
 
@@ -328,6 +335,16 @@ class PartitionView:
                     continue  # the owner appended its marker after the view was taken
                 # Every entry is checked, those the replay covers too: a damaged last
                 # offset would otherwise move an entry below the replay start out of sight.
+                if outcome_conflict(entry, self._logged_batch, self._bases[0]):
+                    # The files disagree only on whether the transaction committed, and
+                    # either may be the forged one: refused, as the owner's open refuses.
+                    raise CorruptRecordError(
+                        f"{self.segment(number).path(TXN_INDEX_SUFFIX)} says producer "
+                        f"{entry.producer_id}'s transaction ending at offset {entry.last_offset} "
+                        f"aborted, but the marker at that offset in "
+                        f"{self.segment(number).path(LOG_SUFFIX)} is a COMMIT: one of the two "
+                        "files is damaged, and the log alone cannot tell which"
+                    )
                 if entry_disagreement(entry, self._logged_batch, self._bases[0]) is not None:
                     # A derived file is never believed over the log: every aborted
                     # transaction is derived from the batch headers instead.
