@@ -389,10 +389,12 @@ class Broker:
         try:
             if self._topics.pop(name, None) is not None:
                 self._write_meta()
+            # Real directories only: a symlink planted at a partition's name (what refused
+            # the creation, say) is not ours to follow or remove.
+            directories = set(self.fs.list_directories(self.path))
             for partition in range(partitions):
-                directory = os.path.join(self.path, f"{name}-{partition}")
-                if self.fs.exists(directory):
-                    _remove_tree(self.fs, directory)
+                if f"{name}-{partition}" in directories:
+                    _remove_tree(self.fs, os.path.join(self.path, f"{name}-{partition}"))
             self.fs.sync_dir(self.path)
         except (OSError, KafkaStorageError) as error:
             self._storage_failure = KafkaStorageError(f"{cause}; undoing it failed: {error}")
