@@ -34,9 +34,11 @@ from eoslog.errors import (
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
-from eoslog.fs import FileLock, FileSystem, PosixFileSystem
+from eoslog.fs import FileSystem, PosixFileSystem
 from eoslog.log import checkpoints, recovery
 from eoslog.log.config import BROKER_KEYS, DAY_MS, LogConfig
+from eoslog.log.dir_lock import LOCK_FILE as LOCK_FILE
+from eoslog.log.dir_lock import lock_log_directory
 from eoslog.log.partition import PartitionLog
 from eoslog.meta_file import META_FILE, partition_count, validate_topic_name
 from eoslog.meta_file import TopicMetadata as TopicMetadata  # re-exported: eoslog.TopicMetadata
@@ -46,7 +48,6 @@ if TYPE_CHECKING:
     from eoslog.client.producer import Producer
 
 DURABILITY_MODES: Final = ("commit", "always", "none")
-LOCK_FILE: Final = ".lock"
 # A partition directory being deleted: `<topic>-<partition>.<random>-delete` (Kafka's suffix),
 # the topic cut short so that the name fits NAME_BYTES_MAX (Kafka's UnifiedLog.logDeleteDirName).
 DELETE_SUFFIX: Final = "-delete"
@@ -121,7 +122,7 @@ class Broker:
         self._storage_failure: KafkaStorageError | None = None
         try:
             _make_directories(self.fs, self.path)
-            self._dir_lock = _take_lock(self.fs, self.path)
+            self._dir_lock = lock_log_directory(self.fs, self.path)
         except LogDirLockedError:
             self._close_own_fs()
             raise
@@ -702,30 +703,6 @@ def _make_directories(fs: FileSystem, path: str) -> None:
     for directory in reversed(missing):
         fs.mkdir(directory)
         fs.sync_dir(os.path.dirname(directory))
-
-
-def _take_lock(fs: FileSystem, root: str) -> FileLock:
-    path = os.path.join(root, LOCK_FILE)
-    try:
-        lock = fs.lock(path)
-    except BlockingIOError:
-        owner = "unknown"
-        try:
-            handle = fs.open(path, read_only=True)
-            owner = handle.pread(32, 0).decode(errors="replace").strip() or owner
-            handle.close()
-        except OSError:
-            pass
-        raise LogDirLockedError(
-            f"log directory {root} is locked by another process (pid {owner})"
-        ) from None
-    handle = fs.open(path)
-    try:
-        handle.truncate(0)
-        handle.pwrite(f"{os.getpid()}\n".encode(), 0)
-    finally:
-        handle.close()
-    return lock
 
 
 def open(

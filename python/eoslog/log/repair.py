@@ -25,9 +25,10 @@ from typing import Final
 
 import numpy as np
 
-from eoslog.errors import LogDirLockedError, NotASegmentFileError, RepairRefusedError
-from eoslog.fs import FileLock, FileSystem, PosixFileSystem
+from eoslog.errors import NotASegmentFileError, RepairRefusedError
+from eoslog.fs import FileSystem, PosixFileSystem
 from eoslog.log import checkpoints
+from eoslog.log.dir_lock import lock_log_directory
 from eoslog.log.segment_check import SEGMENT_LOG_NAME, SegmentWalk
 from eoslog.log.segment_reads import (
     INDEX_SUFFIX,
@@ -38,9 +39,6 @@ from eoslog.log.segment_reads import (
     offset_from_file_name,
 )
 
-# The owner's lock file at the log-directory root (eoslog.broker.LOCK_FILE: the same file, so
-# an owner and a repair exclude each other).
-LOCK_FILE: Final = ".lock"
 # A partition directory is `<topic>-<partition>` (FORMAT.md §5.1).
 _PARTITION_DIRECTORY: Final = re.compile(r"(.+)-(\d+)")
 # The files of a segment other than its .log, and the producer-state snapshots, by name.
@@ -66,7 +64,7 @@ def repair_truncate(log_file: str, position: int, fs: FileSystem | None = None) 
             f"{log_file} is not a segment's .log (its name must be 20 digits and .log)"
         )
     root = os.path.dirname(directory)
-    lock = lock_log_directory(fs, root)
+    lock = lock_log_directory(fs, root, "stop it before repairing")
     try:
         base = offset_from_file_name(name)
         cut_offset = validated_cut(fs, log_file, base, position)
@@ -86,42 +84,6 @@ def repair_truncate(log_file: str, position: int, fs: FileSystem | None = None) 
     finally:
         lock.release()
     return discarded
-
-
-def lock_log_directory(fs: FileSystem, root: str) -> FileLock:
-    """Take the log directory's lock as its owner does (fs.lock on `.lock`, then this pid
-    written in it); LogDirLockedError naming the owner's pid if a live process holds it."""
-    path = os.path.join(root, LOCK_FILE)
-    try:
-        lock = fs.lock(path)
-    except BlockingIOError:
-        raise LogDirLockedError(
-            f"log directory {root} is locked by another process (pid {_owner_pid(fs, path)}): "
-            f"stop it before repairing"
-        ) from None
-    try:
-        handle = fs.open(path)
-        try:
-            handle.truncate(0)
-            handle.pwrite(f"{os.getpid()}\n".encode(), 0)
-        finally:
-            handle.close()
-    except BaseException:
-        lock.release()
-        raise
-    return lock
-
-
-def _owner_pid(fs: FileSystem, lock_path: str) -> str:
-    """The pid the owner wrote in the lock file, or "unknown"."""
-    try:
-        handle = fs.open(lock_path, read_only=True)
-        try:
-            return handle.pread(32, 0).decode(errors="replace").strip() or "unknown"
-        finally:
-            handle.close()
-    except OSError:
-        return "unknown"
 
 
 def validated_cut(fs: FileSystem, log_file: str, base_offset: int, position: int) -> int:
