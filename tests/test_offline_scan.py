@@ -17,7 +17,7 @@ import pytest
 import eoslog
 import scanlog
 from eoslog import offline
-from eoslog.errors import OffsetOutOfRangeError
+from eoslog.errors import KafkaStorageError, OffsetOutOfRangeError
 from eoslog.fs import PosixFileSystem
 from eoslog.log.offset_index import OffsetIndex
 from eoslog.log.partition_view import PartitionView
@@ -207,3 +207,12 @@ def test_retention_between_plan_and_read_fails_or_skips_the_lost_records(tmp_pat
         assert replanned.equals(skipped)  # a fresh plan starts at the new log start
     finally:
         retained.broker.close()
+
+
+def test_a_scan_of_a_path_with_no_log_directory_is_a_typed_error_naming_it(
+    tmp_path: os.PathLike[str],
+) -> None:
+    # It raised a bare FileNotFoundError (the README's scan example, run in a fresh directory).
+    missing = os.path.join(tmp_path, "data")
+    with pytest.raises(KafkaStorageError, match=r"no log directory at .*data"):
+        list(eoslog.scan(missing, ["orders"]))

@@ -22,7 +22,7 @@ from typing import Final, NamedTuple
 import pyarrow as pa
 
 from eoslog import limits
-from eoslog.errors import OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from eoslog.errors import KafkaStorageError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from eoslog.fs import FileSystem, PosixFileSystem
 from eoslog.log import checkpoints
 from eoslog.log.partition_view import READ_CHUNK_BYTES, PartitionView
@@ -76,12 +76,18 @@ def list_partitions(
     """The (topic, partition) pairs to scan, sorted: the partitions of `topics`, of the
     topics whose whole name matches the regular expression `pattern` (internal topics
     excepted), or exactly `partitions`. UnknownTopicOrPartitionError for a named topic or
-    partition with no directory; ValueError unless exactly one of the three is given."""
+    partition with no directory; KafkaStorageError when `path` is no directory; ValueError
+    unless exactly one of the three is given."""
     fs = fs or PosixFileSystem()
     if sum(choice is not None for choice in (topics, pattern, partitions)) != 1:
         raise ValueError("give exactly one of topics, pattern and partitions")
     found: set[tuple[str, int]] = set()
-    for name in fs.listdir(path):
+    try:
+        names = fs.listdir(path)
+    except (FileNotFoundError, NotADirectoryError) as error:
+        # A path with no log directory behind it: a typed error naming it, as for a topic.
+        raise KafkaStorageError(f"no log directory at {path}: {error.strerror}") from None
+    for name in names:
         match = _PARTITION_DIRECTORY.fullmatch(name)
         if match and os.path.isdir(os.path.join(path, name)):
             found.add((match.group(1), int(match.group(2))))
