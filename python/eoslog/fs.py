@@ -367,12 +367,7 @@ class PosixFileSystem:
             os.close(fd)
 
     def list_directories(self, path: str) -> list[str]:
-        with self._located(path) as (directory_fd, name):
-            if directory_fd is None:
-                with _named(path):
-                    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-            else:
-                fd = _open_directory(directory_fd, name, path)
+        fd = self._directory_descriptor(path)
         try:
             # The directory entry's type (d_type) answers without a stat per name.
             with os.scandir(fd) as entries:
@@ -411,16 +406,21 @@ class PosixFileSystem:
                 self._forget(target)
 
     def sync_dir(self, path: str) -> None:
-        with self._located(path) as (directory_fd, name):
-            if directory_fd is None:
-                with _named(path):
-                    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-            else:
-                fd = _open_directory(directory_fd, name, path)
+        fd = self._directory_descriptor(path)
         try:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+    def _directory_descriptor(self, path: str) -> int:
+        """A new descriptor of the directory at path (the caller closes it), reached as every
+        path is (_located): a symlink below the root is refused, the root or above is the
+        user's own path and opened as given."""
+        with self._located(path) as (directory_fd, name):
+            if directory_fd is None:
+                with _named(path):
+                    return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            return _open_directory(directory_fd, name, path)
 
     def lock(self, path: str) -> _PosixLock:
         fd = self._open_regular(path, os.O_RDWR | os.O_CREAT)
