@@ -478,10 +478,13 @@ static int decode_headers(eos_columns *c, const eos_record *r, int64_t *entries,
 }
 
 /* A reader's rule for offset deltas (a producer's is stricter: 0, 1, ..., count-1): they
- * increase from 0, so a batch's offsets never go backwards, which its CRC cannot rule out (a
- * forged batch carries a valid one). Gaps are what compaction leaves. */
-static inline int check_offset_delta(const eos_record *r, int32_t *previous_delta) {
-    if (r->offset_delta <= *previous_delta) return EOS_BAD_OFFSET_DELTA;
+ * increase from 0 and stay within the batch's last offset delta, so a batch's offsets never go
+ * backwards nor reach into the next batch's, which its CRC cannot rule out (a forged batch
+ * carries a valid one). Gaps are what compaction leaves. */
+static inline int check_offset_delta(const eos_record *r, const eos_batch_header *h,
+                                     int32_t *previous_delta) {
+    if (r->offset_delta <= *previous_delta || r->offset_delta > h->last_offset_delta)
+        return EOS_BAD_OFFSET_DELTA;
     *previous_delta = r->offset_delta;
     return EOS_OK;
 }
@@ -502,7 +505,7 @@ int eos_decode_records(eos_columns *c, const uint8_t *records, size_t len,
         eos_record r;
         int status = parse_record(&cursor, end, &r);
         if (status != EOS_OK) return status;
-        status = check_offset_delta(&r, &previous_delta);
+        status = check_offset_delta(&r, h, &previous_delta);
         if (status != EOS_OK) return status;
         int64_t offset = wrapping_add(h->base_offset, r.offset_delta);
         if (offset < offset_min || offset >= offset_end) continue;
@@ -556,7 +559,7 @@ int eos_index_records(eos_record_ref *refs, int64_t capacity, int64_t *count,
         eos_record r;
         int status = parse_record(&cursor, end, &r);
         if (status != EOS_OK) return status;
-        status = check_offset_delta(&r, &previous_delta);
+        status = check_offset_delta(&r, h, &previous_delta);
         if (status != EOS_OK) return status;
         int64_t offset = wrapping_add(h->base_offset, r.offset_delta);
         if (offset < offset_min || offset >= offset_end) continue;

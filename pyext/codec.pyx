@@ -238,6 +238,10 @@ def validate_batch(data, *, Py_ssize_t batch_bytes_max=limits.message_bytes_defa
                                   limits.decompressed_bytes_max_for(batch_bytes_max))
         status = walk_section(section, &h, &walk)
     check(status, 0)
+    # The walk held the deltas to 0..count-1; readers refuse one past the last offset delta
+    # (engine/batch.c check_offset_delta), so a batch they would refuse is not valid here.
+    if h.records_count > 0 and h.last_offset_delta < h.records_count - 1:
+        raise_for_status(EOS_BAD_OFFSET_DELTA, 0)
     if h.attributes & EOS_CONTROL_MASK:
         if h.records_count != 1 or walk.first_key_length < EOS_CONTROL_KEY_SIZE:
             raise_for_status(EOS_BAD_CONTROL_RECORD, 0)
@@ -315,8 +319,8 @@ def batch_records(data, Py_ssize_t position=0, *, bint verify_crc=True):
     for i in range(h.records_count):
         check(eos_parse_record(&cursor, end, &r), position)
         # A reader's rule for offset deltas (engine/batch.c check_offset_delta): increasing
-        # from 0, so offsets never go backwards.
-        if r.offset_delta <= previous_delta:
+        # from 0 and within the batch's last offset delta, so offsets never go backwards.
+        if r.offset_delta <= previous_delta or r.offset_delta > h.last_offset_delta:
             raise_for_status(EOS_BAD_OFFSET_DELTA, position)
         previous_delta = r.offset_delta
         # tuple.__new__ skips the NamedTuple's Python-level __new__ (a frame per record).

@@ -807,12 +807,19 @@ def test_a_batch_header_claiming_a_huge_offset_span_sizes_no_allocation_past_the
 
 
 @pytest.mark.parametrize("arrow", [True, False], ids=["consume_arrow", "consume"])
+@pytest.mark.parametrize(
+    "deltas",
+    [(0, 1, 0), (0, 1, 8)],
+    ids=["backwards", "past-the-batch-end"],
+)
 def test_a_batch_whose_record_offsets_go_backwards_is_refused_naming_file_and_byte(
-    broker: eoslog.Broker, log: PartitionLog, arrow: bool
+    broker: eoslog.Broker, log: PartitionLog, arrow: bool, deltas: tuple[int, ...]
 ) -> None:
     # Regression: a CRC-valid batch whose record offset deltas run 0, 1, 0 was delivered as
     # offsets 0, 1, 0: the position moves forward but the application sees offsets go back.
-    section = b"".join(raw_record(offset_delta=d, value=b"v") for d in (0, 1, 0))
+    # Deltas 0, 1, 8 in a batch whose last offset delta is 2 (fuzz finding
+    # partition_directory-consumer-offsets-go-back) gave offset 8 before the next batch's 3.
+    section = b"".join(raw_record(offset_delta=d, value=b"v") for d in deltas)
     forged = assemble(section, records_count=3, last_offset_delta=2)
     result = FetchResult(memoryview(forged), None, 3, 3, 0, "/x/00000000000000000000.log", 0)
     made = consumer(broker)

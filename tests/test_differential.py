@@ -559,17 +559,25 @@ def _decodes(data: bytes) -> list[tuple[str, Callable[[ModuleType], Any]]]:
 
 
 @pytest.mark.parametrize(
-    "deltas",
-    [[0, 1, 2, 3, 0], [-1, 1, 2, 3, 4], [0, 1, 1]],
-    ids=["back-to-0", "negative-first", "repeated"],
+    ("deltas", "last_offset_delta"),
+    [
+        ([0, 1, 2, 3, 0], None),
+        ([-1, 1, 2, 3, 4], None),
+        ([0, 1, 1], None),
+        ([0, 1, 5, 6, 9], 4),
+        ([0, 1, 2, 3, 4, 5, 6, 7], 4),
+    ],
+    ids=["back-to-0", "negative-first", "repeated", "past-the-last-delta", "count-past-the-span"],
 )
 def test_both_twins_refuse_offset_deltas_that_do_not_increase_within_the_batch(
-    codecs: Twins, deltas: list[int]
+    codecs: Twins, deltas: list[int], last_offset_delta: int | None
 ) -> None:
     # Regression: decode_columns and batch_records returned offsets going backwards (only
     # validate_batch refused the batch), and with records_max the twins returned different
-    # records: the native one cut by offset, the pure one by count.
-    data = _batch_with_offset_deltas(deltas)
+    # records: the native one cut by offset, the pure one by count. Regression (fuzz finding
+    # partition_directory-consumer-offsets-go-back): a record past the batch's last offset
+    # delta read as an offset of the next batch's, so a consumer saw 4, 13, 6.
+    data = _batch_with_offset_deltas(deltas, last_offset_delta)
     expected = "record offset deltas must run 0, 1, ..., count-1"
     for name, call in _decodes(data):
         for codec in codecs:
@@ -582,8 +590,8 @@ def test_both_twins_refuse_offset_deltas_that_do_not_increase_within_the_batch(
 
 @pytest.mark.parametrize(
     ("deltas", "last_offset_delta"),
-    [([0, 2, 3, 7], 7), ([0, 1, 5, 6, 9], 4), ([0, 1, 2, 3, 4, 5, 6, 7], 4)],
-    ids=["compacted", "one-per-offset-by-count-only", "past-the-last-delta"],
+    [([0, 2, 3, 7], 7), ([0, 1, 5, 6, 9], 9), ([3, 4], 6)],
+    ids=["compacted", "gaps-after-the-first-two", "first-offsets-compacted-away"],
 )
 def test_both_twins_read_increasing_offset_deltas_alike_with_or_without_records_max(
     codecs: Twins, deltas: list[int], last_offset_delta: int
@@ -598,3 +606,50 @@ def test_both_twins_read_increasing_offset_deltas_alike_with_or_without_records_
         assert native[0] == "ok", (name, native)
         _same(native, pure)
     assert [r.offset for r in codecs[0].batch_records(data)] == deltas
+
+
+def _two_faults(faults: tuple[str, str]) -> bytes:
+    """Record 1 of three, with both faults: a length one long (the byte after it is padding), an
+    offset delta that is not its index, a header key that is not UTF-8."""
+    headers = [(b"\xff", b"x")] if "header key not UTF-8" in faults else [(b"h", b"x")]
+    delta = 5 if "wrong offset delta" in faults else 1
+    record = raw_record(offset_delta=delta, value=b"v", headers=headers)
+    if "length one long" in faults:
+        record = encode_varint(len(record)) + record[1:] + b"\x00"  # body + 1 byte
+    return record
+
+
+@pytest.mark.parametrize(
+    "faults",
+    list(
+        itertools.combinations(["length one long", "wrong offset delta", "header key not UTF-8"], 2)
+    ),
+    ids=lambda faults: " + ".join(faults),
+)
+def test_twins_name_the_same_fault_for_a_record_with_two(
+    codecs: Twins, faults: tuple[str, str]
+) -> None:
+    # Regression (fuzz finding codec_differential-two-faults-order): for a record whose length
+    # field was wrong and whose header key was not UTF-8, native validate_batch named the length
+    # and the pure twin the header key. Both now check structure, offset delta, then UTF-8.
+    section = raw_record(offset_delta=0, value=b"v") + _two_faults(faults)
+    section += raw_record(offset_delta=2, value=b"v")
+    data = assemble(section, records_count=3)
+    native, pure = (outcome(codec.validate_batch, data) for codec in codecs)
+    assert native[0] == "raised"
+    assert native == pure
+
+
+def test_a_log_batch_with_more_records_than_its_offset_span_is_invalid_in_both_twins(
+    codecs: Twins,
+) -> None:
+    # Regression (found by the codec_native fuzz replay once readers refused a record past the
+    # last offset delta): validate_batch(from_client=False) accepted three records in a batch
+    # whose last offset delta is 1, which every reader then refused.
+    section = b"".join(raw_record(offset_delta=i, value=b"v") for i in range(3))
+    data = assemble(section, records_count=3, last_offset_delta=1)
+    for codec in codecs:
+        with pytest.raises(InvalidRecordError, match="up to the batch's last offset delta"):
+            codec.validate_batch(data, from_client=False)
+        with pytest.raises(InvalidRecordError, match="up to the batch's last offset delta"):
+            codec.batch_records(data)

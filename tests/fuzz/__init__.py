@@ -5,9 +5,10 @@
 - `runner` runs one target under atheris (libFuzzer) with a per-input timeout and a memory
   bound, in a child process that `launch` starts; `python -m tests.fuzz --seconds N` (the
   soak, `make fuzz`) runs every target in turn.
-- `findings/` holds reproducers of findings not yet fixed: `<target>-<what>.bin`, the input,
-  and a one-line `.txt` saying what it triggers. Replay one under the fuzzing process's
-  bounds with `python -m tests.fuzz.runner <target> tests/fuzz/findings/<file>.bin`.
+- `findings/`, when a soak found something not yet fixed, holds its reproducers:
+  `<target>-<what>.bin`, the input, and a one-line `.txt` saying what it triggers; a fixed
+  finding's input moves into its target's corpus (none is open today). Replay one under
+  the fuzzing process's bounds with `python -m tests.fuzz.runner <target> <file>.bin`.
 - tests/test_fuzz.py replays the corpus in pytest and runs each target for a bounded time.
 
 Outcome classes: an input may make a reader return or raise a typed eoslog error

@@ -191,7 +191,7 @@ def _read_field(records: Section, cursor: int, end: int) -> tuple[int, int, int]
 
 
 def _read_headers(
-    records: Section, cursor: int, end: int, check_utf8: bool
+    records: Section, cursor: int, end: int
 ) -> tuple[tuple[tuple[int, int, int, int], ...], int]:
     count, cursor = _read_varint(records, cursor, end)
     # Each header takes at least one byte, so a count above the bytes left cannot be right
@@ -209,15 +209,17 @@ def _read_headers(
             fail(status.RECORD_OVERRUN)
         value_start, value_length, cursor = _read_field(records, cursor, end)
         headers.append((key_start, key_length, value_start, value_length))
-    # The keys' UTF-8 only once every header is known to fit, as the native walk checks it
-    # (engine/batch.c check_header_keys_utf8): bytes with both faults get the same status.
-    if check_utf8:
-        for key_start, key_length, _, _ in headers:
-            try:
-                bytes(records[key_start : key_start + key_length]).decode("utf-8")
-            except UnicodeDecodeError:
-                fail(status.BAD_HEADER_KEY_UTF8)
     return tuple(headers), cursor
+
+
+def _check_header_keys_utf8(
+    records: Section, headers: tuple[tuple[int, int, int, int], ...]
+) -> None:
+    for key_start, key_length, _, _ in headers:
+        try:
+            bytes(records[key_start : key_start + key_length]).decode("utf-8")
+        except UnicodeDecodeError:
+            fail(status.BAD_HEADER_KEY_UTF8)
 
 
 def _read_record(
@@ -240,12 +242,16 @@ def _read_record(
     offset_delta, cursor = _read_varint(records, cursor, record_end)
     key_start, key_length, cursor = _read_field(records, cursor, record_end)
     value_start, value_length, cursor = _read_field(records, cursor, record_end)
-    headers, cursor = _read_headers(records, cursor, record_end, client_rules)
+    headers, cursor = _read_headers(records, cursor, record_end)
     if cursor != record_end:
         fail(status.RECORD_SIZE_MISMATCH)
-    # Checked once the record parsed whole, so a malformed record reports its structure first.
-    if client_rules and offset_delta != index:
-        fail(status.BAD_OFFSET_DELTA)
+    # The client rules once the record parsed whole, in the native walk's order
+    # (engine/batch.c walk_record_exact): its structure, then its offset delta, then its header
+    # keys' UTF-8, so bytes with several faults get the same status from both twins.
+    if client_rules:
+        if offset_delta != index:
+            fail(status.BAD_OFFSET_DELTA)
+        _check_header_keys_utf8(records, headers)
     span = RecordSpan(
         timestamp_delta, offset_delta, key_start, key_length, value_start, value_length, headers
     )
@@ -284,7 +290,8 @@ def walk_records(
     With client_rules (validation of an append) also: offset deltas exactly 0..count-1, header
     keys valid UTF-8, and the control-batch rule (one record, key of at least 4 bytes). Readers
     skip those, so batches Kafka's compaction left with gaps still read; without them the
-    offset deltas must still increase from 0."""
+    offset deltas must still increase from 0 and end at most at the batch's last offset
+    delta."""
     records = _records_section(view, position, header, decompressed_bytes_max)
     end = len(records)
     cursor = 0
@@ -294,13 +301,17 @@ def walk_records(
     for index in range(header.records_count):
         span, cursor = _read_record(records, cursor, end, index, client_rules)
         # A reader's rule (the native twin's check_offset_delta): offset deltas increase from
-        # 0, so a batch's offsets never go backwards.
-        if not client_rules and span.offset_delta <= previous_delta:
+        # 0 and stay within the batch's last offset delta, so a batch's offsets never go
+        # backwards and never reach past its end into the next batch's.
+        if not client_rules and not previous_delta < span.offset_delta <= header.last_offset_delta:
             fail(status.BAD_OFFSET_DELTA)
         previous_delta = span.offset_delta
         spans.append(span)
     if cursor != end:
         fail(status.RECORDS_REMAINING)
+    # The deltas ran 0..count-1; readers refuse one past the last offset delta (above).
+    if client_rules and spans and header.last_offset_delta < len(spans) - 1:
+        fail(status.BAD_OFFSET_DELTA)
     if (
         client_rules
         and header.is_control

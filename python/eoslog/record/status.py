@@ -93,7 +93,7 @@ MESSAGES: Final[dict[int, tuple[str, str]]] = {
     BAD_OFFSET_DELTA: (
         "InvalidRecordError",
         "record offset deltas must run 0, 1, ..., count-1 (from a producer) or increase from 0 "
-        "(in a log)",
+        "up to the batch's last offset delta (in a log)",
     ),
     NEGATIVE_COUNT: ("InvalidRecordError", "negative record count"),
     DECOMPRESSED_TOO_LARGE: (
