@@ -17,6 +17,7 @@ from dataclasses import replace
 from eoslog.fs import PosixFileSystem
 from eoslog.log import checkpoints
 from hostile_damage import (
+    ABORTED_COUNTS,
     ABSOLUTE_BAIT,
     CLEAN_MARKER,
     CUT,
@@ -341,11 +342,10 @@ def derived_cases(variant: str) -> list[Case]:
         (".txnindex", "version-flip", flip_in(txn_index, 1, 0)),
         (".txnindex", "forged-abort-over-committed", forged_abort_over_committed(ORDERS0)),
         (".txnindex", "emptied", rewrite(txn_index, lambda d: b"")),
-        # Not here: a .txnindex removed while the directory is closed. Kafka and eoslog create
-        # the file with a segment's first aborted transaction, so "no file" is what a segment
-        # without aborts looks like; nothing cheaper than reading every batch header of every
-        # segment at each open tells the two apart (README, "Hostile files": a known limit).
-        # Emptied or cut files are caught: eoslog never leaves an empty one.
+        # Kafka and eoslog create the file with a segment's first aborted transaction, so "no
+        # file" is also what a segment without aborts looks like: the aborted-transaction
+        # checkpoint's count tells the two apart.
+        (".txnindex", "deleted", remove(txn_index)),
         (".txnindex", "odd-length", rewrite(txn_index, lambda d: d[:20])),
         (".txnindex", "sparse-1GiB", sparse(txn_index)),
         (".snapshot", "crc-flip", flip_in(snapshot, 3, 0)),
@@ -391,7 +391,30 @@ def checkpoint_cases(variant: str, unclean: bool) -> list[Case]:
         (LOG_START, "int64-max", checkpoint_with(LOG_START, {("orders", 1): 2**63 - 1})),
         (LOG_START, "sparse-1GiB", sparse(in_root(LOG_START))),
         (CLEAN_MARKER, "directory", replace_with_directory(CLEAN_MARKER)),
+        (ABORTED_COUNTS, "garbled", rewrite(in_root(ABORTED_COUNTS), lambda d: b"0\n1\nx\n")),
+        (ABORTED_COUNTS, "missing", remove(in_root(ABORTED_COUNTS))),
+        (ABORTED_COUNTS, "no-counts", checkpoint_with(ABORTED_COUNTS, {("orders", 0): 5_000})),
+        (ABORTED_COUNTS, "covers-nothing", checkpoint_with(ABORTED_COUNTS, {("orders", 0): 0})),
+        (ABORTED_COUNTS, "negative", checkpoint_with(ABORTED_COUNTS, {("orders", 0): -1})),
+        (ABORTED_COUNTS, "sparse-1GiB", sparse(in_root(ABORTED_COUNTS))),
     ]
+    # The count is what tells a lost .txnindex from a segment without aborts: without a
+    # readable one, every .txnindex is rebuilt from the log.
+    lost_index = remove(derived_file(ORDERS0, ".txnindex", 1))
+    table.append(
+        (
+            ABORTED_COUNTS,
+            "missing+txnindex-deleted",
+            both(remove(in_root(ABORTED_COUNTS)), lost_index),
+        )
+    )
+    table.append(
+        (
+            ABORTED_COUNTS,
+            "garbled+txnindex-deleted",
+            both(rewrite(in_root(ABORTED_COUNTS), lambda d: d[:-3]), lost_index),
+        )
+    )
     # Issue 12: a flip in an early batch with the recovery point missing or garbled (every
     # segment rescanned) must not cut the log there.
     forget = remove(in_root(RECOVERY_POINT))
@@ -553,6 +576,8 @@ def link_cases() -> list[Case]:
         ("clean", "symlink", "middle-.log", symlink_out(f"{ORDERS0}/{20:020d}.log")),
         ("clean", "symlink", "recovery-point-checkpoint", symlink_out(RECOVERY_POINT)),
         ("clean", "symlink", "log-start-checkpoint", symlink_out(LOG_START)),
+        ("clean", "symlink", "aborted-txn-checkpoint", symlink_out(ABORTED_COUNTS)),
+        ("clean", "symlink", "aborted-txn-checkpoint.tmp", symlink_out(ABORTED_COUNTS + ".tmp")),
         ("clean", "symlink", "eoslog.meta", symlink_out(META)),
         ("clean", "symlink", "eoslog.meta.tmp", symlink_out(META + ".tmp")),
         ("clean", "symlink", "recovery-point-checkpoint.tmp", symlink_out(RECOVERY_POINT + ".tmp")),

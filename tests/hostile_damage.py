@@ -40,6 +40,7 @@ GIB = 1 << 30
 META = "eoslog.meta"
 RECOVERY_POINT = "recovery-point-offset-checkpoint"
 LOG_START = "log-start-offset-checkpoint"
+ABORTED_COUNTS = "eoslog-aborted-txn-checkpoint"
 CLEAN_MARKER = ".kafka_cleanshutdown"
 # Where a forged absolute topic name points: per process, so that parallel runs do not meet.
 ABSOLUTE_BAIT = f"/tmp/eoslog-hostile-abs-{os.getpid()}"

@@ -20,6 +20,7 @@ import logtools
 from eoslog.client.fetch import plan_fetch, plan_fetch_reference
 from eoslog.errors import CorruptRecordError, KafkaException, OutOfOrderSequenceError
 from eoslog.fs import PosixFileSystem
+from eoslog.log import checkpoints
 from eoslog.log.partition_view import PartitionView
 from eoslog.log.txn_index import ENTRY_BYTES, AbortedTxn, entry_disagreement
 from eoslog.record import codec
@@ -34,14 +35,16 @@ COMMITTED = [b"0-0", b"0-1", b"0-2", b"0-3", b"2-0", b"2-1", b"2-2", b"2-3"]
 CRC_AT, CRC_FROM, PRODUCER_ID_AT, RECORDS_AT = 17, 21, 43, 61
 
 
-def transactions(path: str) -> None:
+def transactions(path: str, outcomes: tuple[bool, ...] = OUTCOMES, records: int = 4) -> None:
+    """One transaction of `records` records (values b"<transaction>-<record>") per outcome
+    (True: committed), in one segment, closed cleanly."""
     broker = eoslog.open(path, durability="none")
     broker.create_topic(TOPIC, num_partitions=1)
     producer = broker.producer({"transactional.id": "derived"})
     producer.init_transactions()
-    for number, commit in enumerate(OUTCOMES):
+    for number, commit in enumerate(outcomes):
         producer.begin_transaction()
-        for index in range(4):
+        for index in range(records):
             producer.produce(TOPIC, value=b"%d-%d" % (number, index), partition=0)
         producer.flush()
         if commit:
@@ -156,6 +159,94 @@ def test_a_txnindex_emptied_after_a_clean_shutdown_is_rebuilt_not_believed(
         file.truncate(0)  # eoslog never leaves an empty .txnindex: damage, not "no aborts"
     assert consumed(path) == COMMITTED
     assert logtools.file_bytes(index) == entry  # rebuilt from the log
+
+
+def aborted_counts_line(path: str) -> str:
+    lines = logtools.file_bytes(os.path.join(path, checkpoints.ABORTED_TXNS_FILE)).decode()
+    return next(line for line in lines.splitlines() if line.startswith(f"{TOPIC} 0 "))
+
+
+def test_the_aborted_txn_checkpoint_counts_each_segments_entries_below_the_recovery_point(
+    tmp_path: os.PathLike[str],
+) -> None:
+    path = str(tmp_path)
+    transactions(path)
+    # Closed cleanly: durable to the end (15), one entry in segment 0 (the abort at 9).
+    assert aborted_counts_line(path) == f"{TOPIC} 0 15 0=1"
+
+
+def transactions_with_txnindex_deleted(path: str) -> tuple[str, bytes]:
+    """transactions(), closed cleanly, then its one .txnindex deleted: (its path, its bytes)."""
+    transactions(path)
+    index = segment_file(path, suffix=".txnindex")
+    entry = logtools.file_bytes(index)
+    os.unlink(index)
+    return index, entry
+
+
+@pytest.mark.parametrize("reader", ["scan", "consumer"])
+def test_a_txnindex_deleted_after_a_clean_shutdown_is_rebuilt_not_read_as_no_aborts(
+    tmp_path: os.PathLike[str], reader: str
+) -> None:
+    # Regression (issue 12, a known limit until now): Kafka and eoslog create the .txnindex
+    # with a segment's first abort, so a deleted one read as "no aborts" and read_committed
+    # readers delivered the aborted transaction's four records.
+    path = str(tmp_path)
+    index, entry = transactions_with_txnindex_deleted(path)
+    if reader == "scan":
+        assert scanned(path) == COMMITTED
+        assert not os.path.exists(index)  # the offline reader changes nothing
+    else:
+        assert consumed(path) == COMMITTED
+        assert logtools.file_bytes(index) == entry  # rebuilt from the log
+
+
+@pytest.mark.parametrize("checkpoint", ["deleted", "garbled"])
+def test_a_txnindex_lost_with_the_aborted_txn_checkpoint_is_still_rebuilt(
+    tmp_path: os.PathLike[str], checkpoint: str
+) -> None:
+    # Without a count every .txnindex is rebuilt from the log (every segment rescanned), as
+    # without a recovery point: the two files lost together still hide the aborted records.
+    path = str(tmp_path)
+    index, entry = transactions_with_txnindex_deleted(path)
+    counts = os.path.join(path, checkpoints.ABORTED_TXNS_FILE)
+    if checkpoint == "deleted":
+        os.unlink(counts)
+    else:
+        with open(counts, "ab") as file:
+            file.write(b"t 0 zz\n")
+    assert scanned(path) == COMMITTED
+    broker = eoslog.open(path, durability="none")
+    try:
+        report = broker.log(TOPIC, 0).recovery_report
+        assert report.indexes_rebuilt
+        if checkpoint == "garbled":
+            assert any(checkpoints.ABORTED_TXNS_FILE in note for note in report.checkpoints_ignored)
+        consumer = earliest_consumer(broker, "read_committed")
+        values = [m.value() for m in consumer.consume(100, timeout=0.01)]
+        consumer.close()
+    finally:
+        broker.close()
+    assert values == COMMITTED
+    assert logtools.file_bytes(index) == entry
+    assert aborted_counts_line(path) == f"{TOPIC} 0 15 0=1"  # written again
+
+
+def test_a_txnindex_holding_fewer_entries_than_counted_is_rebuilt(
+    tmp_path: os.PathLike[str],
+) -> None:
+    # Two aborts in one segment; the file keeps only the first entry (whole, so no sanity
+    # check fails): the count says two.
+    path = str(tmp_path)
+    transactions(path, outcomes=(False, False, True), records=1)
+    index = segment_file(path, suffix=".txnindex")
+    entries = logtools.file_bytes(index)
+    assert len(entries) == 2 * ENTRY_BYTES
+    with open(index, "r+b") as file:
+        file.truncate(ENTRY_BYTES)
+    assert scanned(path) == [b"2-0"]
+    assert consumed(path) == [b"2-0"]
+    assert logtools.file_bytes(index) == entries
 
 
 # --- offset and time indexes ------------------------------------------------------------------

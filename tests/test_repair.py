@@ -309,3 +309,22 @@ def test_a_stray_index_name_in_the_partition_directory_is_left_alone_and_the_cut
     broker = open_broker()
     assert values_of(broker) == []
     assert broker.log("t", 0).log_end_offset == 0
+
+
+def test_a_cut_drops_the_partitions_aborted_txn_counts_so_the_next_open_rebuilds_its_txnindex(
+    open_broker: OpenBroker, data_dir: str
+) -> None:
+    # The counts past the cut no longer hold; kept, the next open would find a segment the
+    # cut shortened disagreeing with them. Dropped, the open rebuilds the .txnindex files.
+    directory = write_topic(open_broker, 12, segment_batches=4)
+    fs = PosixFileSystem()
+    before, problem = checkpoints.read_believed_aborted_counts(fs, data_dir)
+    assert problem is None and before[("t", 0)].covered_to == 12
+    second = logtools.partition_files(directory, ".log")[1]
+    eoslog.repair_truncate(second, 2 * SINGLE_BYTES)
+    after, problem = checkpoints.read_believed_aborted_counts(fs, data_dir)
+    assert problem is None and ("t", 0) not in after
+    assert after.keys() == before.keys() - {("t", 0)}  # the other partitions' counts stay
+    broker = open_broker()
+    assert values_of(broker) == logtools.values(0, 6)
+    assert broker.log("t", 0).recovery_report.indexes_rebuilt

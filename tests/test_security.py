@@ -116,6 +116,7 @@ PLANTED_BEFORE_OPEN = [
     "eoslog.meta.tmp",
     checkpoints.RECOVERY_POINT_FILE,
     checkpoints.LOG_START_OFFSET_FILE,
+    checkpoints.ABORTED_TXNS_FILE,
     SEGMENT,
     f"{SEGMENT}/00000000000000000000.log",
     f"{SEGMENT}/00000000000000000000.index",
@@ -147,6 +148,7 @@ def test_a_symlink_planted_before_open_is_refused_and_its_target_untouched(
 PLANTED_BEFORE_CLOSE = [
     f"{checkpoints.RECOVERY_POINT_FILE}.tmp",
     f"{checkpoints.LOG_START_OFFSET_FILE}.tmp",
+    f"{checkpoints.ABORTED_TXNS_FILE}.tmp",
     f"{checkpoints.CLEAN_SHUTDOWN_FILE}.tmp",
     f"{SEGMENT}/{RECORDS + 1:020d}.snapshot.tmp",
 ]
@@ -176,7 +178,13 @@ def test_a_symlink_planted_at_a_temp_file_during_maintenance_is_refused(place: P
 
 
 @pytest.mark.parametrize(
-    "name", [checkpoints.CLEAN_SHUTDOWN_FILE, checkpoints.RECOVERY_POINT_FILE, "eoslog.meta"]
+    "name",
+    [
+        checkpoints.CLEAN_SHUTDOWN_FILE,
+        checkpoints.RECOVERY_POINT_FILE,
+        checkpoints.ABORTED_TXNS_FILE,
+        "eoslog.meta",
+    ],
 )
 def test_a_symlink_at_a_file_replaced_by_rename_is_replaced_not_written_through(
     place: Place, name: str
@@ -504,6 +512,9 @@ def test_run_maintenance_from_many_threads_beside_the_maintenance_thread_is_safe
     for name in (checkpoints.RECOVERY_POINT_FILE, checkpoints.LOG_START_OFFSET_FILE):
         checkpoints.decode_offsets(logtools.file_bytes(place.path(name)))
         assert not os.path.exists(place.path(name + ".tmp"))
+    counts = place.path(checkpoints.ABORTED_TXNS_FILE)
+    checkpoints.decode_aborted_counts(logtools.file_bytes(counts))
+    assert not os.path.exists(counts + ".tmp")
     assert len(place.values()) == RECORDS + appended
 
 

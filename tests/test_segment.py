@@ -54,6 +54,7 @@ class Segments:
             recovery_point=recovery_point,
             log_start_offset=0,
             now_ms=0,
+            aborted_counts=None,
         )
         self.open_segments.extend(loaded.segments)
         return loaded

@@ -36,6 +36,7 @@ from eoslog.errors import (
 )
 from eoslog.fs import FileSystem, PosixFileSystem
 from eoslog.log import checkpoints, recovery
+from eoslog.log.checkpoints import AbortedCounts
 from eoslog.log.config import BROKER_KEYS, DAY_MS, LogConfig
 from eoslog.log.dir_lock import LOCK_FILE as LOCK_FILE
 from eoslog.log.dir_lock import lock_log_directory
@@ -201,7 +202,12 @@ class Broker:
         log_starts, log_start_problem = checkpoints.read_believed_offsets(
             self.fs, os.path.join(self.path, checkpoints.LOG_START_OFFSET_FILE)
         )
-        problems = [p for p in (recovery_problem, log_start_problem) if p is not None]
+        aborted_counts, aborted_problem = checkpoints.read_believed_aborted_counts(
+            self.fs, self.path
+        )
+        problems = [
+            p for p in (recovery_problem, log_start_problem, aborted_problem) if p is not None
+        ]
         for name, partitions, segment_key in (
             (
                 TRANSACTION_STATE_TOPIC,
@@ -231,12 +237,14 @@ class Broker:
                     clean,
                     recovery_points.get(key),
                     log_starts.get(key),
+                    aborted_counts.get(key),
                     problems,
                 )
-        if any(key not in recovery_points for key in self._logs):
-            # Every partition has a recovery-point entry from its creation on, so that a
-            # missing entry at a later open means a lost or damaged checkpoint, not a young
-            # partition (eoslog.log.recovery trusts no recovery point then).
+        if any(key not in recovery_points or key not in aborted_counts for key in self._logs):
+            # Every partition has a recovery-point entry and an aborted-transaction count from
+            # its creation on, so that a missing one at a later open means a lost or damaged
+            # checkpoint, not a young partition (eoslog.log.recovery then trusts no recovery
+            # point, or rescans every segment to rebuild its .txnindex).
             self._write_recovery_points()
 
     def _open_log(
@@ -247,6 +255,7 @@ class Broker:
         clean: bool,
         recovery_point: int | None,
         log_start: int | None,
+        aborted_counts: AbortedCounts | None,
         checkpoint_problems: list[str] | None = None,
     ) -> PartitionLog:
         directory = os.path.join(self.path, f"{topic}-{partition}")
@@ -261,6 +270,7 @@ class Broker:
             recovery_point=recovery_point,
             log_start_offset=log_start,
             now_ms=self.clock_ms(),
+            aborted_counts=aborted_counts,
             checkpoint_problems=checkpoint_problems or (),
         )
         return PartitionLog(
@@ -368,7 +378,9 @@ class Broker:
         self._topics[name] = metadata
         self._write_meta()
         for partition in range(metadata.num_partitions):
-            self._logs[(name, partition)] = self._open_log(name, partition, log_config, True, 0, 0)
+            self._logs[(name, partition)] = self._open_log(
+                name, partition, log_config, True, 0, 0, AbortedCounts(0, {})
+            )
         # Recovery points of 0 for the new partitions before anything is written to them
         # (see _load).
         self._write_recovery_points()
@@ -551,10 +563,17 @@ class Broker:
             self._write_recovery_points_locked()
 
     def _write_recovery_points_locked(self) -> None:
+        """The aborted-transaction checkpoint first: its counts are taken at recovery points
+        read now, so a crash before the recovery-point checkpoint is written leaves counts
+        covering at most what the next open trusts or rescans (eoslog.log.recovery)."""
+        logs = list(self._logs.values())
+        checkpoints.write_aborted_counts(
+            self.fs, self.path, {(log.topic, log.partition): log.aborted_counts() for log in logs}
+        )
         checkpoints.write_offsets(
             self.fs,
             os.path.join(self.path, checkpoints.RECOVERY_POINT_FILE),
-            {(log.topic, log.partition): log.recovery_point for log in list(self._logs.values())},
+            {(log.topic, log.partition): log.recovery_point for log in logs},
         )
 
     def _write_checkpoints(self, logs: list[PartitionLog], *, final: bool = False) -> bool:

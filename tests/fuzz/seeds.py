@@ -93,6 +93,12 @@ def checkpoint_seeds() -> Iterator[bytes]:
     yield checkpoints.encode_offsets({("t", 0): 18, ("__transaction_state", 0): 13})
     yield checkpoints.encode_offsets({})
     yield b""
+    yield checkpoints.encode_aborted_counts(
+        {
+            ("t", 0): checkpoints.AbortedCounts(40, {0: 2, 18: 1}),
+            ("__transaction_state", 0): checkpoints.AbortedCounts(13, {}),
+        }
+    )
 
 
 def meta_seeds() -> Iterator[bytes]:

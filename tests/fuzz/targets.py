@@ -263,9 +263,25 @@ def producer_snapshot(data: bytes) -> None:
 
 
 def checkpoint(data: bytes) -> None:
-    """checkpoints.decode_offsets (ValueError by contract) and the file reader around it."""
+    """checkpoints.decode_offsets and decode_aborted_counts (ValueError by contract) and the
+    file readers around them; the same bytes are offered to both formats."""
     twin = fresh_twin()
     write_file(twin, "/p/recovery-point-offset-checkpoint", data)
+    write_file(twin, f"/p/{checkpoints.ABORTED_TXNS_FILE}", data)
+    counts, unreadable = checkpoints.read_believed_aborted_counts(twin, "/p")
+    try:
+        decoded_counts = checkpoints.decode_aborted_counts(data)
+    except KafkaException:
+        if unreadable is None:
+            raise FuzzFinding("read_believed_aborted_counts believed a malformed file") from None
+    else:
+        if counts != decoded_counts:
+            raise FuzzFinding(f"read counts {counts} != decode_aborted_counts {decoded_counts}")
+        again_counts = checkpoints.decode_aborted_counts(
+            checkpoints.encode_aborted_counts(decoded_counts)
+        )
+        if again_counts != decoded_counts:
+            raise FuzzFinding(f"counts round trip changed {decoded_counts} into {again_counts}")
     read = checkpoints.read_offsets(twin, "/p/recovery-point-offset-checkpoint")
     decoded = checkpoints.decode_offsets(data)
     if read != decoded:

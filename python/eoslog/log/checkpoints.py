@@ -1,14 +1,28 @@
-"""Kafka's checkpoint files at the log-directory root (FORMAT.md §9.1): the recovery point and
-log-start offset checkpoints (text: version, count, then `topic partition offset` lines) and
-the clean-shutdown marker. Written through the fs seam: temp file, sync, rename, sync dir."""
+"""The checkpoint files at the log-directory root: Kafka's recovery point and log-start offset
+checkpoints (FORMAT.md §9.1; text: version, count, then `topic partition offset` lines), the
+clean-shutdown marker, and eoslog's own aborted-transaction checkpoint (below). Written
+through the fs seam: temp file, sync, rename, sync dir.
+
+The aborted-transaction checkpoint (`eoslog-aborted-txn-checkpoint`, eoslog's, not Kafka's)
+records how many `.txnindex` entries end below a partition's recovery point, per segment, so
+that a `.txnindex` deleted or emptied while the directory was closed is seen at the next open
+(Kafka creates the file with the first abort, so a segment without one reads the same as a
+segment whose index was lost). Same text form as Kafka's checkpoints: a version line (0), a
+count line, then one line per partition,
+
+    topic partition covered_to base=entries base=entries ...
+
+where covered_to is the recovery point the counts were taken at, and each `base=entries`
+names a segment with at least one entry ending below covered_to (bases increasing); a
+segment below covered_to that is not named had none."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-from collections.abc import Mapping
-from typing import Final
+from collections.abc import Callable, Mapping
+from typing import Final, NamedTuple
 
 from eoslog import limits
 from eoslog.errors import CorruptCheckpointError
@@ -26,6 +40,30 @@ _PARTITION_MAX: Final = (1 << 31) - 1
 _OFFSET_MAX: Final = (1 << 63) - 1
 
 TopicPartition = tuple[str, int]
+ABORTED_TXNS_FILE = "eoslog-aborted-txn-checkpoint"
+_ABORTED_LINE: Final = re.compile(
+    rb"([!-~]+) (0|[1-9][0-9]{0,9}) (0|[1-9][0-9]{0,18})"
+    rb"((?: (?:0|[1-9][0-9]{0,18})=[1-9][0-9]{0,9})*)"
+)
+_ENTRIES_MAX: Final = (1 << 31) - 1
+
+
+class AbortedCounts(NamedTuple):
+    """One partition's line of the aborted-transaction checkpoint: its .txnindex entries
+    ending below covered_to, by segment base offset (segments with none left out)."""
+
+    covered_to: int
+    by_segment: dict[int, int]
+
+    def agrees(self, base_offset: int, entries_ending_below: Callable[[int], int]) -> bool:
+        """Whether the segment at base_offset holds the counted number of entries ending
+        below covered_to (entries_ending_below(offset) counts them); a segment from
+        covered_to on is not covered. Everything below covered_to was durable, .txnindex
+        included, when the count was taken, and an entry ends at an ABORT marker, so that
+        number never changes while the segment exists."""
+        if base_offset >= self.covered_to:
+            return True
+        return entries_ending_below(self.covered_to) == self.by_segment.get(base_offset, 0)
 
 
 def write_atomically(fs: FileSystem, path: str, data: bytes) -> None:
@@ -60,8 +98,24 @@ def decode_offsets(data: bytes, path: str = "checkpoint") -> dict[TopicPartition
     `topic partition offset` in decimal ASCII, an offset outside 0 .. 2**63 - 1, or the same
     partition twice. (Kafka reads a file it cannot parse as holding no entries; eoslog's
     callers decide what an unreadable file means, so they must be told.)"""
+    offsets: dict[TopicPartition, int] = {}
+    for start, line in _entry_lines(data, path):
+        entry = _ENTRY.fullmatch(line)
+        if entry is None:
+            raise _malformed(path, start, "expected `topic partition offset`")
+        topic, partition, offset = entry.group(1).decode(), int(entry[2]), int(entry[3])
+        if partition > _PARTITION_MAX or offset > _OFFSET_MAX or (topic, partition) in offsets:
+            raise _malformed(path, start, "a value out of range or a repeated entry")
+        offsets[(topic, partition)] = offset
+    return offsets
+
+
+def _entry_lines(data: bytes, path: str) -> list[tuple[int, bytes]]:
+    """The entry lines of a checkpoint in the shared text form (version 0, the count, then
+    one line each), with the byte each starts at; none for an empty file.
+    CorruptCheckpointError for a missing last newline, another version or a wrong count."""
     if not data:
-        return {}
+        return []
     lines = data.split(b"\n")
     if lines[-1] != b"":
         raise _malformed(path, len(data), "the last line has no newline")
@@ -73,16 +127,7 @@ def decode_offsets(data: bytes, path: str = "checkpoint") -> dict[TopicPartition
         raise _malformed(path, 0, f"not a version {_VERSION} checkpoint")
     if not _NUMBER.fullmatch(lines[1]) or int(lines[1]) != len(lines) - 2:
         raise _malformed(path, starts[1], f"the count does not match the {len(lines) - 2} entries")
-    offsets: dict[TopicPartition, int] = {}
-    for number, line in enumerate(lines[2:], start=2):
-        entry = _ENTRY.fullmatch(line)
-        if entry is None:
-            raise _malformed(path, starts[number], "expected `topic partition offset`")
-        topic, partition, offset = entry.group(1).decode(), int(entry[2]), int(entry[3])
-        if partition > _PARTITION_MAX or offset > _OFFSET_MAX or (topic, partition) in offsets:
-            raise _malformed(path, starts[number], "a value out of range or a repeated entry")
-        offsets[(topic, partition)] = offset
-    return offsets
+    return list(zip(starts[2:], lines[2:], strict=False))
 
 
 def _malformed(path: str, position: int, what: str) -> CorruptCheckpointError:
@@ -93,16 +138,21 @@ def read_offsets(fs: FileSystem, path: str) -> dict[TopicPartition, int]:
     """The checkpoint's entries; none if the file is missing (FORMAT.md §9.1).
     CorruptCheckpointError if it cannot be read as a checkpoint (decode_offsets), or if it is
     larger than limits.checkpoint_file_bytes_max (refused before anything is read)."""
+    return decode_offsets(_read_checkpoint_bytes(fs, path), path)
+
+
+def _read_checkpoint_bytes(fs: FileSystem, path: str) -> bytes:
+    """A checkpoint file's bytes (none if it is missing); CorruptCheckpointError past
+    limits.checkpoint_file_bytes_max, refused before anything is read."""
     if not fs.exists(path):
-        return {}
+        return b""
     handle = fs.open(path, read_only=True)
     try:
-        data = read_small_file(handle, path, limits.checkpoint_file_bytes_max)
+        return read_small_file(handle, path, limits.checkpoint_file_bytes_max)
     except ValueError as error:
         raise CorruptCheckpointError(str(error)) from None
     finally:
         handle.close()
-    return decode_offsets(data, path)
 
 
 def read_believed_offsets(
@@ -119,6 +169,60 @@ def read_believed_offsets(
 
 def write_offsets(fs: FileSystem, path: str, offsets: Mapping[TopicPartition, int]) -> None:
     write_atomically(fs, path, encode_offsets(offsets))
+
+
+def encode_aborted_counts(counts: Mapping[TopicPartition, AbortedCounts]) -> bytes:
+    lines = [str(_VERSION), str(len(counts))]
+    for (topic, partition), (covered_to, by_segment) in sorted(counts.items()):
+        segments = "".join(f" {base}={n}" for base, n in sorted(by_segment.items()) if n > 0)
+        lines.append(f"{topic} {partition} {covered_to}{segments}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+def decode_aborted_counts(
+    data: bytes, path: str = "checkpoint"
+) -> dict[TopicPartition, AbortedCounts]:
+    """The lines of an aborted-transaction checkpoint. CorruptCheckpointError naming `path`
+    and the byte where it goes wrong, as decode_offsets, and for segments out of order or at
+    or past covered_to."""
+    counts: dict[TopicPartition, AbortedCounts] = {}
+    for start, line in _entry_lines(data, path):
+        entry = _ABORTED_LINE.fullmatch(line)
+        if entry is None:
+            raise _malformed(path, start, "expected `topic partition covered_to base=entries ...`")
+        topic, partition, covered_to = entry.group(1).decode(), int(entry[2]), int(entry[3])
+        pairs = [pair.split(b"=") for pair in entry[4].split()]
+        by_segment = {int(base): int(n) for base, n in pairs}
+        bases = [int(base) for base, _ in pairs]
+        if (
+            partition > _PARTITION_MAX
+            or covered_to > _OFFSET_MAX
+            or (topic, partition) in counts
+            or bases != sorted(set(bases))
+            or any(base >= covered_to for base in bases)
+            or any(n > _ENTRIES_MAX for n in by_segment.values())
+        ):
+            raise _malformed(path, start, "a value out of range, out of order or repeated")
+        counts[(topic, partition)] = AbortedCounts(covered_to, by_segment)
+    return counts
+
+
+def read_believed_aborted_counts(
+    fs: FileSystem, root: str
+) -> tuple[dict[TopicPartition, AbortedCounts], str | None]:
+    """The aborted-transaction checkpoint's lines for an open (read_believed_offsets' rule:
+    an unreadable file is no lines, and the reason); none if the file is missing."""
+    path = os.path.join(root, ABORTED_TXNS_FILE)
+    try:
+        return decode_aborted_counts(_read_checkpoint_bytes(fs, path), path), None
+    except CorruptCheckpointError as error:
+        return {}, f"{error}; none of its entries is believed"
+
+
+def write_aborted_counts(
+    fs: FileSystem, root: str, counts: Mapping[TopicPartition, AbortedCounts]
+) -> None:
+    write_atomically(fs, os.path.join(root, ABORTED_TXNS_FILE), encode_aborted_counts(counts))
 
 
 def write_clean_shutdown(fs: FileSystem, root: str, broker_epoch: int = 0) -> None:

@@ -32,6 +32,7 @@ from eoslog.errors import (
 )
 from eoslog.fs import FileSystem
 from eoslog.log import recovery
+from eoslog.log.checkpoints import AbortedCounts
 from eoslog.log.config import LogConfig
 from eoslog.log.producer_state import ProducerStateManager, aborted_txn
 from eoslog.log.segment import JOIN_PARTS_BYTES_MAX, LogSegment
@@ -256,6 +257,21 @@ class PartitionLog:
     def recovery_point(self) -> int:
         """Everything below this offset is durable on disk."""
         return self._group_sync.durable
+
+    def aborted_counts(self) -> AbortedCounts:
+        """The partition's line of the aborted-transaction checkpoint (eoslog.log.checkpoints):
+        per segment, its .txnindex entries ending below the recovery point. Any thread: the
+        point is read first, and the entries below it are durable and change only by
+        truncate_to, which lowers the point and rewrites the checkpoint after."""
+        covered_to = self.recovery_point
+        by_segment: dict[int, int] = {}
+        for segment in self.segments:
+            if segment.base_offset >= covered_to:
+                break
+            entries = segment.txn_index.entries_ending_below(covered_to)
+            if entries:
+                by_segment[segment.base_offset] = entries
+        return AbortedCounts(covered_to, by_segment)
 
     @property
     def segments(self) -> list[LogSegment]:

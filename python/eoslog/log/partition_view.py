@@ -167,6 +167,7 @@ class PartitionView:
         # Read before the sizes are captured: the owner writes a recovery point only after
         # everything below it was synced, so the captured log must reach it.
         recovery_point = _recovery_point(fs, root, topic, partition)
+        self._aborted_counts = _aborted_counts(fs, root, topic, partition)
         marked_before = fs.exists(marker)
         handles = _open_segments(fs, directory)
         sizes = [handle.size() for _, handle in handles]
@@ -327,8 +328,12 @@ class PartitionView:
             if self._bases[number] >= start:
                 break
             entries = self.segment(number).aborted_transactions()
-            if entries is None:
-                # A derived file is never believed over the log (above).
+            if entries is None or not _as_counted(
+                self._bases[number], entries, self._aborted_counts
+            ):
+                # A derived file is never believed over the log (above), nor one holding
+                # fewer or more entries than the owner counted (a lost .txnindex reads as
+                # none; eoslog.log.checkpoints).
                 return self._replay(from_start=True)[1]
             for entry in entries:
                 if entry.last_offset >= self.log_end_offset and self._log_grew():
@@ -543,6 +548,29 @@ def _recovery_point(fs: FileSystem, root: str, topic: str, partition: int) -> in
     except OSError:
         return None  # replaced or made unreadable under us: nothing is known durable
     return offsets.get((topic, partition))
+
+
+def _aborted_counts(
+    fs: FileSystem, root: str, topic: str, partition: int
+) -> checkpoints.AbortedCounts | None:
+    """The partition's line in the owner's aborted-transaction checkpoint, or None when the
+    file or the line is missing or unreadable (then no .txnindex is believed: every aborted
+    transaction is derived from the batch headers, as the owner's open rescans)."""
+    try:
+        counts, _ = checkpoints.read_believed_aborted_counts(fs, root)
+    except OSError:
+        return None
+    return counts.get((topic, partition))
+
+
+def _as_counted(
+    base_offset: int, entries: list[AbortedTxn], counted: checkpoints.AbortedCounts | None
+) -> bool:
+    """Whether a segment's .txnindex entries agree with the owner's count
+    (AbortedCounts.agrees); without a count nothing is known: False."""
+    return counted is not None and counted.agrees(
+        base_offset, lambda below: sum(1 for entry in entries if entry.last_offset < below)
+    )
 
 
 def _valid_prefix(

@@ -6,7 +6,11 @@ The three failure classes (STYLE.md rule 3) are handled differently here:
 - damage anywhere else (bad bytes in data known durable, or with valid data after them) is
   never truncated silently: loading fails with CorruptRecordError naming the file, the byte
   and the repair call that would cut the log there;
-- missing or corrupt index files are rebuilt from the log.
+- missing or corrupt index files are rebuilt from the log, and so is a `.txnindex` holding
+  fewer or more entries below the aborted-transaction checkpoint's recovery point than that
+  checkpoint counted (eoslog.log.checkpoints; a lost or emptied `.txnindex` reads like a
+  segment without aborts otherwise). Without a readable line for the partition there, every
+  segment is rescanned, as without a trusted recovery point.
 
 What a rescan does with bad bytes (a failed frame or CRC, or a batch whose offsets do not
 continue the previous one) depends on where they lie relative to the recovery point, the offset
@@ -49,6 +53,7 @@ import numpy as np
 from eoslog.errors import CorruptIndexError, CorruptRecordError
 from eoslog.fs import FileSystem
 from eoslog.log import checkpoint_checks
+from eoslog.log.checkpoints import AbortedCounts
 from eoslog.log.config import LogConfig
 from eoslog.log.repair import repair_truncate as repair_truncate  # the call refusals name
 from eoslog.log.segment import LogSegment, first_offset_violation
@@ -119,14 +124,15 @@ def load(
     recovery_point: int | None,
     log_start_offset: int | None,
     now_ms: int,
+    aborted_counts: AbortedCounts | None,
     checkpoint_problems: Sequence[str] = (),
 ) -> LoadedLog:
     """Open every segment of the partition directory, recovering from the recovery point
-    when the last stop was not clean (module docstring). recovery_point and log_start_offset
-    are the checkpoints' entries (None: no readable entry); checkpoint_problems are the
-    reasons checkpoint files were not read, copied into the report. CorruptRecordError for
-    damage recovery may not cut, CorruptCheckpointError for a checkpoint past the log end;
-    both before anything is cut."""
+    when the last stop was not clean (module docstring). recovery_point, log_start_offset
+    and aborted_counts are the checkpoints' entries (None: no readable entry);
+    checkpoint_problems are the reasons checkpoint files were not read, copied into the
+    report. CorruptRecordError for damage recovery may not cut, CorruptCheckpointError for a
+    checkpoint past the log end; both before anything is cut."""
     report = RecoveryReport(
         clean_shutdown=clean_shutdown,
         recovery_point_trusted=recovery_point is not None,
@@ -143,7 +149,13 @@ def load(
     segments = [LogSegment(fs, directory, base, config, created_ms=now_ms) for base in bases]
     try:
         rescanned, cut, log_end_offset = _recover_and_check(
-            directory, segments, report, clean_shutdown, recovery_point, missing_indexes
+            directory,
+            segments,
+            report,
+            clean_shutdown,
+            recovery_point,
+            missing_indexes,
+            aborted_counts,
         )
         first_base = segments[0].base_offset if segments else 0
         log_start_offset, note = checkpoint_checks.believed_log_start(
@@ -212,12 +224,13 @@ def _recover_and_check(
     clean_shutdown: bool,
     recovery_point: int | None,
     missing_indexes: set[int],
+    aborted_counts: AbortedCounts | None,
 ) -> tuple[list[LogSegment], _Cut | None, int]:
     """Rescan what needs it, check the tail of a clean log and the recovery point against
     the log end. Returns the segments rescanned, the cut decided (not yet made) and the log
     end after it."""
     durable_to = _ALL_DURABLE if clean_shutdown else recovery_point
-    rescanned, cut = _rescan(segments, report, durable_to, missing_indexes)
+    rescanned, cut = _rescan(segments, report, durable_to, missing_indexes, aborted_counts)
     if clean_shutdown and segments and segments[-1] not in rescanned:
         _check_clean_tail(segments[-1])
     log_end_offset = cut.next_offset if cut else segments[-1].next_offset() if segments else 0
@@ -230,11 +243,13 @@ def _rescan(
     report: RecoveryReport,
     durable_to: int | None,
     missing_indexes: set[int],
+    aborted_counts: AbortedCounts | None,
 ) -> tuple[list[LogSegment], _Cut | None]:
-    """Rescan each segment at most once: those whose index files fail their sanity check,
-    and after an unclean stop every segment from the one holding the recovery point on (all
-    of them without a trusted one). The others get first_batch_problem's one header read.
-    Returns the segments rescanned and the cut decided, stopping at it."""
+    """Rescan each segment at most once: those whose index files fail their sanity check or
+    whose .txnindex disagrees with the aborted-transaction checkpoint, and after an unclean
+    stop every segment from the one holding the recovery point on (all of them without a
+    trusted one). The others get first_batch_problem's one header read. Returns the segments
+    rescanned and the cut decided, stopping at it."""
     clean_shutdown = durable_to == _ALL_DURABLE
     rescan_from = durable_to or 0
     rescanned: list[LogSegment] = []
@@ -250,6 +265,9 @@ def _rescan(
             or (segment is not segments[-1] and _untrimmed(segment))
         ):
             report.indexes_rebuilt.append(segment.path(INDEX_SUFFIX))
+            needs_rescan = True
+        elif not needs_rescan and not _txn_entries_as_counted(segment, aborted_counts):
+            report.indexes_rebuilt.append(segment.path(TXN_INDEX_SUFFIX))
             needs_rescan = True
         if not needs_rescan:
             _check_segment_start(segment, segments)
@@ -341,6 +359,17 @@ def _indexes_sane(
     except (CorruptIndexError, CorruptRecordError):
         return False
     return _txn_index_sane(segment, segments)
+
+
+def _txn_entries_as_counted(segment: LogSegment, counted: AbortedCounts | None) -> bool:
+    """Whether the segment's .txnindex agrees with the aborted-transaction checkpoint's count
+    (AbortedCounts.agrees). Without a count nothing is known: False."""
+    if counted is None:
+        return False
+    try:
+        return counted.agrees(segment.base_offset, segment.txn_index.entries_ending_below)
+    except CorruptIndexError:
+        return False
 
 
 def _txn_index_sane(segment: LogSegment, segments: list[LogSegment]) -> bool:

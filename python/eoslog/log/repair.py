@@ -171,7 +171,7 @@ def _drop_later_files(
 
 def _lower_checkpoints(fs: FileSystem, root: str, directory: str, cut_offset: int) -> None:
     """Lower the partition's recovery point and log start offset to the cut offset where
-    they lie past it: the log now ends there, and a checkpoint past the log end is an error
+    they lie past it (and drop its aborted-transaction counts): the log now ends there, and a checkpoint past the log end is an error
     at open. (A log start above the cut means every record kept was deleted already: the log
     is then empty from the cut offset on, as it was visible before.)"""
     match = _PARTITION_DIRECTORY.fullmatch(os.path.basename(directory))
@@ -186,3 +186,10 @@ def _lower_checkpoints(fs: FileSystem, root: str, directory: str, cut_offset: in
         if offsets.get(key, cut_offset) > cut_offset:
             offsets[key] = cut_offset
             checkpoints.write_offsets(fs, path, offsets)
+    # The aborted-transaction counts past the cut no longer hold, and the kept ones are not
+    # known without reading the .txnindex files: the partition's line goes, so the next open
+    # rebuilds its .txnindex files from the log (eoslog.log.recovery).
+    counts, unreadable = checkpoints.read_believed_aborted_counts(fs, root)
+    if unreadable is None and key in counts and counts[key].covered_to > cut_offset:
+        del counts[key]
+        checkpoints.write_aborted_counts(fs, root, counts)

@@ -281,6 +281,14 @@ class TransactionIndex:
     def is_empty(self) -> bool:
         return not self._image
 
+    def entries_ending_below(self, offset: int) -> int:
+        """How many entries have last_offset < offset (the aborted-transaction checkpoint's
+        count, eoslog.log.checkpoints). CorruptIndexError for an entry of an unknown version."""
+        try:
+            return int(_index.count_aborted_txns_ending_below(self._image, offset))
+        except CorruptIndexError as error:
+            raise self._corrupt(error) from None
+
     def append(self, txn: AbortedTxn) -> None:
         """Write the entry at the end of the file (creating it on the first append).
 
@@ -323,10 +331,7 @@ class TransactionIndex:
 
     def truncate_to(self, offset: int) -> None:
         """Drop the first entry whose last_offset >= offset and every entry after it."""
-        try:
-            keep = _index.count_aborted_txns_ending_below(self._image, offset)
-        except CorruptIndexError as error:
-            raise self._corrupt(error) from None
+        keep = self.entries_ending_below(offset)
         if keep == self.entries:
             return
         if keep == 0:
