@@ -33,7 +33,7 @@ dev: $(BIN)/python
 	$(PIP) install -q scikit-build-core cython cython-cmake setuptools wheel
 	$(PIP) install -q --no-build-isolation -Cbuild-dir=build/dev '.[test,bench]'
 
-# The fuzzing soak (RELIABILITY.md family 12): every target in turn for FUZZ_SECONDS each, one
+# The fuzzing soak (docs/reliability.md family 12): every target in turn for FUZZ_SECONDS each, one
 # core; findings are written under build/fuzz/<target>/. CI runs each for EOSLOG_FUZZ_SECONDS.
 FUZZ_SECONDS ?= 600
 fuzz: install-test

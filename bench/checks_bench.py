@@ -14,7 +14,7 @@ Both directories are written once, by this checkout, and read by both builds (th
 change). Every measurement runs in a fresh child process of the interpreter under test, so each
 side imports its own eoslog; the two sides alternate A B A B ... and the ratios are per round.
 
-Targets (BENCH.md): clean open of 1,000 segments < 200 ms; the read-path checks cost <= 3% of
+Targets (docs/bench.md): clean open of 1,000 segments < 200 ms; the read-path checks cost <= 3% of
 consume throughput (this build's records/s >= 97% of the baseline's). Printed, never asserted.
 """
 

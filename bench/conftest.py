@@ -1,5 +1,5 @@
 """Benchmark-session plumbing: after pytest-benchmark's tables, a summary in records/s and
-eoslog's ratios to each peer next to the BENCH.md targets (printed, never asserted)."""
+eoslog's ratios to each peer next to the docs/bench.md targets (printed, never asserted)."""
 
 from __future__ import annotations
 

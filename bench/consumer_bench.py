@@ -3,14 +3,14 @@ in one run, and write bench/RESULTS-consumer.md.
 
     python bench/consumer_bench.py [--records N] [--rounds R] [--tmp DIR] [--output PATH]
 
-Workload (BENCH.md standard): N records (default 1,000,000), key null, value 100 B JSON-like
+Workload (docs/bench.md standard): N records (default 1,000,000), key null, value 100 B JSON-like
 text, 1,000 records per batch, one partition written with `append_batch` into a broker
 (`durability="none"`, segment.bytes 32 MiB, so reads cross segments), read_committed, no
 transactions (so no aborted data: the partition log reports none yet). Contenders, each run
 reading all N records from offset 0, alternating in this process round by round:
 
 - floor: `[(offset, value) for offset, value in zip(offsets, values)]` over prebuilt lists:
-  one Python object per record, made by Python code (BENCH.md "creating 1 M tuples").
+  one Python object per record, made by Python code (docs/bench.md "creating 1 M tuples").
 - floor, C loop: `list(zip(offsets, values))`: one tuple per record with no Python code per
   record (for information: the harshest floor there is).
 - consume(): `Consumer.consume(500, timeout=0)` until N messages, every Message kept.
@@ -21,7 +21,7 @@ reading all N records from offset 0, alternating in this process round by round:
   rows (WAL, synchronous=NORMAL, inserted in 1,000-row transactions).
 - memcpy: `numpy.copyto` of the N values' bytes (the bandwidth reference of consume_arrow).
 
-Targets (BENCH.md): consume() >= 70% of the floor; consume_arrow() >= 3x the SQLite scan and
+Targets (docs/bench.md): consume() >= 70% of the floor; consume_arrow() >= 3x the SQLite scan and
 >= 50% of memcpy bandwidth in payload bytes. Printed and marked met / not met, never asserted.
 """
 
@@ -369,7 +369,7 @@ def render(
             "min – max are over the rounds; a ratio is the median of the per-round ratios. The "
             f"heap is collected before each run; the cyclic GC is {args.gc} while timing.",
             "",
-            "## Targets (BENCH.md)",
+            "## Targets (docs/bench.md)",
             "",
             "| path | figure | target | measured (median; min – max) | status |",
             "|---|---|---|---|---|",
@@ -391,7 +391,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--output", type=FilePath, default=BENCH_DIR / "RESULTS-consumer.md")
     args = parser.parse_args(argv)
     if args.rounds < ROUNDS_MIN:
-        parser.error(f"--rounds must be at least {ROUNDS_MIN} (BENCH.md)")
+        parser.error(f"--rounds must be at least {ROUNDS_MIN} (docs/bench.md)")
     return args
 
 

@@ -295,7 +295,7 @@ CONTENDERS: list[Contender] = [
     Contender("validate", "aiokafka crc+walk", "aiokafka", aiokafka_validate, ("validate",)),
 ]
 
-# BENCH.md "Targets" (ratios of medians). Encode targets are stated for the batch builder,
+# docs/bench.md "Targets" (ratios of medians). Encode targets are stated for the batch builder,
 # whose like-for-like peer API is the per-record append; append_values is shown against the
 # same numbers. Both compressions are variants of the standard workload.
 TARGETS: list[Target] = [

@@ -3,7 +3,7 @@ write bench/RESULTS-log.md.
 
     python bench/log_bench.py [--rounds R] [--paths append,read,recovery,open] [--tmp DIR]
 
-Four paths (shared/BENCH.md targets), each on data built once in a fresh directory under
+Four paths (docs/bench.md targets), each on data built once in a fresh directory under
 --tmp (default /tmp), eoslog and its peer alternating round by round in this process:
 
 1. append: `PartitionLog.append_batch` of prebuilt ~1 MiB batches (full validation,
@@ -60,7 +60,7 @@ from write_results import machine_lines as codec_machine_lines  # noqa: E402
 
 PATHS = ("append", "read", "recovery", "open")
 ROUNDS_DEFAULT = 5
-ROUNDS_MIN = 3  # BENCH.md: median and spread over >= 3 runs
+ROUNDS_MIN = 3  # docs/bench.md: median and spread over >= 3 runs
 PACKAGES = ("eoslog", "numpy", "crc32c")
 SEED = 20_260_101
 MIB = 1 << 20
@@ -1116,9 +1116,9 @@ def render(
         "rounds; a ratio is the median of the per-round ratios. Before every timed run the "
         "heap is collected and `os.sync()` writes back dirty pages left by earlier work; "
         f"the cyclic GC is {args.gc} while timing. Nothing is asserted: the targets of "
-        "shared/BENCH.md are compared below.",
+        "docs/bench.md are compared below.",
         "",
-        "## Targets (BENCH.md)",
+        "## Targets (docs/bench.md)",
         "",
         "| path | figure | target | measured (median; min – max) | status |",
         "|---|---|---|---|---|",
@@ -1163,7 +1163,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--output", type=FilePath, default=BENCH_DIR / "RESULTS-log.md")
     args = parser.parse_args(argv)
     if args.rounds < ROUNDS_MIN:
-        parser.error(f"--rounds must be at least {ROUNDS_MIN} (BENCH.md)")
+        parser.error(f"--rounds must be at least {ROUNDS_MIN} (docs/bench.md)")
     args.paths = [p for p in args.paths.split(",") if p]
     unknown = set(args.paths) - set(PATHS)
     if unknown:

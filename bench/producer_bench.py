@@ -3,7 +3,7 @@ bench/RESULTS-producer.md.
 
     python bench/producer_bench.py [--records N] [--rounds R] [--paths ...] [--tmp DIR]
 
-The BENCH.md standard workload (1,000,000 records, value 100 B of JSON-like text, key null,
+The docs/bench.md standard workload (1,000,000 records, value 100 B of JSON-like text, key null,
 1,000 records per batch, one partition), produced by:
 
 - eoslog `produce()` once per record (poll(0) every 10,000) then `flush()`, and
@@ -20,7 +20,7 @@ The BENCH.md standard workload (1,000,000 records, value 100 B of JSON-like text
 
 Per contender one warm-up run (checked: record count landed), then --rounds rounds in which
 all contenders run in turn (order reversed every round); medians, min – max, and ratios as the
-median of per-round ratios. Targets (BENCH.md) are printed as met / not met, never asserted.
+median of per-round ratios. Targets (docs/bench.md) are printed as met / not met, never asserted.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ EOSLOG_CONFIG = {
     "batch.size": 1 << 20,
     "linger.ms": 100,
 }
-# BENCH.md targets (ratios of medians of per-round ratios).
+# docs/bench.md targets (ratios of medians of per-round ratios).
 PRODUCE_TARGET_CONFLUENT = 2.5
 PRODUCE_TARGET_SQLITE = 3.0
 PRODUCE_BATCH_TARGET_CONFLUENT = 10.0
@@ -260,7 +260,7 @@ def render(
         values = ratio("eoslog produce() none", peer)
         targets.append(
             Target(
-                "produce() per record (idempotent; BENCH.md states it transactional)",
+                "produce() per record (idempotent; docs/bench.md states it transactional)",
                 f"÷ {peer}",
                 f"≥ {PRODUCE_TARGET_CONFLUENT}×",
                 median_spread(values, x),
@@ -304,7 +304,7 @@ def render(
             )
     lines += [
         "",
-        "## Targets (BENCH.md)",
+        "## Targets (docs/bench.md)",
         "",
         "| path | figure | target | measured (median; min – max) | status |",
         "|---|---|---|---|---|",
@@ -324,7 +324,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--output", type=FilePath, default=BENCH_DIR / "RESULTS-producer.md")
     args = parser.parse_args(argv)
     if args.rounds < ROUNDS_MIN:
-        parser.error(f"--rounds must be at least {ROUNDS_MIN} (BENCH.md)")
+        parser.error(f"--rounds must be at least {ROUNDS_MIN} (docs/bench.md)")
     args.paths = [p.strip() for p in args.paths.split(",") if p.strip()]
     unknown = set(args.paths) - set(CONTENDERS)
     if unknown:

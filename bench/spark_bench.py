@@ -1,10 +1,10 @@
 """Measure the eoslog Spark data source against the naive way to read segments in Spark and
 against Spark's Python-source ingestion ceiling, in one run, and write bench/RESULTS-spark.md
-(the Spark row of BENCH.md's targets).
+(the Spark row of docs/bench.md's targets).
 
     python bench/spark_bench.py [--records N] [--rounds R] [--partitions P] [--tmp DIR]
 
-Workload: the read_committed variant of the BENCH.md standard workload: N records (default
+Workload: the read_committed variant of the docs/bench.md standard workload: N records (default
 1,000,000), value 100 B of JSON-like text, key null, written with `produce_batch()` in
 1,000-record transactions (one batch each), every third transaction aborted, transaction i
 going to partition i mod P (default 4, so Spark's local[2] has parallel tasks), segment.bytes
@@ -79,9 +79,9 @@ PLAN_REPEATS = 5
 PACKAGES = ("eoslog", "pyspark", "aiokafka", "pyarrow")
 TOPIC = "bench"
 TXN_RECORDS = BATCH_RECORDS  # one 1,000-record batch per transaction
-ABORT_EVERY = 3  # every third transaction aborted (BENCH.md: 1/3)
+ABORT_EVERY = 3  # every third transaction aborted (docs/bench.md: 1/3)
 SEGMENT_BYTES = 8 << 20
-# BENCH.md: Spark scan, read_committed, 2 cores.
+# docs/bench.md: Spark scan, read_committed, 2 cores.
 TARGET_AIOKAFKA = 2.0
 TARGET_CEILING = 0.80
 
@@ -406,7 +406,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--output", type=FilePath, default=BENCH_DIR / "RESULTS-spark.md")
     args = parser.parse_args(argv)
     if args.rounds < ROUNDS_MIN:
-        parser.error(f"--rounds must be at least {ROUNDS_MIN} (BENCH.md)")
+        parser.error(f"--rounds must be at least {ROUNDS_MIN} (docs/bench.md)")
     if args.records < TXN_RECORDS * ABORT_EVERY * args.partitions:
         parser.error(f"--records must be at least {TXN_RECORDS * ABORT_EVERY * args.partitions}")
     return args

@@ -38,7 +38,7 @@ SCHEMA_DDL = (
 # Rows per RecordBatch a peer yields: at least what eoslog's reader yields
 # (eoslog.offline.YIELD_ROWS_MIN), so the peers are not slowed by smaller batches.
 ROWS_PER_BATCH = 100_000
-# Kafka's batch attributes (FORMAT.md §4.1).
+# Kafka's batch attributes (docs/format.md §1.2).
 TRANSACTIONAL_BIT = 0x10
 CONTROL_BIT = 0x20
 

@@ -1,10 +1,11 @@
-"""Gather every BENCH.md target row from bench/RESULTS-*.md into bench/RESULTS.md and plot them.
+"""Gather every docs/bench.md target row from bench/RESULTS-*.md into bench/RESULTS.md and plot
+them.
 
     python bench/summary.py [--bench-dir DIR] [--no-plot]
 
 Each bench script (write_results.py, log_bench.py, producer_bench.py, consumer_bench.py,
 txn_bench.py, ...) measures its paths against their peers in one run and writes its own
-RESULTS-<area>.md with a "## Targets (BENCH.md)" table. This script measures nothing: it reads
+RESULTS-<area>.md with a "## Targets (docs/bench.md)" table. This script measures nothing: it reads
 those tables as they are, and writes
 
 - bench/RESULTS.md: one table of every target with its measured figure and status, each row
@@ -27,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path as FilePath
 
 BENCH_DIR = FilePath(__file__).resolve().parent
-TARGETS_HEADING = "## Targets (BENCH.md)"
-# A target as BENCH.md writes it: a comparison, a number and an optional unit.
+TARGETS_HEADING = "## Targets (docs/bench.md)"
+# A target as docs/bench.md writes it: a comparison, a number and an optional unit.
 TARGET_RE = re.compile(r"([≥≤<>])\s*([0-9][0-9.,]*)\s*(×|%|µs|ms|GB/s)?")
 FIRST_NUMBER_RE = re.compile(r"-?[0-9][0-9.,]*")
 AT_LEAST = ("≥", ">")
@@ -115,7 +116,7 @@ def results_files(bench_dir: FilePath) -> list[FilePath]:
 def render(rows: Sequence[TargetRow], sources: Sequence[FilePath], plotted: bool) -> str:
     met = sum(row.met for row in rows)
     lines = [
-        "# eoslog benchmark results: every BENCH.md target",
+        "# eoslog benchmark results: every docs/bench.md target",
         "",
         "Command: `make bench-results` (each bench script, then `.venv/bin/python "
         "bench/summary.py`, which measures nothing and gathers the tables below).  ",

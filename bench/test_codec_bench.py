@@ -2,7 +2,7 @@
 
 Run with `make bench` (or `pytest bench --benchmark-only`). Each group puts eoslog and its peers
 side by side on the same records in the same run; the summary printed at the end (conftest.py)
-gives records/s and eoslog's ratios to each peer against the BENCH.md targets. Those ratios are
+gives records/s and eoslog's ratios to each peer against the docs/bench.md targets. Those ratios are
 printed, never asserted. pytest-benchmark runs one contender's rounds after another's; the
 published figures come from bench/write_results.py, which alternates them round by round.
 

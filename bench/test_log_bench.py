@@ -5,7 +5,7 @@ Run with `pytest bench -k log --benchmark-only`. The data sets are smaller than 
 bench/log_bench.py so that the whole module runs in about a minute or two; the published
 figures (full sizes, eoslog and its peer alternated round by round, latency percentiles) come
 from `python bench/log_bench.py`, which writes bench/RESULTS-log.md. The summary printed at the
-end gives eoslog's figures and ratios next to the BENCH.md targets; nothing is asserted.
+end gives eoslog's figures and ratios next to the docs/bench.md targets; nothing is asserted.
 
 Knobs (environment): EOSLOG_BENCH_ROUNDS (default 5, after one warm-up round);
 EOSLOG_BENCH_LOG_APPEND_MIB (1 MiB batches appended per run, default 64);
@@ -77,7 +77,7 @@ class Figure:
 
 class Summary:
     """A plugin registered by the module: prints eoslog's figures and ratios to the peers
-    next to the BENCH.md targets (ratios of medians, not alternated; indicative only)."""
+    next to the docs/bench.md targets (ratios of medians, not alternated; indicative only)."""
 
     def __init__(self) -> None:
         self.figures: list[Figure] = []

@@ -1,12 +1,12 @@
 """Measure eoslog's transactions against their peers, in one run, and write
-bench/RESULTS-txn.md (the transaction rows of BENCH.md's targets).
+bench/RESULTS-txn.md (the transaction rows of docs/bench.md's targets).
 
     python bench/txn_bench.py [--records N] [--rounds R] [--latency-samples S]
                               [--sections produce,latency,read] [--tmp DIR] [--profile]
 
 Three sections, each with its contenders alternating in this process round by round:
 
-- produce: the BENCH.md standard workload (N records, default 1,000,000, value 100 B of
+- produce: the docs/bench.md standard workload (N records, default 1,000,000, value 100 B of
   JSON-like text, key null, one partition), transactional, commit every 1,000 records.
   eoslog `produce()` once per record inside begin_transaction() / commit_transaction()
   (transactional.id set, init_transactions() outside the timing; batch.num.messages 1000,
@@ -32,7 +32,7 @@ Three sections, each with its contenders alternating in this process round by ro
 
 Per contender one checked warm-up (records read back equal the records committed), then
 --rounds rounds in which the contenders run in turn (order reversed every other round);
-medians, min – max, and ratios as the median of per-round ratios. Targets (BENCH.md) are
+medians, min – max, and ratios as the median of per-round ratios. Targets (docs/bench.md) are
 printed as met / not met, never asserted.
 """
 
@@ -81,8 +81,8 @@ LATENCY_SAMPLES_DEFAULT = 2_000
 LATENCY_WARMUP = 200
 PACKAGES = ("eoslog", "confluent-kafka", "numpy", "pyarrow")
 TOPIC = "bench"
-TXN_RECORDS = 1_000  # records per transaction (BENCH.md: commit every 1,000)
-ABORT_EVERY = 3  # every third transaction aborted (BENCH.md: 1/3)
+TXN_RECORDS = 1_000  # records per transaction (docs/bench.md: commit every 1,000)
+ABORT_EVERY = 3  # every third transaction aborted (docs/bench.md: 1/3)
 SEGMENT_BYTES = 32 << 20
 CONSUME_MESSAGES = consumer_bench.CONSUME_MESSAGES
 ARROW_RECORDS = consumer_bench.ARROW_RECORDS
@@ -94,7 +94,7 @@ EOSLOG_CONFIG: dict[str, object] = {
     "batch.size": 1 << 20,
     "linger.ms": 100,
 }
-# BENCH.md targets.
+# docs/bench.md targets.
 PRODUCE_TARGET_CONFLUENT = 2.5
 PRODUCE_TARGET_SQLITE = 3.0
 COMMIT_TARGET_FRACTION = 0.80
@@ -582,7 +582,7 @@ def read_section(data: ReadData, times: dict[str, list[float]]) -> Section:
         ),
         Target(
             "read_committed consume(), aborted data present",
-            "÷ floor (BENCH.md's consume() row)",
+            "÷ floor (docs/bench.md's consume() row)",
             f"≥ {CONSUME_TARGET_FLOOR:.0%}",
             median_spread(consume_floor, pct),
             statistics.median(consume_floor) >= CONSUME_TARGET_FLOOR,
@@ -692,7 +692,7 @@ def render_report(
         "",
         rounds_line,
         "",
-        "## Targets (BENCH.md)",
+        "## Targets (docs/bench.md)",
         "",
         "| path | figure | target | measured (median; min – max) | status |",
         "|---|---|---|---|---|",
@@ -715,7 +715,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--output", type=FilePath, default=BENCH_DIR / "RESULTS-txn.md")
     args = parser.parse_args(argv)
     if args.rounds < ROUNDS_MIN:
-        parser.error(f"--rounds must be at least {ROUNDS_MIN} (BENCH.md)")
+        parser.error(f"--rounds must be at least {ROUNDS_MIN} (docs/bench.md)")
     if args.records < TXN_RECORDS * ABORT_EVERY:
         parser.error(f"--records must be at least {TXN_RECORDS * ABORT_EVERY}")
     args.sections = [s.strip() for s in args.sections.split(",") if s.strip()]

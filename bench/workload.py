@@ -1,4 +1,4 @@
-"""The standard workload of BENCH.md, and the same records encoded by eoslog and by its peers.
+"""The standard workload of docs/bench.md, and the same records encoded by eoslog and by its peers.
 
 N records (1,000,000 unless EOSLOG_BENCH_RECORDS says otherwise), key null (or 8 bytes with
 EOSLOG_BENCH_KEY_BYTES=8), value exactly 100 bytes of JSON-like text, 1,000 records per batch,
@@ -110,7 +110,7 @@ class Workload:
         return sum(len(chunk) for chunk in self.slow_chunks)
 
     def describe(self) -> str:
-        """The one-line workload statement BENCH.md asks every benchmark to print."""
+        """The one-line workload statement docs/bench.md asks every benchmark to print."""
         key = f"{self.key_bytes}-byte keys" if self.key_bytes else "key null"
         return (
             f"{self.records:,} records, {key}, value {VALUE_BYTES} B JSON-like text, "

@@ -6,7 +6,7 @@ For each path (bench/contenders.py) every contender runs once as a warm-up whose
 checked against the workload, then all contenders run alternately, round after round
 (A B C, A B C, ...), so a slow phase of this shared machine hits every contender alike. Per
 contender: median and min-max of records/s over the rounds. Per pair: the median of the
-per-round ratios. The ratios are compared with the BENCH.md targets and marked met / not met;
+per-round ratios. The ratios are compared with the docs/bench.md targets and marked met / not met;
 nothing is asserted and nothing is hard-coded. A physical-limits line (CRC32C and memcpy on
 1 MiB) is measured in the same run.
 """
@@ -47,7 +47,7 @@ from contenders import (  # noqa: E402
 from workload import RECORDS_DEFAULT, Workload  # noqa: E402
 
 ROUNDS_DEFAULT = 7
-ROUNDS_MIN = 3  # BENCH.md: median and spread over >= 3 runs
+ROUNDS_MIN = 3  # docs/bench.md: median and spread over >= 3 runs
 LIMIT_BYTES = 1024 * 1024
 # Each physical-limit round repeats its call for at least this long, so that a 30 µs memcpy
 # is timed over many calls and a slow pure-Python CRC over at least one.
@@ -397,7 +397,7 @@ def render(
         "the default `check_crcs=True`). Decoders read the same eoslog-built segment; encoders",
         "encode the same pre-chunked records. kafka-python runs on a prefix (rates compare).",
         "",
-        "## Targets (BENCH.md)",
+        "## Targets (docs/bench.md)",
         "",
         *target_lines(results),
         "",
@@ -429,7 +429,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--output", type=FilePath, default=BENCH_DIR / "RESULTS-codec.md")
     args = parser.parse_args(argv)
     if args.rounds < ROUNDS_MIN:
-        parser.error(f"--rounds must be at least {ROUNDS_MIN} (BENCH.md)")
+        parser.error(f"--rounds must be at least {ROUNDS_MIN} (docs/bench.md)")
     args.paths = [p for p in args.paths.split(",") if p]
     unknown = set(args.paths) - set(PATHS)
     if unknown:

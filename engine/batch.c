@@ -9,7 +9,7 @@
 #include "status.h"
 #include "varint.h"
 
-/* Broken invariants are our bugs: fail loudly even in release builds (STYLE.md rule 5);
+/* Broken invariants are our bugs: fail loudly even in release builds (docs/style.md rule 5);
  * assert() would vanish under NDEBUG. */
 #define EOS_VERIFY(cond)          \
     do {                          \

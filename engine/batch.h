@@ -1,5 +1,5 @@
 /* Kafka v2 record batches in C: header read/write, CRC, record parsing, the validation walk and
- * the columnar decode (FORMAT.md §1-§3, §10). No Python objects; every function is safe to call
+ * the columnar decode (docs/format.md §1-§3, §10). No Python objects; every function is safe to call
  * without the GIL. Functions return an enum eos_status (status.h); nothing here allocates.
  *
  * Bounds: every length read from the bytes is checked against the bytes present before it is

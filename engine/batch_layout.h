@@ -1,7 +1,7 @@
-/* The Kafka v2 record batch layout in C: byte offsets, sizes, attribute bits (FORMAT.md §1-§3).
+/* The Kafka v2 record batch layout in C: byte offsets, sizes, attribute bits (docs/format.md §1-§3).
  *
  * python/eoslog/record/layout.py states the same numbers for Python; tests/test_layout.py
- * checks that the two agree, field by field (STYLE.md rule 1). All header integers are
+ * checks that the two agree, field by field (docs/style.md rule 1). All header integers are
  * big-endian. */
 #ifndef EOSLOG_BATCH_LAYOUT_H
 #define EOSLOG_BATCH_LAYOUT_H

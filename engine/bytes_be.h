@@ -1,5 +1,5 @@
 /* Big-endian loads and stores: every integer in Kafka's batch header, indexes and snapshots is
- * big-endian (FORMAT.md, general conventions). memcpy keeps unaligned access defined; compilers
+ * big-endian (docs/format.md, general conventions). memcpy keeps unaligned access defined; compilers
  * turn each into one load or store plus a byte swap. */
 #ifndef EOSLOG_BYTES_BE_H
 #define EOSLOG_BYTES_BE_H

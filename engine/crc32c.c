@@ -1,4 +1,4 @@
-/* CRC-32C (Castagnoli), as Kafka's v2 batches use it (FORMAT.md §1.1).
+/* CRC-32C (Castagnoli), as Kafka's v2 batches use it (docs/format.md §1.1).
  *
  * Two paths compute the same function. The portable path reads eight bytes per step through
  * eight 256-entry tables ("slicing by 8"). The hardware path uses the SSE4.2 crc32 instruction,
@@ -33,7 +33,7 @@
 #define EOS_CRC_HAVE_X86 0
 #endif
 
-/* The Castagnoli polynomial, reflected (FORMAT.md §1.1). */
+/* The Castagnoli polynomial, reflected (docs/format.md §1.1). */
 #define POLY_REFLECTED 0x82F63B78u
 /* The polynomial 1 (x^0) and x^8 in the reflected layout. */
 #define POLY_ONE 0x80000000u

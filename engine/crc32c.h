@@ -1,5 +1,5 @@
 /* CRC-32C (Castagnoli; reflected polynomial 0x82F63B78, init and final XOR 0xFFFFFFFF), the
- * checksum of Kafka's v2 batches (FORMAT.md §1.1). No Python objects; safe without the GIL. */
+ * checksum of Kafka's v2 batches (docs/format.md §1.1). No Python objects; safe without the GIL. */
 #ifndef EOSLOG_CRC32C_H
 #define EOSLOG_CRC32C_H
 

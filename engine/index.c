@@ -3,7 +3,7 @@
 
 #include "bytes_be.h"
 
-/* Broken invariants are our bugs: fail loudly even in release builds (STYLE.md rule 5), where
+/* Broken invariants are our bugs: fail loudly even in release builds (docs/style.md rule 5), where
  * assert() would vanish under NDEBUG. */
 #define EOS_INDEX_VERIFY(cond)             \
     do {                                   \

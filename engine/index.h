@@ -1,9 +1,9 @@
 /* Kafka's offset and time index entries, and the "warm section" binary search over them
- * (FORMAT.md §5.4, §5.5, §5.8; AbstractIndex indexSlotRangeFor and binarySearch).
+ * (docs/format.md §5.4, §5.5, §5.8; AbstractIndex indexSlotRangeFor and binarySearch).
  *
  * Entries are read in place, big-endian, from the mapped .index / .timeindex file; nothing here
  * allocates or touches Python objects, so every function is safe without the GIL. This header
- * is the one definition of the entry layouts (STYLE.md rule 1): pyext/index.pyx reads and
+ * is the one definition of the entry layouts (docs/style.md rule 1): pyext/index.pyx reads and
  * writes entries with these offsets and sizes. */
 #ifndef EOSLOG_INDEX_H
 #define EOSLOG_INDEX_H
@@ -22,7 +22,7 @@
 #define EOS_TIME_INDEX_TIMESTAMP_AT 0
 #define EOS_TIME_INDEX_RELATIVE_OFFSET_AT 8
 
-/* Aborted transaction entry (AbortedTxn, FORMAT.md §6.1): version int16 (0), producer id,
+/* Aborted transaction entry (AbortedTxn, docs/format.md §6.1): version int16 (0), producer id,
  * first offset, last offset, last stable offset, each int64. */
 #define EOS_TXN_INDEX_ENTRY_BYTES 34
 #define EOS_TXN_INDEX_VERSION_AT 0

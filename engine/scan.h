@@ -1,5 +1,5 @@
 /* Scanning runs of whole batches in a segment's bytes: the per-batch loop of recovery, index
- * rebuilding and offset lookups (FORMAT.md §1.5, §5.9, §9.3). No Python objects; no
+ * rebuilding and offset lookups (docs/format.md §1.5, §5.9, §9.3). No Python objects; no
  * allocation; safe without the GIL. */
 #ifndef EOSLOG_SCAN_H
 #define EOSLOG_SCAN_H
@@ -40,7 +40,7 @@ size_t eos_find_valid_batch(const uint8_t *buf, size_t len, size_t from);
  * >= target, reading headers only (the batch itself may run past len). EOS_OK: it starts at
  * *position and is *size bytes long. EOS_TRUNCATED_BATCH: the headers ran out; the next one
  * starts at *position (possibly past len): read on from there. Otherwise the status of a bad
- * length or magic at *position. The offset lookup of a read uses it (FORMAT.md §5.9). */
+ * length or magic at *position. The offset lookup of a read uses it (docs/format.md §5.9). */
 int eos_find_batch(const uint8_t *buf, size_t len, size_t start, int64_t target,
                    size_t *position, size_t *size);
 

@@ -1,4 +1,4 @@
-/* Status codes returned by the nogil kernels (STYLE.md rule 4: status inside, exceptions
+/* Status codes returned by the nogil kernels (docs/style.md rule 4: status inside, exceptions
  * outside). python/eoslog/record/status.py holds the same numbers and the messages;
  * tests/test_layout.py checks that the two agree. */
 #ifndef EOSLOG_STATUS_H

@@ -1,4 +1,4 @@
-/* Zigzag varints and varlongs as Kafka's ByteUtils encodes them (FORMAT.md §2.1).
+/* Zigzag varints and varlongs as Kafka's ByteUtils encodes them (docs/format.md §2.1).
  *
  * Decoders take [p, end) and never read past end. They return the number of bytes consumed,
  * or 0 when the input is malformed: it ran out, or a varint's 5th byte (a varlong's 10th)

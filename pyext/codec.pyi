@@ -1,4 +1,4 @@
-"""The Kafka v2 record batch codec (FORMAT.md §1-§4, §10).
+"""The Kafka v2 record batch codec (docs/format.md §1-§4, §10).
 
 Implemented by eoslog._ext.codec (Cython over engine/) and eoslog.record.pycodec (the readable
 pure-Python twin). `eoslog.record.codec` is whichever of the two is in use
@@ -35,7 +35,7 @@ def validate_batch(
     data: Buffer, *, batch_bytes_max: int = ..., from_client: bool = True
 ) -> ValidatedBatch:
     """Check that `data` is exactly one well-formed v2 batch, as a Kafka leader does on
-    append (FORMAT.md §10), walking (and decompressing) every record. In order:
+    append (docs/format.md §10), walking (and decompressing) every record. In order:
     header as read_header; TRUNCATED_BATCH / TRAILING_BYTES (exactly one batch); size >
     batch_bytes_max -> RecordTooLargeError; from a client, base offset != 0; CRC; from a
     client: control batch, count != last offset delta + 1 or count <= 0, producer id >= 0 with
@@ -76,7 +76,7 @@ def build_control_batch(
     partition_leader_epoch: int = -1,
 ) -> bytes:
     """A COMMIT (1) or ABORT (0) end-transaction marker batch exactly as Kafka writes it
-    (FORMAT.md §3): 78 bytes, attributes 0x30, base sequence -1, one record."""
+    (docs/format.md §3): 78 bytes, attributes 0x30, base sequence -1, one record."""
 
 def decode_columns(
     data: Buffer,

@@ -56,7 +56,7 @@ from eoslog.record.columns import ColumnarRecords, RecordHeaders
 from eoslog.record.types import BatchHeader, Record, ValidatedBatch
 
 # The C statement of the layout and status codes, for tests/test_layout.py to compare with
-# layout.py and status.py (STYLE.md rule 1).
+# layout.py and status.py (docs/style.md rule 1).
 LAYOUT = {
     "BASE_OFFSET_OFFSET": EOS_BASE_OFFSET_OFFSET,
     "BATCH_LENGTH_OFFSET": EOS_BATCH_LENGTH_OFFSET,
@@ -180,7 +180,7 @@ def batch_crc(data, Py_ssize_t position=0):
 
 
 cdef int check_client_rules(const eos_batch_header *h) noexcept:
-    """The rules a leader applies to a batch from a producer (FORMAT.md §10.2)."""
+    """The rules a leader applies to a batch from a producer (docs/format.md §10.2)."""
     if h.attributes & EOS_CONTROL_MASK:
         return EOS_CONTROL_FROM_CLIENT
     if h.records_count <= 0 or <int64_t>h.last_offset_delta + 1 != h.records_count:
@@ -359,7 +359,7 @@ def stamp_batch(data, *, int64_t base_offset, int32_t partition_leader_epoch,
         h.max_timestamp = log_append_time_ms
     eos_write_header(&view[0], &h)
     if log_append_time_ms >= 0:
-        # Only the attributes and max timestamp are covered by the CRC (FORMAT.md §1.1).
+        # Only the attributes and max timestamp are covered by the CRC (docs/format.md §1.1).
         h.crc = eos_batch_crc(&view[0], batch_size)
         eos_write_header(&view[0], &h)
 

@@ -1,6 +1,6 @@
 # Framing shared by the batch decoders (included into codec.pyx and message.pyx): where a
 # batch starts, its records section (decompressed if need be), and the one turn of an engine
-# status into an eoslog exception (STYLE.md rule 4: eoslog.errors.raise_for_status). The
+# status into an eoslog exception (docs/style.md rule 4: eoslog.errors.raise_for_status). The
 # including module cimports what these use (see codec.pyx) and imports limits, lz4frame and
 # raise_for_status.
 

@@ -1,4 +1,4 @@
-"""Offset, time and transaction index entries (FORMAT.md §5.4-§5.8, §6.1-§6.3).
+"""Offset, time and transaction index entries (docs/format.md §5.4-§5.8, §6.1-§6.3).
 
 Implemented by eoslog._ext.index (Cython over engine/index.c); there is no pure-Python twin:
 eoslog.log.offset_index, time_index and txn_index use it directly.
@@ -95,7 +95,7 @@ class IndexEntries:
 def encode_aborted_txn(
     producer_id: int, first_offset: int, last_offset: int, last_stable_offset: int
 ) -> bytes:
-    """The 34-byte transaction index entry, version 0 (FORMAT.md §6.1)."""
+    """The 34-byte transaction index entry, version 0 (docs/format.md §6.1)."""
 
 def decode_aborted_txns(data: Buffer, entry_type: type[_Txn]) -> list[_Txn]:
     """Every whole entry of `data` in order (a partial trailing entry is ignored), each built
@@ -106,7 +106,7 @@ def decode_aborted_txns(data: Buffer, entry_type: type[_Txn]) -> list[_Txn]:
 def collect_aborted_txns(
     data: Buffer, fetch_offset: int, upper_bound_offset: int, entry_type: type[_Txn]
 ) -> tuple[list[_Txn], bool]:
-    """Kafka's TransactionIndex.collectAbortedTxns (FORMAT.md §6.3): walking the entries in
+    """Kafka's TransactionIndex.collectAbortedTxns (docs/format.md §6.3): walking the entries in
     order, keep each with last_offset >= fetch_offset and first_offset < upper_bound_offset;
     stop after the first entry with last_stable_offset >= upper_bound_offset. Returns the kept
     entries and whether it stopped there (the search is complete: later segments need not be

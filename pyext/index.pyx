@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""Offset, time and transaction index entries over the C engine (FORMAT.md §5.4-§5.8, §6).
+"""Offset, time and transaction index entries over the C engine (docs/format.md §5.4-§5.8, §6).
 
 The contract is pyext/index.pyi. engine/index.h defines the entry layouts and the warm-section
 search; this module reads and writes entries in place, in any buffer (an mmap of the index
@@ -226,7 +226,7 @@ cdef class IndexEntries:
         """Write (first, second) in slot `count` and count it.
 
         The index classes check Kafka's rules first; what is checked here are the invariants
-        the file format itself needs (STYLE.md rule 5), so a bug above cannot write an entry
+        the file format itself needs (docs/style.md rule 5), so a bug above cannot write an entry
         that breaks the sort order every search relies on."""
         self.check_attached()
         if not self.is_writable:
@@ -272,7 +272,7 @@ cdef class IndexEntries:
         self.entry_count = count
 
 
-# Aborted transaction entries (FORMAT.md §6.1).
+# Aborted transaction entries (docs/format.md §6.1).
 
 ctypedef struct aborted_txn:
     int64_t producer_id
@@ -293,7 +293,7 @@ cdef inline aborted_txn read_txn(const uint8_t *p) noexcept:
 cdef inline int txn_version(const uint8_t *p) noexcept:
     # Kafka reads the version as the first byte alone, signed (AbortedTxn.version() is a byte
     # get), and rejects only versions above 0: 0x01-0x7F are refused, 0x80-0xFF read as
-    # negative and pass, and the second byte is never looked at (FORMAT.md §6.1).
+    # negative and pass, and the second byte is never looked at (docs/format.md §6.1).
     return <int8_t>p[EOS_TXN_INDEX_VERSION_AT]
 
 
@@ -367,7 +367,7 @@ cdef tuple walk_txns(object data, bint filtered, int64_t fetch_offset,
             txns[found] = txn
             found += 1
         # Checked after the entry itself was considered: the entry whose LSO reaches the
-        # upper bound is the last one that can overlap the fetch (FORMAT.md §6.3).
+        # upper bound is the last one that can overlap the fetch (docs/format.md §6.3).
         if txn.last_stable_offset >= upper_bound_offset:
             complete = True
             break

@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""Message (API.md "Consumer"): one record as a consumer sees it, shaped like
+"""Message (docs/api.md "Consumer"): one record as a consumer sees it, shaped like
 confluent_kafka.Message, made one per record in C by make_messages.
 
 A fetch is indexed, not decoded: index_records walks its batches in C (framing, CRC, records

@@ -1,4 +1,4 @@
-"""CRC-32C and zigzag varints (FORMAT.md §1.1, §2.1).
+"""CRC-32C and zigzag varints (docs/format.md §1.1, §2.1).
 
 Implemented by eoslog._ext.primitives (C, engine/) and eoslog.record.pyprimitives (pure Python
 twin); both behave identically, and tests run against both.

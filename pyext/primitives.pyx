@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""CRC-32C and zigzag varints (FORMAT.md §1.1, §2.1), over the C engine.
+"""CRC-32C and zigzag varints (docs/format.md §1.1, §2.1), over the C engine.
 
 The contract is pyext/primitives.pyi; eoslog.record.pyprimitives is the pure-Python twin and
 tests/test_primitives.py runs one suite against both. Every function may be called from any
@@ -36,7 +36,7 @@ cdef enum:
     CRC_NOGIL_BYTES_MIN = 64 * 1024
 
 
-# A portable CRC that misses its own known answers is our bug (STYLE.md rule 3): refuse to load
+# A portable CRC that misses its own known answers is our bug (docs/style.md rule 3): refuse to load
 # rather than write or accept batches with wrong checksums.
 _BACKEND = eos_crc32c_backend().decode("ascii")
 if _BACKEND not in ("sse4.2", "portable"):

@@ -1,4 +1,4 @@
-"""Per-partition producer state (FORMAT.md §8): the table appends are checked against and the
+"""Per-partition producer state (docs/format.md §8): the table appends are checked against and the
 Kafka .snapshot layout it is saved in. Implemented in Cython (pyext/producer_state.pyx); no
 pure-Python twin. Thread safety: the partition's writer calls everything under its lock."""
 

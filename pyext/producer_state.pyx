@@ -1,12 +1,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""Per-partition producer state (FORMAT.md §8; Kafka's ProducerStateManager, ProducerStateEntry
+"""Per-partition producer state (docs/format.md §8; Kafka's ProducerStateManager, ProducerStateEntry
 and ProducerAppendInfo). The contract is pyext/producer_state.pyi.
 
 A table maps each producer id to its entry: the epoch, the last 5 data batches (sequences and
 offsets, for duplicate detection), the open transaction's first offset, the coordinator epoch
 and the newest timestamp. Appends are checked against it (check_append) before any byte is
 written and recorded (apply_append) only after the bytes are written: a failed check leaves no
-trace (STYLE.md rule 9). The snapshot file layout (§8.3) is defined here, once, for writing and
+trace (docs/style.md rule 9). The snapshot file layout (§8.3) is defined here, once, for writing and
 reading.
 
 Thread safety: the partition's writer calls every method under the partition lock; nothing
@@ -43,7 +43,7 @@ NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 NO_OFFSET = -1
 
-# The snapshot layout (FORMAT.md §8.3): a header, then fixed-size entries, big-endian.
+# The snapshot layout (docs/format.md §8.3): a header, then fixed-size entries, big-endian.
 cdef enum:
     _VERSION = 1
     _HEADER_BYTES = 10  # version int16, crc uint32 (of the bytes after it), count int32
@@ -186,7 +186,7 @@ cdef class ProducerStateTable:
     cdef dict _entries
     # The open transactions: first offset -> producer id (Kafka's ongoingTxns). A single node
     # is its own ISR, so a completed transaction is below the high watermark at once and
-    # needs no "unreplicated" set (FORMAT.md §7).
+    # needs no "unreplicated" set (docs/format.md §7).
     cdef dict _ongoing
     # State covers every offset below this one (Kafka's mapEndOffset).
     cdef public int64_t map_end_offset
@@ -197,7 +197,7 @@ cdef class ProducerStateTable:
         self.map_end_offset = map_end_offset
 
     def first_unstable_offset(self):
-        """The first offset of the oldest open transaction, or None (FORMAT.md §7)."""
+        """The first offset of the oldest open transaction, or None (docs/format.md §7)."""
         return min(self._ongoing) if self._ongoing else None
 
     def __len__(self):
@@ -229,7 +229,7 @@ cdef class ProducerStateTable:
         int32_t last_offset_delta,
         bint transactional,
     ):
-        """Check a client's data batch against the state before it (FORMAT.md §8.2, in
+        """Check a client's data batch against the state before it (docs/format.md §8.2, in
         Kafka's order), changing nothing. Returns (APPEND_OK, None) or (APPEND_DUPLICATE,
         (first offset, last offset, timestamp) of the original). Raises
         InvalidProducerEpochError, OutOfOrderSequenceError or InvalidTxnStateError."""
@@ -241,7 +241,7 @@ cdef class ProducerStateTable:
         existing = self._entries.get(producer_id)
         if existing is None:
             # An unknown producer (new, expired or state lost) starts with any epoch and any
-            # sequence (FORMAT.md §8.2 item 5).
+            # sequence (docs/format.md §8.2 item 5).
             return APPEND_OK, None
         entry = <ProducerEntry>existing
         if epoch == entry.epoch:
@@ -294,7 +294,7 @@ cdef class ProducerStateTable:
         bint transactional,
     ):
         """Record a data batch whose bytes are written (client appends after check_append,
-        and replay at load, which checks nothing: FORMAT.md §8.4, REPLICATION origin)."""
+        and replay at load, which checks nothing: docs/format.md §8.4, REPLICATION origin)."""
         cdef ProducerEntry entry = self._entry_or_new(producer_id)
         cdef int32_t last_sequence = _last_sequence_of(base_sequence, last_offset_delta)
         entry.set_epoch(epoch)
@@ -307,7 +307,7 @@ cdef class ProducerStateTable:
         self.map_end_offset = last_offset + 1
 
     def check_marker(self, int64_t producer_id, int16_t epoch, int32_t coordinator_epoch):
-        """Check a transaction marker from the coordinator (FORMAT.md §8.2 items 3 and 7):
+        """Check a transaction marker from the coordinator (docs/format.md §8.2 items 3 and 7):
         InvalidProducerEpochError for an older producer epoch,
         TransactionCoordinatorFencedError for an older coordinator epoch."""
         existing = self._entries.get(producer_id)
@@ -348,7 +348,7 @@ cdef class ProducerStateTable:
 
     def remove_expired(self, int64_t now_ms, int64_t expiration_ms):
         """Drop producers without an open transaction whose newest timestamp is at least
-        expiration_ms old (FORMAT.md §8.5). Returns how many were dropped."""
+        expiration_ms old (docs/format.md §8.5). Returns how many were dropped."""
         cdef ProducerEntry entry
         expired = []
         for producer_id, value in self._entries.items():
@@ -367,7 +367,7 @@ cdef class ProducerStateTable:
         self._ongoing.clear()
         self.map_end_offset = map_end_offset
 
-    # --- snapshots (FORMAT.md §8.3) --------------------------------------------------------
+    # --- snapshots (docs/format.md §8.3) --------------------------------------------------------
 
     def snapshot(self):
         """The table in Kafka's .snapshot format: only each producer's newest batch is kept,

@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""The consumer's read_committed filter (FORMAT.md §6.4; Kafka's CompletedFetch
+"""The consumer's read_committed filter (docs/format.md §6.4; Kafka's CompletedFetch
 nextFetchedRecord / isBatchAborted), in Cython: which batches of a fetch reach the
 application. The contract and the readable twin are eoslog.client.fetch (its
 plan_fetch_reference is this function's twin; tests/test_fetch_plan.py holds the two
@@ -26,7 +26,7 @@ cdef int16_t TRANSACTIONAL_MASK = layout.TRANSACTIONAL_MASK
 
 def is_abort_marker(records, Py_ssize_t position):
     """Whether the control batch at `position` holds an ABORT marker (its first record's key
-    is version int16 + type int16; FORMAT.md §3). InvalidRecordError for a key shorter than
+    is version int16 + type int16; docs/format.md §3). InvalidRecordError for a key shorter than
     4 bytes; an empty control batch is not one."""
     found = codec.batch_records(records, position)
     if not found:

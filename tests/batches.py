@@ -26,11 +26,11 @@ from eoslog.errors import (
 from eoslog.record import layout
 from eoslog.record.types import BatchHeader, Record
 
-# FORMAT.md §11's base timestamp: 2023-11-14T22:13:20Z.
+# docs/format.md §11's base timestamp: 2023-11-14T22:13:20Z.
 TS = 1_700_000_000_000
 INT32_MAX = (1 << 31) - 1
 
-# The only exceptions bad bytes may raise (STYLE.md rule 3: bad input raises a typed error).
+# The only exceptions bad bytes may raise (docs/style.md rule 3: bad input raises a typed error).
 TYPED_ERRORS: tuple[type[Exception], ...] = (
     CorruptRecordError,
     InvalidRecordError,
@@ -133,7 +133,7 @@ def outcome(function: Any, *args: Any, **kwargs: Any) -> tuple[str, Any]:
 
 
 def encode_varint(value: int) -> bytes:
-    """Zigzag LEB128 (FORMAT.md §2.1), written out here so forged records do not depend on the
+    """Zigzag LEB128 (docs/format.md §2.1), written out here so forged records do not depend on the
     twins' own encoder."""
     unsigned = (value << 1) ^ (value >> 63)
     unsigned &= (1 << 64) - 1
@@ -146,7 +146,7 @@ def encode_varint(value: int) -> bytes:
 
 
 def kafka_lz4_frame(payload: bytes) -> bytes:
-    """An LZ4 frame exactly as Kafka writes one (FORMAT.md §4): independent 64 KiB blocks, no
+    """An LZ4 frame exactly as Kafka writes one (docs/format.md §4): independent 64 KiB blocks, no
     content size, no checksums; header 04 22 4D 18 60 40 82."""
     return lz4.frame.compress(
         payload,
@@ -203,7 +203,7 @@ def raw_record(
     header_count: int | None = None,
     key_length: int | None = None,
 ) -> bytes:
-    """One v2 record (FORMAT.md §2) with the option to lie in its count and length fields."""
+    """One v2 record (docs/format.md §2) with the option to lie in its count and length fields."""
 
     def nullable(data: bytes | None, length: int | None = None) -> bytes:
         if data is None:

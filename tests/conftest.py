@@ -1,4 +1,4 @@
-"""Shared fixtures: every codec test runs against both twins (STYLE.md rule 12), and the
+"""Shared fixtures: every codec test runs against both twins (docs/style.md rule 12), and the
 log tests open brokers in a temporary directory with a driven clock (`clock`, `open_broker`).
 
 Codec twins:

@@ -1,4 +1,4 @@
-"""Family 14 (RELIABILITY.md), part 3: the case list, every file kind, clean and unclean.
+"""Family 14 (docs/reliability.md), part 3: the case list, every file kind, clean and unclean.
 
 `catalogue(layouts, seed, random_flips)` names each case `variant/kind/what`; the runner and
 the test build the same list from the same pristine layouts and seed. The expectation of each

@@ -1,4 +1,4 @@
-"""Family 14 (RELIABILITY.md), part 2: the catalogue of damage.
+"""Family 14 (docs/reliability.md), part 2: the catalogue of damage.
 
 Each case is a small named function applied to a fresh copy of a pristine directory
 (tests/hostile_dir.py), with plain file I/O, never through the code under test. It returns
@@ -6,7 +6,7 @@ Each case is a small named function applied to a fresh copy of a pristine direct
 may lose (the damaged batch's base offset, or the first offset of the transaction a damaged
 marker ends), so the classifier can tell a reported cut from silent loss.
 
-What a correct engine may do with each case (`expect`), following RELIABILITY.md and issue 12:
+What a correct engine may do with each case (`expect`), following docs/reliability.md and issue 12:
 - "ok": every reader returns exactly the pristine view (derived files rebuilt, harmless damage);
 - "typed": a KafkaException naming a file, at open or at read, and no data destroyed;
 - "cut": after an UNclean stop, damage with no valid batch after it is a torn tail: open cuts
@@ -47,7 +47,7 @@ ABSOLUTE_BAIT = f"/tmp/eoslog-hostile-abs-{os.getpid()}"
 TXN_ENTRY = struct.Struct(">hqqqq")  # version, producer id, first, last, last stable offset
 SNAPSHOT_ENTRY_BYTES = 46
 SNAPSHOT_HEADER_BYTES = 10
-# v2 batch header fields: (position, size) (FORMAT.md §1.1).
+# v2 batch header fields: (position, size) (docs/format.md §1.1).
 FIELDS = {
     "base_offset": (0, 8),
     "length": (8, 4),

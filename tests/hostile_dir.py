@@ -1,4 +1,4 @@
-"""Family 14 (RELIABILITY.md), part 1: the realistic log directory the hostile-file corpus
+"""Family 14 (docs/reliability.md), part 1: the realistic log directory the hostile-file corpus
 damages, its layout, and the attempt that reads a damaged copy.
 
 The directory holds two user topics (`orders` with two partitions, `audit` with one) in

@@ -1,4 +1,4 @@
-"""Family 14 (RELIABILITY.md), part 4: running the cases and classifying what happened.
+"""Family 14 (docs/reliability.md), part 4: running the cases and classifying what happened.
 
 One runner process (started by tests/test_hostile_files.py) imports eoslog once, then for
 each case copies the pristine directory into a sandbox, applies the damage, and forks a child
@@ -403,7 +403,7 @@ def reopen_differs(
     root: str, work: str, seen: dict[str, Any], variant: Variant, timeout_s: int
 ) -> str:
     """Why a second attempt on what the first left does not see the same thing plus the
-    record the first appended, or "" (RELIABILITY.md invariant 8: recovery is deterministic;
+    record the first appended, or "" (docs/reliability.md invariant 8: recovery is deterministic;
     an open that "succeeded" must not have left damage for the next one)."""
     status, _, again = attempt_once(root, work, variant.expected.record_count() + 1, timeout_s)
     if again is None or status != 0:

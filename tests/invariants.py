@@ -1,4 +1,4 @@
-"""The invariant checker every reliability family runs after a restart (RELIABILITY.md
+"""The invariant checker every reliability family runs after a restart (docs/reliability.md
 "The invariant checker"): invariants 1, 2, 7 and 8 for the partition log.
 
     report = check_log(path_or_broker, acked, fs=twin_image)
@@ -576,7 +576,7 @@ class Ledger:
 
     def delivered(self, tp: TopicPartition, offset: int, value: bytes | None) -> None:
         """A delivery callback reported the record without error: under "commit" and
-        "always" that is an acknowledgement of its own (RELIABILITY.md), durable at once."""
+        "always" that is an acknowledgement of its own (docs/reliability.md), durable at once."""
         entry = (offset, offset, (value,))
         (self.pending if self.durability == "none" else self.acked)[tp].append(entry)
 

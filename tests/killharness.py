@@ -1,4 +1,4 @@
-"""A parent/child harness for kill -9 trials (RELIABILITY.md family 1).
+"""A parent/child harness for kill -9 trials (docs/reliability.md family 1).
 
 The child is a Python script that works on a log directory and reports on its stdout, one JSON
 object per line, what it is about to do and what was acknowledged, flushing after each line:

@@ -18,7 +18,7 @@ from eoslog.log.segment import LogSegment
 from eoslog.record import codec
 from eoslog.record.types import BatchHeader, Record
 
-# FORMAT.md §11's base timestamp: 2023-11-14T22:13:20Z.
+# docs/format.md §11's base timestamp: 2023-11-14T22:13:20Z.
 TS = 1_700_000_000_000
 NO_TIMESTAMP = -1
 

@@ -1,4 +1,4 @@
-"""An acknowledgement means durable (RELIABILITY.md; README "Durability"): under durability
+"""An acknowledgement means durable (docs/reliability.md; README "Durability"): under durability
 "commit" and "always" a delivery callback without error, a flush() return,
 commit_transaction() and a consumer commit() happen only after the fsync that covers them.
 

@@ -1,4 +1,4 @@
-"""Family 7 (RELIABILITY.md): the bank invariant under kill -9. A child moves money between
+"""Family 7 (docs/reliability.md): the bank invariant under kill -9. A child moves money between
 three partitions of one topic, each transfer a transaction (a debit on one partition, the
 credit on another, some aborted), while a reader thread in the same process sums the balance
 over and over in read_committed snapshots (a consistent cut of the three partitions from

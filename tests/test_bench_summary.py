@@ -17,7 +17,7 @@ LOG_STYLE = """# eoslog log benchmarks
 Command: `x`
 Date: 2026-11-21 08:09 UTC; wall time 51 s
 
-## Targets (BENCH.md)
+## Targets (docs/bench.md)
 
 | path | figure | target | measured (median; min – max) | status |
 |---|---|---|---|---|
@@ -32,7 +32,7 @@ CODEC_STYLE = """# eoslog codec benchmarks
 
 Date: 2026-11-21 05:41 UTC; wall time 99 s
 
-## Targets (BENCH.md)
+## Targets (docs/bench.md)
 
 | path | eoslog | peer | target | measured ratio (median; min – max) | status |
 |---|---|---|---:|---:|---|

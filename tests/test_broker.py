@@ -1,5 +1,5 @@
-"""The broker: one process's ownership of a log directory (API.md "Opening a log directory";
-FORMAT.md §9.1; RELIABILITY.md "Security and bad input").
+"""The broker: one process's ownership of a log directory (docs/api.md "Opening a log directory";
+docs/format.md §9.1; docs/reliability.md "Security and bad input").
 
 Covers the directory lock (against a second process), topics and their persisted config,
 validation before any path is built, the CRC-protected metadata file, file modes, and what
@@ -390,7 +390,7 @@ def test_files_and_directories_are_created_0644_and_0755_under_the_umask(
 
 
 def parse_checkpoint(path: str) -> set[tuple[str, int, int]]:
-    """Kafka's checkpoint text (FORMAT.md §9.1), parsed strictly."""
+    """Kafka's checkpoint text (docs/format.md §9.1), parsed strictly."""
     with open(path, encoding="utf-8") as file:
         text = file.read()
     assert text.endswith("\n")

@@ -1,5 +1,6 @@
 """Columnar decode (codec.decode_columns) and its Arrow form in the Spark Kafka source's schema
-(API.md "Spark"): the same records batch_records gives, filtered by offset, as Arrow columns."""
+(docs/api.md "Spark"): the same records batch_records gives, filtered by offset, as Arrow
+columns."""
 
 from __future__ import annotations
 

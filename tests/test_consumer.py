@@ -1,4 +1,5 @@
-"""The Consumer without groups (API.md "Consumer"; FORMAT.md §6.4, §7; DESIGN.md "Fetch").
+"""The Consumer without groups (docs/api.md "Consumer"; docs/format.md §6.4, §7; docs/design.md
+"Fetch").
 
 Logs are built with PartitionLog.append_batch and codec.BatchBuilder; markers with
 PartitionLog.append_marker, as the transaction coordinator writes them (transactions v2: each
@@ -109,7 +110,7 @@ def report_aborted(
 ) -> None:
     """Make log.read return these aborted transactions, (producer id, first offset, ABORT
     marker offset), under read_committed: those whose marker is at or after the fetch offset
-    (FORMAT.md §6.3)."""
+    (docs/format.md §6.3)."""
     real_read = log.read
 
     def read(offset: int, max_bytes: int = 1 << 20, isolation_level: str = "read_committed"):
@@ -450,7 +451,7 @@ def test_watermarks_report_lso_under_read_committed(
     append(log, values(0, 10))
     tp = TopicPartition(TOPIC, 0)
     assert broker.consumer({}).get_watermark_offsets(tp) == (0, 10)
-    # An open transaction from offset 4 holds the LSO there (FORMAT.md §7).
+    # An open transaction from offset 4 holds the LSO there (docs/format.md §7).
     monkeypatch.setattr(PartitionLog, "last_stable_offset", property(lambda self: 4))
     committed = broker.consumer({"isolation.level": "read_committed"})
     uncommitted = broker.consumer({"isolation.level": "read_uncommitted"})

@@ -1,5 +1,5 @@
 """Bad bytes raise a typed error, change nothing and allocate nothing they were not given
-(STYLE.md rule 3, RELIABILITY.md "Security and bad input"), in both twins."""
+(docs/style.md rule 3, docs/reliability.md "Security and bad input"), in both twins."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ COMPRESSIONS = pytest.mark.parametrize(
     "compression", [layout.COMPRESSION_NONE, layout.COMPRESSION_LZ4], ids=["none", "lz4"]
 )
 # Bytes 12..15: Kafka's CRC starts at the attributes, so the partition leader epoch (which a
-# leader rewrites in place) is unprotected by design (FORMAT.md §1.1).
+# leader rewrites in place) is unprotected by design (docs/format.md §1.1).
 LEADER_EPOCH_BITS = set(range(8 * 12, 8 * 16))
 BASE_OFFSET_BITS = set(range(8 * 0, 8 * 8))
 

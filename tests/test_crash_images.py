@@ -1,4 +1,4 @@
-"""Family 3 (RELIABILITY.md): simulated power loss through the fs seam.
+"""Family 3 (docs/reliability.md): simulated power loss through the fs seam.
 
 A seeded workload runs a broker on the recording twin (eoslog.fs_twin): it appends batches
 (some lz4) to a topic with tiny segments and indexes, so that it rolls often, flushes at random
@@ -570,7 +570,7 @@ def test_flush_after_truncate_to_makes_the_new_appends_durable() -> None:
 
 
 def test_truncate_inside_a_batch_removes_the_batch_and_leaves_no_gap() -> None:
-    """truncate_to(offset) with offset inside a batch removes the whole batch (API.md); the
+    """truncate_to(offset) with offset inside a batch removes the whole batch (docs/api.md); the
     log end must then be that batch's base offset, as a reopen computes it. It was `offset`,
     so the next append left a gap without control records (invariant 2) and the log end
     differed before and after a reopen (invariant 8)."""

@@ -1,4 +1,4 @@
-"""Family 2 (RELIABILITY.md): named crash points × the n-th hit (n <= 5). A child process runs
+"""Family 2 (docs/reliability.md): named crash points × the n-th hit (n <= 5). A child process runs
 bank transfers as transactions through the coordinator (debit on one partition, credit on
 another, about a third aborted) with EOSLOG_CRASH_AT=<point>:<n>, and is killed there by
 SIGKILL. The parent reopens the directory and checks, under read_committed: every

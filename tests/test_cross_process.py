@@ -1,4 +1,4 @@
-"""Family 13 (RELIABILITY.md): mmap safety with readers in other processes.
+"""Family 13 (docs/reliability.md): mmap safety with readers in other processes.
 
 An owner subprocess appends to a topic with tiny segments, so it rolls (and trims the rolled
 segment's mapped indexes) every few appends, runs retention (retention.bytes) and truncate_to

@@ -1,5 +1,5 @@
 """Derived files checked against the log, and offsets checked on every read (issue 12,
-deliverables 1 and 2; RELIABILITY.md "Derived files are never trusted over the log").
+deliverables 1 and 2; docs/reliability.md "Derived files are never trusted over the log").
 
 A damaged or forged `.txnindex` entry, producer snapshot or transaction marker must never hide
 a committed record from, or show an aborted one to, a read_committed reader: the owner
@@ -30,7 +30,7 @@ TOPIC = "t"
 # marker 4, 5-8 and marker 9, 10-13 and marker 14).
 OUTCOMES = (True, False, True)
 COMMITTED = [b"0-0", b"0-1", b"0-2", b"0-3", b"2-0", b"2-1", b"2-2", b"2-3"]
-# v2 batch header positions (FORMAT.md §2): the CRC, where the bytes it covers begin, and the
+# v2 batch header positions (docs/format.md §1.1): the CRC, where the bytes it covers begin, and the
 # producer id.
 CRC_AT, CRC_FROM, PRODUCER_ID_AT, RECORDS_AT = 17, 21, 43, 61
 
@@ -292,7 +292,7 @@ def forge_marker_type(path: str, number: int) -> None:
     position, header = headers(path)[number]
     assert header.is_control
     # The control record: five one-byte prefix fields (length, attributes, timestamp and
-    # offset deltas, key length), then the key, version int16 0 and type int16 (FORMAT.md §3).
+    # offset deltas, key length), then the key, version int16 0 and type int16 (docs/format.md §3).
     type_at = position + RECORDS_AT + 5 + 3
     assert data[type_at - 3 : type_at - 1] == b"\x00\x00", "control key version 0"
     data[type_at] ^= 1
@@ -403,7 +403,7 @@ def test_a_forged_abort_marker_that_cannot_be_placed_is_an_error_not_a_silent_re
 
 # --- producer snapshots -----------------------------------------------------------------------
 
-PID_FIELD, EPOCH_FIELD, SEQUENCE_FIELD = 0, 8, 10  # entry fields (FORMAT.md §8.3)
+PID_FIELD, EPOCH_FIELD, SEQUENCE_FIELD = 0, 8, 10  # entry fields (docs/format.md §8.3)
 
 
 def forge_snapshot(path: str, field: int, fmt: str, value: int) -> None:

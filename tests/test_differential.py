@@ -1,6 +1,6 @@
 """The native codec and its pure-Python twin are one contract (pyext/codec.pyi): for every input
 they build the same bytes, return equal values, and raise the same exception type with the
-same message (STYLE.md rule 12).
+same message (docs/style.md rule 12).
 
 These tests need both twins at once, so they import the modules directly rather than through
 the parametrized `codec` fixture; a missing extension makes every test here error.

@@ -1,4 +1,4 @@
-"""Family 6 (RELIABILITY.md): the exactly-once copier under kill -9.
+"""Family 6 (docs/reliability.md): the exactly-once copier under kill -9.
 
 A child process runs the pipeline's copier (eoslog.demo_pipeline.copy: a consumer in a group
 reads the input topic, each record is transformed and produced to the output topic, the

@@ -1,4 +1,4 @@
-"""The extension must load when it should (STYLE.md rule 12): an installed eoslog never falls
+"""The extension must load when it should (docs/style.md rule 12): an installed eoslog never falls
 back to the pure-Python twin without being asked to.
 
 Each check runs in a fresh interpreter so that it holds whatever EOSLOG_NO_EXTENSIONS the

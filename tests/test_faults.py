@@ -1,4 +1,4 @@
-"""Family 5 (RELIABILITY.md): I/O errors injected at the k-th file-system call.
+"""Family 5 (docs/reliability.md): I/O errors injected at the k-th file-system call.
 
 An append-roll-close workload runs on the recording twin (eoslog.fs_twin) once without faults,
 counting its N file-system calls. Then, for every call index k < N and each fault kind that
@@ -8,7 +8,7 @@ with ENOSPC, for pwrite), the workload runs again with twin.fail_at(k, kind):
 - the failure surfaces as a typed eoslog error (a KafkaException: KafkaStorageError for I/O,
   which is also an OSError), never a bare OSError, another exception or a silent success;
 - after a failed write or fsync nothing more is acknowledged: later appends and flushes
-  raise KafkaStorageError (fail-stop, DESIGN.md "Durability");
+  raise KafkaStorageError (fail-stop, docs/design.md "Durability");
 - the files left behind reopen (both as a process crash leaves them and as a power loss
   then leaves them) and pass the invariant checker for every acknowledged append.
 
@@ -143,7 +143,7 @@ def run_with_fault(call: int | None, kind: str | None, durability: str = "always
 
 def must_fail_stop(step: str, operation: str) -> bool:
     """A failed append or flush stops the partition, and a failed fsync anywhere stops the
-    broker (DESIGN.md "Durability": fail-stop). Only a topic-creation failure leaves no
+    broker (docs/design.md "Durability": fail-stop). Only a topic-creation failure leaves no
     partition to probe."""
     if step in ("open", "create_topic", "close"):
         return False

@@ -1,4 +1,4 @@
-"""Family 5 extended (RELIABILITY.md): I/O errors at the k-th file-system call of a
+"""Family 5 extended (docs/reliability.md): I/O errors at the k-th file-system call of a
 transactional + consumer-group workload, so that every call site of the transaction
 coordinator (`__transaction_state` appends and fsyncs), the markers, consumer offset commits
 (`__consumer_offsets`, plain and transactional), producer snapshots, checkpoints and

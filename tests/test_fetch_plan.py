@@ -1,4 +1,4 @@
-"""The read_committed filter in Cython (eoslog._ext.readcommitted, FORMAT.md §6.4) against its
+"""The read_committed filter in Cython (eoslog._ext.readcommitted, docs/format.md §6.4) against its
 readable twin (eoslog.client.fetch.plan_fetch_reference): the same plan, and the same error,
 for random fetches of transactional, idempotent and plain batches, markers of both types and
 random lists of aborted transactions."""

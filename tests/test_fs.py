@@ -2,8 +2,8 @@
 
 Part 1 runs one conformance suite against PosixFileSystem (in tmp_path) and against
 RecordingFileSystem: the twin behaves as the OS does, errno for errno. Part 2 checks the twin's
-crash images (RELIABILITY.md family 3) and part 3 its injected faults (family 5). Every loop over
-seeds names the seed in its failure message, and Hypothesis prints its falsifying example, so
+crash images (docs/reliability.md family 3) and part 3 its injected faults (family 5). Every loop
+over seeds names the seed in its failure message, and Hypothesis prints its falsifying example, so
 every failure replays.
 """
 

@@ -1,4 +1,4 @@
-"""RELIABILITY.md family 12 at CI size: the committed fuzz corpus replays to acceptable
+"""docs/reliability.md family 12 at CI size: the committed fuzz corpus replays to acceptable
 outcomes, and every target survives a bounded atheris run.
 
 Acceptable outcomes are a normal return or the target's typed errors (tests/fuzz/targets.py);

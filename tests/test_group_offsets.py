@@ -1,4 +1,4 @@
-"""Committed and pending offsets (COORDINATOR.md §6; eoslog.coordinator.group_coordinator and
+"""Committed and pending offsets (docs/coordinator.md §6; eoslog.coordinator.group_coordinator and
 offset_store): plain commits, offsets sent in a transaction (invisible until the COMMIT marker,
 dropped by ABORT, unstable meanwhile), log order between the two, durability, and the state
 rebuilt from `__consumer_offsets` at open, including after crashes at named points."""

@@ -1,4 +1,4 @@
-"""Family 10 (RELIABILITY.md): hanging transactions. A producer process opens a transaction,
+"""Family 10 (docs/reliability.md): hanging transactions. A producer process opens a transaction,
 writes to it and is killed with SIGKILL. The next owner of the directory keeps the
 transaction open (it may still be re-initialized) until its timeout passes; the broker's
 background thread then aborts it, and the LSO must reach the log end within

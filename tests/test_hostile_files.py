@@ -1,4 +1,4 @@
-"""Family 14 (RELIABILITY.md) and family 4 extended (issue 12): the hostile-file corpus.
+"""Family 14 (docs/reliability.md) and family 4 extended (issue 12): the hostile-file corpus.
 
 A realistic log directory (tests/hostile_dir.py: two user topics in small segments,
 idempotent and transactional producers with committed and aborted transactions, lz4 batches,
@@ -15,7 +15,7 @@ memory cap, and classifies the outcome.
 
 The test prints a table of outcome counts per file kind and the seed, and fails if any case
 ends in a class other than ok, ok after a reported torn-tail cut, or a typed error naming a
-file (RELIABILITY.md family 14: silent wrong result 0, data destroyed 0, crash 0, hang 0,
+file (docs/reliability.md family 14: silent wrong result 0, data destroyed 0, crash 0, hang 0,
 untyped error 0, allocation over max(256 MB, 4x bytes on disk) 0; tests/hostile_runner.py
 lists every class). Each failing case is listed with its name (variant/kind/what), how the
 offline scan and the broker fared on their own, and a detail. `HOSTILE_SEED=n` replays the

@@ -1,11 +1,11 @@
-"""Offset, time and transaction indexes behave as Kafka's (KAFKA_BEHAVIOURS.md items 4-22).
+"""Offset, time and transaction indexes behave as Kafka's (docs/kafka-behaviours.md items 4-22).
 
-Specs: FORMAT.md §5.4-§5.8 (offset and time index, preallocation, warm-section search), §6.1-§6.3
-(transaction index), and the byte vectors 5 and 6 of §11. Numbers not stated there come from
-Kafka's OffsetIndexTest, TimeIndexTest and TransactionIndexTest (base offset 45, 30 entries).
+Specs: docs/format.md §5.4-§5.8 (offset and time index, preallocation, warm-section search),
+§6.1-§6.3 (transaction index), and the byte vectors 5 and 6 of §11. Numbers not stated there come
+from Kafka's OffsetIndexTest, TimeIndexTest and TransactionIndexTest (base offset 45, 30 entries).
 Every file operation goes through PosixFileSystem.
 
-KAFKA_BEHAVIOURS.md item -> test:
+docs/kafka-behaviours.md item -> test:
   4 test_reopened_txn_index_appends_after_existing_entries
   5 test_txn_index_sanity_check_rejects_an_entry_ending_below_the_base
   6 test_txn_last_offset_must_increase
@@ -55,7 +55,7 @@ BASE_OFFSET = 45
 MAX_ENTRIES = 30
 FS = PosixFileSystem()
 
-# FORMAT.md §11 vectors 5 and 6.
+# docs/format.md §11 vectors 5 and 6.
 TXN_ENTRY_VECTOR = bytes.fromhex(
     "0000 00000000000003e8 0000000000000000 0000000000000002 0000000000000003"
 )
@@ -93,7 +93,7 @@ def fill_time_index(index: TimeIndex, count: int) -> None:
         index.maybe_append(10 * i, BASE_OFFSET + 10 * i)
 
 
-# --- The warm-section search (FORMAT.md §5.8) ---------------------------------------------
+# --- The warm-section search (docs/format.md §5.8) ---------------------------------------------
 
 KINDS = {
     # kind: (entry bytes, struct format of an entry, column of the key)
@@ -184,7 +184,7 @@ def test_native_entries_refuse_an_append_that_breaks_the_sort_order() -> None:
     assert entries.count == 1
 
 
-# --- Offset index (FORMAT.md §5.4, §5.6) --------------------------------------------------
+# --- Offset index (docs/format.md §5.4, §5.6) --------------------------------------------------
 
 
 def test_new_index_file_is_preallocated_to_max_index_bytes_rounded_down(tmp_path: Path) -> None:
@@ -443,7 +443,7 @@ def test_rename_to_moves_the_file_and_keeps_the_entries(tmp_path: Path) -> None:
     assert Path(target).read_bytes() == struct.pack(">iiii", 5, 7, 6, 9)
 
 
-# --- Time index (FORMAT.md §5.5) -------------------------------------------------------------
+# --- Time index (docs/format.md §5.5) -------------------------------------------------------------
 
 
 def test_time_index_lookup(tmp_path: Path) -> None:
@@ -575,7 +575,7 @@ def test_time_index_entry_is_the_format_vector(tmp_path: Path) -> None:
     assert Path(index.path).read_bytes() == TIME_ENTRY_VECTOR
 
 
-# --- Transaction index (FORMAT.md §6) -----------------------------------------------------
+# --- Transaction index (docs/format.md §6) -----------------------------------------------------
 
 
 def test_aborted_txn_entry_is_the_format_vector(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Round trips against other implementations of the v2 batch (STYLE.md rule 2): what we write,
+"""Round trips against other implementations of the v2 batch (docs/style.md rule 2): what we write,
 kafka-python and aiokafka (pure and Cython) read back unchanged, and what they write, we read.
 
 aiokafka compresses and decompresses lz4 through the optional cramjam package, which the test
@@ -106,7 +106,7 @@ PAIRS = [pytest.param(case, peer, id=f"{case}-{peer}") for case in CASES for pee
 
 
 def _lz4_block_count(batch: bytes) -> int:
-    """How many data blocks the batch's LZ4 frame holds (FORMAT.md §4 frame layout)."""
+    """How many data blocks the batch's LZ4 frame holds (docs/format.md §4 frame layout)."""
     frame = batch[layout.RECORDS_OFFSET :]
     flags = frame[4]
     cursor = 7 + (8 if flags & 0x08 else 0)  # magic, FLG, BD, [content size], HC

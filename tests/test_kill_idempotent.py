@@ -1,4 +1,4 @@
-"""Family 1 (RELIABILITY.md) for the idempotent producer: an idempotent writer subprocess is
+"""Family 1 (docs/reliability.md) for the idempotent producer: an idempotent writer subprocess is
 killed with SIGKILL at random moments, over and over, in one log directory. Each new child
 first retries the batch the last one may have had in flight and a few batches it had
 acknowledged, then goes on. Every retry must come back as the original append (duplicate=True,

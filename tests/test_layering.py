@@ -1,4 +1,4 @@
-"""Imports point down only (DESIGN.md "Layers", STYLE.md rule 17).
+"""Imports point down only (docs/design.md "Layers", docs/style.md rule 17).
 
 Every import in python/eoslog, spark_udfs and pyext/*.pyx|pxd|pxi is collected (Python files
 with an ast walk, Cython files with a regex over import and cimport lines) and checked against
@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Layers above the codec, top first (DESIGN.md "Layers").
+# Layers above the codec, top first (docs/design.md "Layers").
 ABOVE_CODEC = ("eoslog.cli", "eoslog.client", "eoslog.broker", "eoslog.coordinator", "eoslog.log")
 
 # (module prefix, import prefixes it may not use). Prefixes match whole dotted components:
@@ -93,7 +93,7 @@ def _python_modules(root: Path, package_dir: Path) -> Iterator[tuple[str, set[st
 
 
 def _pyext_modules() -> Iterator[tuple[str, set[str]]]:
-    # pyext/ is installed as eoslog._ext (DESIGN.md "Where things live").
+    # pyext/ is installed as eoslog._ext (docs/design.md "Where things live").
     for pattern in ("*.pyx", "*.pxd", "*.pxi"):
         for path in sorted((ROOT / "pyext").glob(pattern)):
             yield f"eoslog._ext.{path.stem}", cython_imports(path.read_text())

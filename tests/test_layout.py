@@ -1,5 +1,5 @@
-"""One format, one definition (STYLE.md rule 1): the C headers, the native module and the Python
-modules state the same batch layout and the same status codes.
+"""One format, one definition (docs/style.md rule 1): the C headers, the native module and the
+Python modules state the same batch layout and the same status codes.
 
 The header checks parse engine/*.h from source, so they hold even before the extension is
 built; the LAYOUT/STATUS checks compare what the built extension actually compiled in.
@@ -92,7 +92,7 @@ def _python_layout_integers() -> dict[str, int]:
 
 def test_batch_layout_header_parses_to_the_documented_offsets() -> None:
     defines = _header_defines("batch_layout.h")
-    # FORMAT.md §1.1: the two fields a leader rewrites, and where the records begin.
+    # docs/format.md §1.1: the two fields a leader rewrites, and where the records begin.
     assert defines["BASE_OFFSET_OFFSET"] == 0
     assert defines["PARTITION_LEADER_EPOCH_OFFSET"] == 12
     assert defines["RECORDS_OFFSET"] == defines["HEADER_SIZE"] == 61
@@ -131,7 +131,7 @@ def test_layout_header_struct_places_each_field_at_its_named_offset() -> None:
         layout.RECORDS_COUNT_OFFSET,
         layout.RECORDS_OFFSET,
     ]
-    sizes = [8, 4, 4, 1, 4, 2, 4, 8, 8, 8, 2, 4, 4]  # FORMAT.md §1.1
+    sizes = [8, 4, 4, 1, 4, 2, 4, 8, 8, 8, 2, 4, 4]  # docs/format.md §1.1
     assert [b - a for a, b in itertools.pairwise(offsets)] == sizes
     assert layout.HEADER_STRUCT.format.lstrip(">") == "qiibIhiqqqhii"
 

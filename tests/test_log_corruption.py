@@ -1,4 +1,4 @@
-"""Family 4 (RELIABILITY.md): corrupted files on disk, then an unclean reopen.
+"""Family 4 (docs/reliability.md): corrupted files on disk, then an unclean reopen.
 
 A log directory is written on real files (five segments of two small batches, some lz4) and
 closed. Each case copies it, damages one file with plain file I/O (never through the code under

@@ -1,5 +1,5 @@
-"""The leader's validation of client batches (FORMAT.md §10; KAFKA_BEHAVIOURS.md LV-T 67-73),
-through PartitionLog.append_batch. Every refusal is a typed error and writes nothing."""
+"""The leader's validation of client batches (docs/format.md §10; docs/kafka-behaviours.md LV-T
+67-73), through PartitionLog.append_batch. Every refusal is a typed error and writes nothing."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Memory stays bounded by the bytes really on disk and by named limits (ISSUE 12, deliverable
-5; RELIABILITY.md family 14's outcome "allocation over max(256 MB, 4x bytes on disk)").
+5; docs/reliability.md family 14's outcome "allocation over max(256 MB, 4x bytes on disk)").
 
 Sparse files claim a size they do not hold: a 512 MiB .txnindex, .index, .timeindex,
 .snapshot or .log tail with a few KiB really written. A lying length field claims a batch the

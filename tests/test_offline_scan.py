@@ -1,4 +1,4 @@
-"""eoslog.scan: a read-only, lock-free reader of a log directory (API.md "Offline scans"). Its
+"""eoslog.scan: a read-only, lock-free reader of a log directory (docs/api.md "Offline scans"). Its
 read_committed view must equal the embedded Consumer's record for record, from the files
 alone, while the owner keeps the directory open or keeps writing."""
 

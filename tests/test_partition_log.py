@@ -1,5 +1,5 @@
-"""The partition log (API.md "Partition log"; FORMAT.md §5.9-§5.11, §10): appends with offset
-assignment and validation, reads of whole batches, rolls, lookups by time, retention,
+"""The partition log (docs/api.md "Partition log"; docs/format.md §5.9-§5.11, §10): appends with
+offset assignment and validation, reads of whole batches, rolls, lookups by time, retention,
 truncation and the three durability modes.
 
 Every broker runs with background=False and a driven clock, so time-based behaviour (segment.ms,

@@ -1,8 +1,8 @@
-"""CRC-32C and zigzag varints (FORMAT.md §1.1, §2.1), against both implementations.
+"""CRC-32C and zigzag varints (docs/format.md §1.1, §2.1), against both implementations.
 
 The `primitives` fixture runs every shared test on the native module (eoslog._ext.primitives)
 and on the pure-Python twin (eoslog.record.pyprimitives), with ids `native` and `pure`. A twin
-that fails to import is an error, never a skip (STYLE.md rule 12). Tests of the native module's
+that fails to import is an error, never a skip (docs/style.md rule 12). Tests of the native module's
 private helpers (the portable path alone, combine) use the native module directly.
 """
 
@@ -30,7 +30,7 @@ IMPLEMENTATIONS = {
     "pure": "eoslog.record.pyprimitives",
 }
 
-# Known answers: the CRC-32C check value (FORMAT.md §1.1) and RFC 3720 (iSCSI) Appendix B.4.
+# Known answers: the CRC-32C check value (docs/format.md §1.1) and RFC 3720 (iSCSI) Appendix B.4.
 CRC_KNOWN_ANSWERS = [
     pytest.param(b"123456789", 0xE3069283, id="check-123456789"),
     pytest.param(bytes(32), 0x8A9136AA, id="32-zeros"),
@@ -39,7 +39,7 @@ CRC_KNOWN_ANSWERS = [
     pytest.param(bytes(range(31, -1, -1)), 0x113FDB5C, id="descending-31-0"),
 ]
 
-# FORMAT.md §2.1 examples: (value, encoded bytes).
+# docs/format.md §2.1 examples: (value, encoded bytes).
 VARINT_VECTORS = [
     (0, "00"),
     (-1, "01"),
@@ -285,7 +285,7 @@ def test_decode_reads_from_a_position_and_returns_the_next(primitives: ModuleTyp
 
 
 def test_decode_varint_drops_bits_past_bit_31_of_the_fifth_byte(primitives: ModuleType) -> None:
-    # Kafka's readUnsignedVarint keeps only the low 4 bits of a 5th byte (FORMAT.md §2.1).
+    # Kafka's readUnsignedVarint keeps only the low 4 bits of a 5th byte (docs/format.md §2.1).
     assert primitives.decode_varint(bytes.fromhex("ffffffff7f")) == (INT32_MIN, 5)
     assert primitives.decode_varint(bytes.fromhex("feffffff1f")) == (INT32_MAX, 5)
 

@@ -1,4 +1,4 @@
-"""The idempotent Producer (API.md "Producer"): batching, sequences, retries, partitioning,
+"""The idempotent Producer (docs/api.md "Producer"): batching, sequences, retries, partitioning,
 delivery reports, threads and configuration."""
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def test_sequences_wrap_at_int32_max_as_kafka_does(broker: eoslog.Broker) -> Non
     producer = broker.producer({"batch.num.messages": 5, "linger.ms": LINGER_NEVER_MS})
     producer.produce("t", value=b"first")
     state = producer._partitions[("t", 0)]
-    # A producer unknown to the log may start at any sequence (FORMAT.md §8.2).
+    # A producer unknown to the log may start at any sequence (docs/format.md §8.2).
     state.next_sequence = state.planned_sequence = 2**31 - 3
     for i in range(9):
         producer.produce("t", value=b"%d" % i)

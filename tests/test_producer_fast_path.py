@@ -1,6 +1,6 @@
 """produce()'s native per-record path (eoslog._ext.accumulator) against the Python path it
 hands the other cases to (Producer.produce): the same records, batches, delivery reports and
-errors, whichever path a call takes (STYLE.md rule 12, for the producer)."""
+errors, whichever path a call takes (docs/style.md rule 12, for the producer)."""
 
 from __future__ import annotations
 

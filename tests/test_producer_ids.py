@@ -1,4 +1,4 @@
-"""Producer-id allocation (COORDINATOR.md §5): blocks of 1,000, the end of a block durable
+"""Producer-id allocation (docs/coordinator.md §5): blocks of 1,000, the end of a block durable
 before any id in it is used, so that no id is handed out twice, across reopens, crashes and
 power losses."""
 

@@ -1,5 +1,5 @@
-"""Producer state (FORMAT.md §8; KAFKA_BEHAVIOURS.md PSM-T 39-66, UL-T 76 and 78, LV-T 71):
-the table's checks in Kafka's order, markers, expiry, the .snapshot format, and the partition
+"""Producer state (docs/format.md §8; docs/kafka-behaviours.md PSM-T 39-66, UL-T 76 and 78, LV-T
+71): the table's checks in Kafka's order, markers, expiry, the .snapshot format, and the partition
 log's use of them (duplicates, snapshots on roll and close, rebuild at open and truncation).
 """
 
@@ -91,7 +91,7 @@ def test_a_new_epoch_must_start_at_sequence_zero() -> None:
 
 
 def test_an_unknown_producer_starts_with_any_epoch_and_sequence() -> None:
-    """FORMAT.md §8.2 item 5 (testAllowNonZeroSequenceOnFirstAppendNonZeroEpoch)."""
+    """docs/format.md §8.2 item 5 (testAllowNonZeroSequenceOnFirstAppendNonZeroEpoch)."""
     table = ProducerStateTable()
     assert append(table, 0, epoch=3, sequence=17) == APPEND_OK
     assert table.entry(PID).last_sequence == 17  # type: ignore[union-attr]
@@ -264,7 +264,7 @@ def test_a_snapshot_round_trips_every_field_and_keeps_only_the_newest_batch() ->
 
 
 def test_the_snapshot_layout_matches_kafka_byte_for_byte() -> None:
-    """FORMAT.md §8.3: version, CRC-32C of everything after it, count, 46-byte entries."""
+    """docs/format.md §8.3: version, CRC-32C of everything after it, count, 46-byte entries."""
     table = ProducerStateTable()
     table.apply_append(7, 1, 10, 2, 100, 102, TS, False)
     data = table.snapshot()

@@ -1,4 +1,4 @@
-"""A quick check of the pure-Python codec twin against FORMAT.md §11 and kafka-python.
+"""A quick check of the pure-Python codec twin against docs/format.md §11 and kafka-python.
 
 The full suite (both twins, differential, fuzz) lives elsewhere; these few tests catch a broken
 twin early. Run with EOSLOG_NO_EXTENSIONS=1 until the extension is built.

@@ -1,4 +1,4 @@
-"""Family 13 (RELIABILITY.md), in the owner process: reads return views into mapped segments.
+"""Family 13 (docs/reliability.md), in the owner process: reads return views into mapped segments.
 
 PartitionLog.read returns a read-only memoryview into a shared mapping of the segment's .log
 (eoslog.log.mapped_log), not a copy. A view lives as long as its caller keeps it, and touching
@@ -40,7 +40,7 @@ TS = logtools.TS
 VALUES_PER_BATCH = 40
 VALUE_BYTES = 256
 CONFIG = {"segment.index.bytes": 4096}
-STRESS_ITERATIONS = 2_000  # RELIABILITY.md family 13 CI size (soak: 10,000)
+STRESS_ITERATIONS = 2_000  # docs/reliability.md family 13 CI size (soak: 10,000)
 SOAK_STRESS_ITERATIONS = 10_000
 PROCESS_TIMEOUT_S = 180
 

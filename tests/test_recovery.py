@@ -1,5 +1,5 @@
-"""Opening a log directory after a clean or unclean stop (FORMAT.md §9; KAFKA_BEHAVIOURS.md 80;
-RELIABILITY.md invariants 7 and 8).
+"""Opening a log directory after a clean or unclean stop (docs/format.md §9;
+docs/kafka-behaviours.md 80; docs/reliability.md invariants 7 and 8).
 
 An unclean stop is made two ways: by a child process that appends and dies with os._exit (what
 a crash leaves: no clean-shutdown marker, no checkpoints written at close, indexes still at
@@ -598,7 +598,7 @@ def test_damage_past_the_recovery_point_is_cut_with_the_later_segments_and_repor
     assert logtools.partition_files(directory, ".log") == [first]
 
 
-# --- determinism (RELIABILITY.md invariant 8) --------------------------------------------------
+# --- determinism (docs/reliability.md invariant 8) ------------------------------------------------
 
 
 def test_opening_two_copies_of_the_same_damaged_files_gives_identical_results(

@@ -1,5 +1,5 @@
-"""`eoslog repair` / eoslog.repair_truncate (RELIABILITY.md "Security and bad input", family 4):
-repair takes the log directory's lock and refuses a live directory naming the owner's pid; it
+"""`eoslog repair` / eoslog.repair_truncate (docs/reliability.md "Security and bad input", family
+4): repair takes the log directory's lock and refuses a live directory naming the owner's pid; it
 cuts only at a batch boundary it validated by walking valid batches from the segment start,
 refusing any other position with the nearest valid boundary below it; after a repair the
 directory opens with every record before the cut.

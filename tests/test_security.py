@@ -1,4 +1,4 @@
-"""Nothing escapes the log directory, and no name read from it is trusted (RELIABILITY.md
+"""Nothing escapes the log directory, and no name read from it is trusted (docs/reliability.md
 "security"; issue 12 deliverables 3 and 7).
 
 1. Containment: a symlink planted at each path the owner reads or writes (the lock, the meta

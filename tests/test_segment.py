@@ -1,6 +1,6 @@
-"""One log segment: its .log and the indexes beside it (FORMAT.md §5, §9.3).
+"""One log segment: its .log and the indexes beside it (docs/format.md §5, §9.3).
 
-The cases are Kafka's LogSegmentTest ones that need no producer state (KAFKA_BEHAVIOURS.md
+The cases are Kafka's LogSegmentTest ones that need no producer state (docs/kafka-behaviours.md
 23-38), with Kafka's numbers. Segments are real files in tmp_path; recovery is reached the way
 a restart reaches it, through eoslog.log.recovery.load with clean_shutdown=False.
 """

@@ -1,5 +1,5 @@
-"""The "eoslog" Spark data source (API.md "Spark"): its DataFrame equals the embedded Consumer's
-view record for record, in Spark's Kafka-source schema, with pushdown off and on."""
+"""The "eoslog" Spark data source (docs/api.md "Spark"): its DataFrame equals the embedded
+Consumer's view record for record, in Spark's Kafka-source schema, with pushdown off and on."""
 
 from __future__ import annotations
 

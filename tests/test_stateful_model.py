@@ -1,5 +1,5 @@
 """A Hypothesis stateful model of producer, transaction and consumer-offset state, with crash
-and restart steps (RELIABILITY.md family 12).
+and restart steps (docs/reliability.md family 12).
 
 A broker runs on the fs twin under durability "commit". Rules drive it: idempotent produce
 (acknowledged by flush()), transactions (begin, produce, send offsets, commit, abort), plain

@@ -1,4 +1,4 @@
-"""The transaction coordinator wired into the broker (COORDINATOR.md §1-§4; issue 5 items 1,
+"""The transaction coordinator wired into the broker (docs/coordinator.md §1-§4; issue 5 items 1,
 2, 4, 6): state persisted to `__transaction_state` before it is applied, markers on every
 partition of a transaction, fencing, recovery of unfinished ends at open, timeouts and id
 expiry on the broker clock."""

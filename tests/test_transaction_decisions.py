@@ -1,4 +1,4 @@
-"""The coordinator's decisions on one transactional id: InitProducerId (COORDINATOR.md §3.2
+"""The coordinator's decisions on one transactional id: InitProducerId (docs/coordinator.md §3.2
 step 7), AddPartitionsToTxn (§3.3) and EndTxn under transactions V2 (§3.6), row by row. A
 refused request raises the client's error and changes nothing."""
 
@@ -255,7 +255,7 @@ def test_adding_partitions_is_refused(
 
 # --- EndTxn under transactions V2 -----------------------------------------------------------
 
-# COORDINATOR.md §3.6, written out as the spec: (state, result, epoch kind) -> outcome.
+# docs/coordinator.md §3.6, written out as the spec: (state, result, epoch kind) -> outcome.
 # CURRENT = the stored epoch, RETRY = stored - 1, OTHER = anything else (stored - 2).
 SPEC = {
     (S.EMPTY, "abort"): {"retry": "PF", "current": "EB", "other": "PF"},

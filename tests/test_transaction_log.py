@@ -1,5 +1,5 @@
-"""The `__transaction_state` records (COORDINATOR.md §2.1): Kafka's generated-message encoding of
-TransactionLogKey v0 and TransactionLogValue v0/v1, checked against byte vectors derived by
+"""The `__transaction_state` records (docs/coordinator.md §2.1): Kafka's generated-message encoding
+of TransactionLogKey v0 and TransactionLogValue v0/v1, checked against byte vectors derived by
 hand from the JSON schemas, round trips for every state, and damaged bytes."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The commit path's fsync order under durability="commit" and what recovery makes of a power
-loss between its steps (README.md "The commit path and recovery"; COORDINATOR.md §3.6, §3.7).
+loss between its steps (README.md "The commit path and recovery"; docs/coordinator.md §3.6, §3.7).
 
 A transaction costs two ordered fsyncs: its data, then the `__transaction_state` partition
 holding Prepare* (and the transaction's earlier Ongoing record, which is not fsynced of its

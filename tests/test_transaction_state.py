@@ -1,4 +1,4 @@
-"""The coordinator's state machine (COORDINATOR.md §1): the states, the table of legal moves
+"""The coordinator's state machine (docs/coordinator.md §1): the states, the table of legal moves
 walked pair by pair, and the two-phase prepare -> complete of TransactionMetadata with the
 completion invariants of §1.2 step 3."""
 

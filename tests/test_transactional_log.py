@@ -1,5 +1,5 @@
-"""Transactions at the partition log (FORMAT.md §6-§8; KAFKA_BEHAVIOURS.md UL-T 74, 75, 77, 79,
-LL-T 80, PSM-T 54, 63, 64): markers written for the coordinator, the last stable offset,
+"""Transactions at the partition log (docs/format.md §6-§8; docs/kafka-behaviours.md UL-T 74, 75,
+77, 79, LL-T 80, PSM-T 54, 63, 64): markers written for the coordinator, the last stable offset,
 read_committed fetches bounded by it with the aborted transactions listed, and the .txnindex
 entries rebuilt by recovery."""
 

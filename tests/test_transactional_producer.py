@@ -1,5 +1,5 @@
-"""The transactional Producer through the public API (API.md "Producer"; COORDINATOR.md §4.2,
-§7, §9.4; RELIABILITY.md families 7, 9, 10, 11): brokers with a driven clock and no
+"""The transactional Producer through the public API (docs/api.md "Producer"; docs/coordinator.md
+§4.2, §7, §9.4; docs/reliability.md families 7, 9, 10, 11): brokers with a driven clock and no
 background threads, read back by Consumers in both isolation levels."""
 
 from __future__ import annotations
@@ -412,7 +412,7 @@ def test_bank_transfers_keep_the_read_committed_sum_zero(broker: eoslog.Broker) 
     assert sum(int(value) for value in read(broker, "bank", "read_uncommitted")) != 0
 
 
-# --- the state machine (COORDINATOR.md §7.1, §7.2) -------------------------------------------
+# --- the state machine (docs/coordinator.md §7.1, §7.2) -------------------------------------------
 
 
 def test_every_transition_pair_is_allowed_exactly_as_the_table_says() -> None:

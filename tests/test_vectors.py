@@ -1,5 +1,5 @@
-"""Known byte vectors (FORMAT.md §11) and Kafka's own record-batch behaviours
-(KAFKA_BEHAVIOURS.md items 1-3), encoded and decoded by both twins."""
+"""Known byte vectors (docs/format.md §11) and Kafka's own record-batch behaviours
+(docs/kafka-behaviours.md items 1-3), encoded and decoded by both twins."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def _hex(text: str) -> bytes:
     return bytes.fromhex("".join(text.split()))
 
 
-# FORMAT.md §11, verbatim.
+# docs/format.md §11, verbatim.
 VECTOR_1 = _hex(
     "0000000000000000 0000003d ffffffff 02 e641a44b 0000 00000000 0000018bcfe56800"
     " 0000018bcfe56800 ffffffffffffffff ffff ffffffff 00000001"
@@ -223,7 +223,7 @@ def test_validate_batch_accepts_the_abort_marker_from_the_coordinator(codec: Mod
 
 def test_validate_batch_rejects_a_control_batch_from_a_client(codec: ModuleType) -> None:
     # Vector 3 also has base offset 2; the control rule is checked after the base-offset rule,
-    # so the marker is moved to offset 0 to reach it (FORMAT.md §10.2).
+    # so the marker is moved to offset 0 to reach it (docs/format.md §10.2).
     at_zero = bytearray(VECTOR_3)
     at_zero[0:8] = bytes(8)  # base offset is outside the CRC
     with pytest.raises(InvalidRecordError) as raised:
@@ -260,7 +260,7 @@ def test_codec_reads_any_buffer_object(codec: ModuleType, kind: str) -> None:
     assert codec.decode_columns(data).offset.tolist() == [0, 1]
 
 
-# --- sequence arithmetic (KAFKA_BEHAVIOURS.md items 1 and 3) ----------------------------------
+# --- sequence arithmetic (docs/kafka-behaviours.md items 1 and 3) ---------------------------------
 
 
 @pytest.mark.parametrize(
@@ -300,7 +300,7 @@ def test_last_sequence_is_no_sequence_when_the_batch_has_none(codec: ModuleType)
 
 
 def test_empty_batch_header_gives_last_offset_and_last_sequence_from_the_delta() -> None:
-    # KAFKA_BEHAVIOURS.md item 3 (testWriteEmptyHeader): no records, yet the header still says
+    # docs/kafka-behaviours.md item 3 (testWriteEmptyHeader): no records, yet the header still says
     # which offsets and sequences the compacted-away records used.
     header = HEADER_2._replace(
         base_offset=15,
@@ -316,7 +316,7 @@ def test_empty_batch_header_gives_last_offset_and_last_sequence_from_the_delta()
     assert header.producer_epoch == 3
 
 
-# --- stamping on append (KAFKA_BEHAVIOURS.md items 2 and 73) ----------------------------------
+# --- stamping on append (docs/kafka-behaviours.md items 2 and 73) ---------------------------------
 
 
 @pytest.mark.parametrize("compression", [layout.COMPRESSION_NONE, layout.COMPRESSION_LZ4])

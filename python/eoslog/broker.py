@@ -1,4 +1,4 @@
-"""The Broker: one process's ownership of a log directory (API.md "Opening a log directory").
+"""The Broker: one process's ownership of a log directory (docs/api.md "Opening a log directory").
 
 `eoslog.open(path)` takes the directory's exclusive `.lock`, loads (and after an unclean stop
 recovers) every partition, and gives out PartitionLogs. `close()` flushes, writes Kafka's
@@ -168,7 +168,7 @@ class Broker:
 
     def _open_transaction_coordinator(self) -> TransactionCoordinator:
         """A coordinator epoch one above the last process's, persisted before any marker can
-        carry it (COORDINATOR.md §2.3: each start is a new coordinator), then the state of
+        carry it (docs/coordinator.md §2.3: each start is a new coordinator), then the state of
         `__transaction_state` loaded and unfinished ends finished."""
         self._coordinator_epoch += 1
         self._write_meta()
@@ -326,7 +326,7 @@ class Broker:
 
     def init_producer_id(self) -> tuple[int, int]:
         """(producer id, epoch 0) for an idempotent producer: a new id every call, never
-        handed out before (COORDINATOR.md §5; Kafka's InitProducerId without a transactional
+        handed out before (docs/coordinator.md §5; Kafka's InitProducerId without a transactional
         id)."""
         return self._producer_ids.generate(), 0
 
@@ -473,7 +473,7 @@ class Broker:
         return log
 
     def consumer(self, config: Mapping[str, object] | None = None) -> Consumer:
-        """A Consumer over this broker's partitions (API.md "Consumer"); InvalidConfigError
+        """A Consumer over this broker's partitions (docs/api.md "Consumer"); InvalidConfigError
         for a bad or unknown key. Used from one thread; close it before the broker."""
         # The client layer sits above the broker: imported here, so that eoslog.broker
         # loads without it.
@@ -483,7 +483,7 @@ class Broker:
         return Consumer(self, config)
 
     def producer(self, config: Mapping[str, object] | None = None) -> Producer:
-        """A confluent-kafka-style Producer writing to this broker's logs (API.md "Producer";
+        """A confluent-kafka-style Producer writing to this broker's logs (docs/api.md "Producer";
         keys in eoslog.client.producer_config). InvalidConfigError for a bad config, before
         anything is created."""
         from eoslog.client.producer import Producer
@@ -510,7 +510,7 @@ class Broker:
         try:
             written = self._write_checkpoints(logs)
         except OSError as error:
-            # A failed fsync is fatal for the broker (DESIGN.md "Durability"): stop every
+            # A failed fsync is fatal for the broker (docs/design.md "Durability"): stop every
             # partition, so nothing is acknowledged after it.
             failure = KafkaStorageError(f"writing checkpoints in {self.path} failed: {error}")
             for log in logs:
@@ -521,7 +521,7 @@ class Broker:
 
     def run_transaction_maintenance(self) -> None:
         """Abort transactions past their timeout and expire idle transactional ids
-        (COORDINATOR.md §4), and remove group members past their max.poll.interval.ms. The
+        (docs/coordinator.md §4), and remove group members past their max.poll.interval.ms. The
         maintenance thread calls it every
         transaction.abort.timed.out.transaction.cleanup.interval.ms."""
         self._check_open()

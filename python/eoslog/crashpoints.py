@@ -1,4 +1,4 @@
-"""Named crash points (RELIABILITY.md family 2): `EOSLOG_CRASH_AT=<point>:<n>` makes the n-th
+"""Named crash points (docs/reliability.md family 2): `EOSLOG_CRASH_AT=<point>:<n>` makes the n-th
 hit of the named point kill the process with SIGKILL on the spot, as a power cut or kill -9
 would stop it there (the page cache survives, so this tests process crashes; the fs twin tests
 power loss). Without the variable a hit costs one dictionary lookup.

@@ -1,7 +1,7 @@
-"""The error model (API.md "Errors"), shaped like confluent-kafka-python's.
+"""The error model (docs/api.md "Errors"), shaped like confluent-kafka-python's.
 
 `KafkaException` carries a `KafkaError` whose `code()` is Kafka's numeric protocol error code
-(clients/.../common/protocol/Errors.java, tabulated in COORDINATOR.md §8). Named subclasses let
+(clients/.../common/protocol/Errors.java, tabulated in docs/coordinator.md §8). Named subclasses let
 callers catch the common cases directly. Corruption and bad-input errors also subclass
 ValueError; I/O errors also subclass OSError.
 """
@@ -184,7 +184,7 @@ class InvalidRequestError(KafkaException, ValueError):
 class InvalidProducerIdMappingError(KafkaException):
     """The transactional id is unknown to the coordinator, or maps to another producer id
     (Kafka's InvalidPidMappingException). Abortable, not fatal: eoslog's coordinator can bump
-    epochs, so the client aborts and re-initialises (COORDINATOR.md §3.3, §7.3)."""
+    epochs, so the client aborts and re-initialises (docs/coordinator.md §3.3, §7.3)."""
 
     code = 49
     error_name = "INVALID_PRODUCER_ID_MAPPING"
@@ -193,7 +193,7 @@ class InvalidProducerIdMappingError(KafkaException):
 
 class InvalidTransactionTimeoutError(KafkaException, ValueError):
     """InitProducerId with transaction.timeout.ms <= 0 or above the broker's maximum (Kafka's
-    InvalidTxnTimeoutException). The Java client treats it as fatal (COORDINATOR.md §3.2)."""
+    InvalidTxnTimeoutException). The Java client treats it as fatal (docs/coordinator.md §3.2)."""
 
     code = 50
     error_name = "INVALID_TRANSACTION_TIMEOUT"
@@ -202,7 +202,7 @@ class InvalidTransactionTimeoutError(KafkaException, ValueError):
 
 class ConcurrentTransactionsError(KafkaException):
     """The transactional id has a state change in flight, or its transaction is still
-    completing (Prepare*): the client backs off and retries (COORDINATOR.md §3.2, §3.6)."""
+    completing (Prepare*): the client backs off and retries (docs/coordinator.md §3.2, §3.6)."""
 
     code = 51
     error_name = "CONCURRENT_TRANSACTIONS"
@@ -220,7 +220,7 @@ class TransactionCoordinatorFencedError(KafkaException):
 class UnstableOffsetCommitError(KafkaException):
     """Committed offsets asked for with require_stable (a read_committed consumer) while a
     transaction holds offsets for the partition that are not yet committed or aborted
-    (KIP-447, COORDINATOR.md §6.2). Retriable: ask again once the transaction ends."""
+    (KIP-447, docs/coordinator.md §6.2). Retriable: ask again once the transaction ends."""
 
     code = 88
     error_name = "UNSTABLE_OFFSET_COMMIT"
@@ -229,7 +229,7 @@ class UnstableOffsetCommitError(KafkaException):
 
 class CommitFailedError(KafkaException):
     """An offset commit the group coordinator refused because the committer is no longer the
-    member it claims to be (Kafka's CommitFailedException, COORDINATOR.md §3.5, §6.3): its
+    member it claims to be (Kafka's CommitFailedException, docs/coordinator.md §3.5, §6.3): its
     generation is over or it was removed from the group. Inside a transaction the transaction
     must be aborted (abortable, as Kafka's TxnOffsetCommitHandler treats it); a consumer
     rejoins the group at its next poll. The subclasses carry Kafka's codes."""
@@ -295,7 +295,7 @@ class ProducerFencedError(KafkaException):
 class TransactionTimedOutError(KafkaException):
     """The transaction passed transaction.timeout.ms and was aborted by the coordinator.
 
-    Kafka never shipped a separate code for this (KIP-588, COORDINATOR.md §8): on the wire a
+    Kafka never shipped a separate code for this (KIP-588, docs/coordinator.md §8): on the wire a
     timed-out producer sees PRODUCER_FENCED, so this carries code 90 and stays fatal.
     """
 
@@ -329,7 +329,7 @@ def error_for_status(code: int, position: int) -> KafkaException:
 
 
 def raise_for_status(code: int, position: int) -> NoReturn:
-    """Raise the exception for a non-OK codec status (STYLE.md rule 4)."""
+    """Raise the exception for a non-OK codec status (docs/style.md rule 4)."""
     raise error_for_status(code, position)
 
 
@@ -366,7 +366,7 @@ class CorruptSnapshotError(KafkaException, ValueError):
 
 class CorruptTransactionLogError(KafkaException, ValueError):
     """A `__transaction_state` key or value that cannot be read: truncated, trailing bytes, an
-    unknown value version, a bad length or an unknown state id (COORDINATOR.md §2.1). Kafka has
+    unknown value version, a bad length or an unknown state id (docs/coordinator.md §2.1). Kafka has
     no wire code for it; its loader logs and stops, so this is UNKNOWN_SERVER_ERROR."""
 
     code = -1
@@ -396,7 +396,7 @@ class TopicAlreadyExistsError(KafkaException, ValueError):
     error_name = "TOPIC_ALREADY_EXISTS"
 
 
-# Index invariants: an index append that breaks them is our bug (STYLE.md rule 3), so these
+# Index invariants: an index append that breaks them is our bug (docs/style.md rule 3), so these
 # are plain exceptions, not Kafka errors a client would see.
 class InvalidOffsetError(ValueError):
     """An index append whose offset is not above the last entry's (Kafka's
@@ -442,7 +442,7 @@ class OperationTimedOutError(KafkaException):
     """A blocking call ran out of time before it could finish (librdkafka's
     RD_KAFKA_RESP_ERR__TIMED_OUT): init_transactions, commit_transaction or
     abort_transaction after `timeout` (or max.block.ms). Retriable: the same call may be made
-    again, and the outcome is not known until it succeeds (COORDINATOR.md §7.2)."""
+    again, and the outcome is not known until it succeeds (docs/coordinator.md §7.2)."""
 
     code = -185
     error_name = "_TIMED_OUT"
@@ -468,7 +468,7 @@ class RepairRefusedError(KafkaException, ValueError):
 class CorruptCheckpointError(KafkaException, ValueError):
     """A checkpoint file (recovery point, log start offset) that cannot be read, or whose
     value the log on disk contradicts: a value past the log end, which no eoslog write leaves
-    (FORMAT.md §9.1). The message names the file, the byte or the entry, and the values.
+    (docs/format.md §9.1). The message names the file, the byte or the entry, and the values.
     Nothing is deleted because of a checkpoint: the open refuses instead."""
 
     code = -1

@@ -1,4 +1,5 @@
-"""The fs seam: every file operation eoslog performs goes through a FileSystem (STYLE.md rule 11).
+"""The fs seam: every file operation eoslog performs goes through a FileSystem (docs/style.md rule
+11).
 
 `PosixFileSystem` is the real one. `eoslog.fs_twin.RecordingFileSystem` is its seeded, in-memory
 twin for tests: it keeps each file's durable image apart from the writes made since the last
@@ -18,9 +19,9 @@ Durability model (what both implementations promise, and what the twin simulates
 Paths are plain strings. Errors are OSError with the errno set, as the OS raises them, and
 eoslog.errors.UnsafePathError (a KafkaStorageError, so an OSError too) for a path refused below.
 
-Symbolic links (RELIABILITY.md "security"): eoslog never acts through a symlink inside the log
-directory, so a link planted there cannot make it read, overwrite, truncate or delete a file
-elsewhere. `PosixFileSystem(root)` opens the root as given (it may itself be, or lie under, a
+Symbolic links (docs/reliability.md "Security and bad input"): eoslog never acts through a symlink
+inside the log directory, so a link planted there cannot make it read, overwrite, truncate or delete
+a file elsewhere. `PosixFileSystem(root)` opens the root as given (it may itself be, or lie under, a
 symlink: that is the user's choice) and reaches every path below it one directory at a time,
 relative to the parent's descriptor, refusing a symlink at any step (O_NOFOLLOW) and any `..`,
 `.` or empty component; a path outside the root is refused too. Only regular files are opened
@@ -54,7 +55,7 @@ if TYPE_CHECKING:
     from typing_extensions import Buffer
 
 
-FILE_MODE = 0o644  # RELIABILITY.md: files 0o644 and directories 0o755, under the umask
+FILE_MODE = 0o644  # docs/reliability.md: files 0o644 and directories 0o755, under the umask
 DIR_MODE = 0o755
 
 

@@ -1,7 +1,7 @@
-"""RecordingFileSystem: the seeded, in-memory twin of PosixFileSystem (STYLE.md rule 11).
+"""RecordingFileSystem: the seeded, in-memory twin of PosixFileSystem (docs/style.md rule 11).
 
 It behaves like `eoslog.fs.PosixFileSystem` (same results, same OSError subclasses and errnos)
-and adds what a crash test needs (RELIABILITY.md families 3 and 5):
+and adds what a crash test needs (docs/reliability.md families 3 and 5):
 
 - Durability. Every file keeps its durable image (its bytes as of its last sync()) beside its
   current content, and every directory keeps its durable entries (as of its last sync_dir)

@@ -1,4 +1,4 @@
-"""Every named limit eoslog enforces, in one place (STYLE.md rule 6).
+"""Every named limit eoslog enforces, in one place (docs/style.md rule 6).
 
 Units and qualifiers come last in each name. Kafka's dotted configuration keys map onto these
 where configuration is parsed; nowhere else spells them out.
@@ -42,10 +42,10 @@ batch_records_max: Final = (1 << 31) - 1
 sequence_max: Final = (1 << 31) - 1
 # Producer epochs are int16 (Short.MAX_VALUE). Kafka hands out at most producer_epoch_max - 1
 # and keeps the top value free, so that the coordinator can always fence a producer with one
-# more bump (TransactionMetadata.isEpochExhausted, COORDINATOR.md §3.2).
+# more bump (TransactionMetadata.isEpochExhausted, docs/coordinator.md §3.2).
 producer_epoch_max: Final = (1 << 15) - 1
 # The largest transaction.timeout.ms a producer may ask for: Kafka's broker default for
-# transaction.max.timeout.ms, 15 minutes (COORDINATOR.md §4).
+# transaction.max.timeout.ms, 15 minutes (docs/coordinator.md §4).
 txn_timeout_ms_max: Final = 900_000
 # Files read whole (indexes, .txnindex, snapshots, checkpoints) are read this many bytes at a
 # time and checked as they are read, so that a sparse or lying file (a size claiming

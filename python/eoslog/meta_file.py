@@ -1,6 +1,6 @@
-"""eoslog.meta: eoslog's own metadata file at the log-directory root (its one definition, STYLE.md
-rule 1): magic, version, CRC-32C of the payload, then the payload, JSON holding the topics
-(partition count and the config given at creation), the next producer-id block and the
+"""eoslog.meta: eoslog's own metadata file at the log-directory root (its one definition,
+docs/style.md rule 1): magic, version, CRC-32C of the payload, then the payload, JSON holding the
+topics (partition count and the config given at creation), the next producer-id block and the
 transaction coordinator's epoch.
 
 Every field read back is checked exactly as user input is (topic names by the rule that keeps
@@ -49,7 +49,7 @@ class Meta:
     """What eoslog.meta holds."""
 
     topics: dict[str, TopicMetadata]
-    # COORDINATOR.md §5: the first producer id of the next block; ids below it may have been
+    # docs/coordinator.md §5: the first producer id of the next block; ids below it may have been
     # handed out and are never reused.
     next_producer_id_block: int = 0
     # The transaction coordinator's epoch, one higher at every open (§2.3).

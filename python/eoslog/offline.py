@@ -1,4 +1,4 @@
-"""Offline scans of a log directory (API.md "Offline scans"): read-only, no lock, safe from any
+"""Offline scans of a log directory (docs/api.md "Offline scans"): read-only, no lock, safe from any
 process while the owner writes. eoslog.scan is the public entry; the Spark data source
 (eoslog_spark) plans with plan_ranges on the driver and reads each ScanRange in a task.
 
@@ -34,7 +34,7 @@ from eoslog.record.columns import SPARK_SCHEMA, SPARK_SCHEMA_WITH_HEADERS
 EARLIEST: Final = -2
 LATEST: Final = -1
 ISOLATION_LEVELS: Final = ("read_committed", "read_uncommitted")
-# `<topic>-<partition>` (FORMAT.md §5.1); a directory being deleted has a longer suffix.
+# `<topic>-<partition>` (docs/format.md §5.1); a directory being deleted has a longer suffix.
 _PARTITION_DIRECTORY: Final = re.compile(r"(.+)-(\d+)")
 _INTERNAL_TOPICS: Final = ("__transaction_state", "__consumer_offsets")
 # A read yields RecordBatches of at least this many rows (but the last), gathered from the
@@ -318,7 +318,7 @@ def scan(
     decompressed_bytes_max: int = limits.decompressed_batch_bytes_max,
 ) -> Iterator[pa.RecordBatch]:
     """Read a log directory without opening it: pyarrow.RecordBatches in the Spark Kafka
-    source's schema (API.md "Spark"), partition after partition in offset order.
+    source's schema (docs/api.md "Spark"), partition after partition in offset order.
 
     Any process may call it while the owner writes: it takes no lock, maps nothing the owner
     may cut, and sees each partition as it stood when planned, up to its last whole batch.

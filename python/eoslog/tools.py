@@ -37,7 +37,7 @@ from eoslog.log.segment_reads import LOG_SUFFIX, offset_from_file_name
 from eoslog.record import codec, layout
 from eoslog.record.types import BatchHeader
 
-# A partition directory is `<topic>-<partition>` (FORMAT.md §5.1); a topic being deleted has a
+# A partition directory is `<topic>-<partition>` (docs/format.md §5.1); a topic being deleted has a
 # longer suffix and is not verified.
 _PARTITION_DIRECTORY: Final = re.compile(r".+-\d+")
 

@@ -1,4 +1,4 @@
-"""The "eoslog" PySpark data source (API.md "Spark"): batch scans of a log directory's segment
+"""The "eoslog" PySpark data source (docs/api.md "Spark"): batch scans of a log directory's segment
 files, from any process, while the owner writes.
 
 The driver plans with eoslog.offline (one PartitionView per partition: start and end offsets

@@ -1,4 +1,4 @@
-"""Coverage-guided fuzzing of every reader of untrusted bytes (RELIABILITY.md family 12).
+"""Coverage-guided fuzzing of every reader of untrusted bytes (docs/reliability.md family 12).
 
 - `targets` holds one function per reader, taking bytes; `TARGETS` names them.
 - `corpus/<target>/` holds the committed seed corpus of each target (`seeds` writes it).

@@ -1,4 +1,4 @@
-"""The fuzzing soak (RELIABILITY.md family 12): every target in turn, as long as asked.
+"""The fuzzing soak (docs/reliability.md family 12): every target in turn, as long as asked.
 
     python -m tests.fuzz --seconds 600                 # each target for 10 minutes
     python -m tests.fuzz --seconds 60 --targets meta   # one target

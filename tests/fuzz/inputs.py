@@ -22,7 +22,7 @@ DROP_RECOVERY_POINT = 0x08
 # The batch size limit the codec targets pass: small enough that a decompression bomb inside a
 # fuzz-sized input is refused long before the memory bound.
 BATCH_BYTES_MAX = 1 << 20
-# An input may allocate at most max(ALLOCATION_BOUND_BYTES, 4 x its size) (RELIABILITY.md
+# An input may allocate at most max(ALLOCATION_BOUND_BYTES, 4 x its size) (docs/reliability.md
 # family 12) and run at most INPUT_TIMEOUT_S seconds.
 ALLOCATION_BOUND_BYTES = 256 << 20
 INPUT_TIMEOUT_S = 10

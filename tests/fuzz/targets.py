@@ -238,7 +238,7 @@ def txn_index(data: bytes) -> None:
 
 # --- producer snapshots -------------------------------------------------------------------------
 
-SNAPSHOT_CRC_START = 6  # version int16 and the CRC itself are not covered (FORMAT.md §8)
+SNAPSHOT_CRC_START = 6  # version int16 and the CRC itself are not covered (docs/format.md §8)
 
 
 def producer_snapshot(data: bytes) -> None:

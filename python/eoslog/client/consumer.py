@@ -1,10 +1,10 @@
-"""The Consumer (API.md "Consumer"): confluent-kafka-python's assign / poll / consume / seek /
+"""The Consumer (docs/api.md "Consumer"): confluent-kafka-python's assign / poll / consume / seek /
 position / get_watermark_offsets over one Broker's partition logs, consume_arrow for columnar
 reads in the Spark Kafka source's schema, and consumer groups: subscribe / commit / committed
 / consumer_group_metadata (membership in eoslog.client.group_member, offsets in the broker's
 group coordinator).
 
-Data path (DESIGN.md "Fetch"): PartitionLog.read returns whole v2 batches up to the last
+Data path (docs/design.md "Fetch"): PartitionLog.read returns whole v2 batches up to the last
 stable offset (read_committed) or the high watermark (read_uncommitted) with the aborted
 transactions, as a view of the mapped segment; fetch.plan_fetch picks the batches to deliver.
 consume() and poll() index those batches in C (message.index_records: CRC and record checks,
@@ -451,7 +451,7 @@ class Consumer:
         self, max_records: int = 100_000, timeout: float = -1, *, include_headers: bool = False
     ) -> pa.RecordBatch:
         """Up to max_records records as one pyarrow.RecordBatch in the Spark Kafka source's
-        schema (API.md "Spark"; with a `headers` column when include_headers), made without
+        schema (docs/api.md "Spark"; with a `headers` column when include_headers), made without
         a Python object per record. Waits like consume(): until max_records are collected or
         the timeout expires; returns earlier once the pieces collected hold
         limits.decompressed_batch_bytes_max bytes, as consume() does. Moves the same positions

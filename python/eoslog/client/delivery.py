@@ -1,4 +1,4 @@
-"""What a producer's on_delivery(err, msg) callback receives (API.md "Producer", "Consumer":
+"""What a producer's on_delivery(err, msg) callback receives (docs/api.md "Producer", "Consumer":
 Message accessors).
 
 DeliveryReport has the accessor names of confluent-kafka-python's Message (topic(),

@@ -1,4 +1,4 @@
-"""Which batches of a fetch a consumer delivers (FORMAT.md §6.4; DESIGN.md "Fetch").
+"""Which batches of a fetch a consumer delivers (docs/format.md §6.4; docs/design.md "Fetch").
 
 PartitionLog.read returns whole v2 batches from the one holding the fetch offset, with the
 aborted transactions overlapping them (read_committed). plan_fetch decides, batch by batch,
@@ -138,7 +138,7 @@ def plan_fetch_reference(
 
 def is_abort_marker(records: Buffer, position: int) -> bool:
     """Whether the control batch at `position` holds an ABORT marker (its first record's key
-    is version int16 + type int16; FORMAT.md §3). Control batches are one per transaction, so
+    is version int16 + type int16; docs/format.md §3). Control batches are one per transaction, so
     decoding this one record in Python costs nothing per data record."""
     found = codec.batch_records(records, position)
     if not found:

@@ -1,4 +1,4 @@
-"""A consumer's side of its group (API.md "Consumer"; Kafka's ConsumerCoordinator, run in
+"""A consumer's side of its group (docs/api.md "Consumer"; Kafka's ConsumerCoordinator, run in
 this process): the subscription (topic names, or patterns starting with "^"), joining and
 rejoining the group, the rebalance callbacks, the member id and generation that
 consumer_group_metadata() reports, and auto-commit.

@@ -1,4 +1,4 @@
-"""Message and TopicPartition (API.md "Consumer"), shaped like confluent-kafka-python's,
+"""Message and TopicPartition (docs/api.md "Consumer"), shaped like confluent-kafka-python's,
 and FetchedRecords, the decoded fetch consume_arrow slices.
 
 A consume() makes one Message per record and nothing else per record: the records of a fetch
@@ -129,7 +129,7 @@ class FetchedRecords:
         return int(self.columns.offset[index])
 
     def to_arrow(self, start: int, stop: int, include_headers: bool) -> pa.RecordBatch:
-        """Records [start, stop) in the Spark Kafka source's schema (API.md "Spark")."""
+        """Records [start, stop) in the Spark Kafka source's schema (docs/api.md "Spark")."""
         columns = self.columns
         if not include_headers and columns.headers is not None:
             columns = dataclasses.replace(columns, headers=None)

@@ -1,4 +1,4 @@
-"""The default partitioner (API.md "Producer": `partition=-1`), as Kafka's clients choose.
+"""The default partitioner (docs/api.md "Producer": `partition=-1`), as Kafka's clients choose.
 
 - A record with a key goes to `(murmur2(key) & 0x7fffffff) % partitions`, Kafka's
   BuiltInPartitioner / DefaultPartitioner hash (librdkafka's `murmur2_random` partitioner, which

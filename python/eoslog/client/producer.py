@@ -1,4 +1,4 @@
-"""The idempotent Producer (API.md "Producer"; DESIGN.md "The data path"). Create it with
+"""The idempotent Producer (docs/api.md "Producer"; docs/design.md "The data path"). Create it with
 `broker.producer(config)`; config keys are in eoslog.client.producer_config.
 
 Data path. produce() appends the record to its partition's open batch (a native
@@ -28,7 +28,7 @@ librdkafka may instead bump the epoch for some of these; eoslog's log loses prod
 only through expiry, after which any sequence is accepted, so a gap here means a bug or a
 second writer with our id, and stopping is the safe answer.
 
-Transactions (with transactional.id; COORDINATOR.md §7, §9.4). init_transactions() takes a
+Transactions (with transactional.id; docs/coordinator.md §7, §9.4). init_transactions() takes a
 producer id and epoch from broker.transactions (fencing older producers with the id);
 begin_transaction() opens a transaction locally; its batches are flagged transactional, and
 before the first of them reaches a partition the sender adds that partition to the
@@ -115,7 +115,7 @@ _FATAL_ERRORS: Final = (
     InvalidTxnStateError,
     KafkaStorageError,
 )
-# Inside a transaction these two are abortable, not fatal (COORDINATOR.md §7.3): the abort
+# Inside a transaction these two are abortable, not fatal (docs/coordinator.md §7.3): the abort
 # bumps the epoch and restarts every sequence, so the producer can go on.
 _ABORTABLE_IN_TRANSACTION: Final = (OutOfOrderSequenceError, InvalidProducerEpochError)
 # Backoff between retries of a coordinator call answered CONCURRENT_TRANSACTIONS (Kafka's
@@ -137,10 +137,10 @@ def next_sequence(sequence: int, records: int) -> int:
 
 
 class Producer:
-    """confluent_kafka.Producer's surface over this process's Broker (API.md "Producer").
+    """confluent_kafka.Producer's surface over this process's Broker (docs/api.md "Producer").
 
     Thread-safe (see the module docstring). Differences from confluent-kafka-python, where
-    API.md is silent: produce() raises UnknownTopicOrPartitionError at once for an unknown
+    docs/api.md is silent: produce() raises UnknownTopicOrPartitionError at once for an unknown
     topic or partition (librdkafka reports an unknown topic later, in the delivery report);
     keys `bootstrap.servers`, `socket.timeout.ms`, `request.timeout.ms` and
     `metadata.max.age.ms` are accepted and ignored; `acks` other than all/-1 is accepted only
@@ -284,7 +284,7 @@ class Producer:
         *,
         timestamp: int = 0,
     ) -> None:
-        """Append many records at once, vectorized (an eoslog addition; API.md): values and
+        """Append many records at once, vectorized (an eoslog addition; docs/api.md): values and
         keys as lists of bytes/None, numpy arrays (dtype S, U or object) or pyarrow
         binary/string arrays; no Python object is made per record for numpy and Arrow input.
         All records get one CreateTime (timestamp 0: now). partition -1 uses the default
@@ -674,7 +674,7 @@ class Producer:
     ) -> list[tuple[str, PartitionState, ProducerBatch, Any]]:
         """The reports to serve, each successful one now covered by an fsync (no lock held).
 
-        A delivery callback without error is an acknowledgement (RELIABILITY.md), so under
+        A delivery callback without error is an acknowledgement (docs/reliability.md), so under
         durability "commit" it may run only after the fsync that covers its record. Group
         commit keeps that cheap: one flush_through per partition covers every report of this
         round (and every append made so far), and a partition already durable that far costs
@@ -874,7 +874,7 @@ class Producer:
         finally:
             self._linger_sleeps_until = -math.inf  # awake: it looks at the batches itself
 
-    # --- transactions (COORDINATOR.md §7.2; states in eoslog.client.transaction_manager) ----
+    # --- transactions (docs/coordinator.md §7.2; states in eoslog.client.transaction_manager) ----
 
     def init_transactions(self, timeout: float | None = None) -> None:
         """InitProducerId for transactional.id with transaction.timeout.ms: fences every
@@ -936,7 +936,7 @@ class Producer:
         group_metadata: ConsumerGroupMetadata,
         timeout: float | None = None,
     ) -> None:
-        """Commit the group's offsets as part of the open transaction (COORDINATOR.md §3.4,
+        """Commit the group's offsets as part of the open transaction (docs/coordinator.md §3.4,
         §3.5, §6.4): each TopicPartition's offset is the next record to read. The group's
         `__consumer_offsets` partition joins the transaction (AddOffsetsToTxn) and the
         offsets are written pending: committed() does not show them until the transaction
@@ -1145,7 +1145,7 @@ class Producer:
 
 def _coordinator_error(error: KafkaException) -> KafkaException:
     """A coordinator call's error as the client raises it: INVALID_PRODUCER_EPOCH from a
-    coordinator API means fenced (COORDINATOR.md §7.3), so ProducerFencedError."""
+    coordinator API means fenced (docs/coordinator.md §7.3), so ProducerFencedError."""
     if isinstance(error, InvalidProducerEpochError):
         return ProducerFencedError(f"fenced: {error.error.str()}")
     return error

@@ -1,7 +1,7 @@
-"""Producer configuration (API.md "Producer"): Kafka's dotted keys parsed once into a
-ProducerSettings, so nothing else in the client spells them out (STYLE.md rule 6).
+"""Producer configuration (docs/api.md "Producer"): Kafka's dotted keys parsed once into a
+ProducerSettings, so nothing else in the client spells them out (docs/style.md rule 6).
 
-Keys and defaults follow confluent-kafka-python (librdkafka) where API.md is silent. Unknown
+Keys and defaults follow confluent-kafka-python (librdkafka) where docs/api.md is silent. Unknown
 keys raise InvalidConfigError, as librdkafka rejects them ("No such configuration property"),
 and a rejected config changes nothing: the Producer is not created.
 """

@@ -1,6 +1,6 @@
-"""The transactional producer's state machine (COORDINATOR.md §7; Kafka's client
+"""The transactional producer's state machine (docs/coordinator.md §7; Kafka's client
 TransactionManager), as data: the legal transitions (§7.1) and the states each public method
-may be called in (§7.2), each a table a test walks pair by pair (STYLE.md rule 10).
+may be called in (§7.2), each a table a test walks pair by pair (docs/style.md rule 10).
 
 Errors for a call in the wrong state, chosen to follow confluent-kafka-python (librdkafka),
 whose errors eoslog's are modelled on, while staying typed:

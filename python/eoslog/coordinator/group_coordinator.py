@@ -1,6 +1,6 @@
-"""The group coordinator of one Broker (COORDINATOR.md §3.5, §6; DESIGN.md "Transactions"):
-consumer-group membership inside this process, and the offsets groups commit, kept in
-`__consumer_offsets` in Kafka's record format (eoslog.coordinator.offsets_log).
+"""The group coordinator of one Broker (docs/coordinator.md §3.5, §6; docs/design.md
+"Transactions"): consumer-group membership inside this process, and the offsets groups commit, kept
+in `__consumer_offsets` in Kafka's record format (eoslog.coordinator.offsets_log).
 
 Offsets. A plain commit appends a non-transactional batch of OffsetCommit records to the
 group's partition `__consumer_offsets-p(group)`, waits under durability="commit" (and

@@ -6,7 +6,7 @@ lets the leader compute the assignment and hand it out with SyncGroup. In one pr
 coordinator computes the assignment itself (eoslog.coordinator.assignors), so there is no
 CompletingRebalance state: once every member has rejoined, the generation goes up by one and
 every member's assignment is ready. The states and their legal transitions are a table
-(STYLE.md rule 10):
+(docs/style.md rule 10):
 
 | from \\ to          | Empty | PreparingRebalance | Stable |
 |--------------------|-------|--------------------|--------|

@@ -2,7 +2,7 @@
 (`__transaction_state`, `__consumer_offsets`): fixed-width big-endian integers, strings with
 an int16 length (or, in flexible versions, an unsigned varint of length + 1), arrays with an
 int32 count (flexible: varint count + 1), and tagged-field sections. One definition shared by
-eoslog.coordinator.transaction_log and eoslog.coordinator.offsets_log (STYLE.md rule 1).
+eoslog.coordinator.transaction_log and eoslog.coordinator.offsets_log (docs/style.md rule 1).
 
 Every function here is pure and thread-safe. Encoders raise ValueError for a value that does
 not fit its field; the Reader raises the corruption error its caller names (a ValueError).

@@ -1,5 +1,5 @@
 """The committed and pending offsets of every group, as a replay of `__consumer_offsets`
-builds them (COORDINATOR.md §6.1, Kafka's OffsetMetadataManager): one state machine fed in
+builds them (docs/coordinator.md §6.1, Kafka's OffsetMetadataManager): one state machine fed in
 log order at open and by the group coordinator as it appends.
 
 * A non-transactional OffsetCommit record sets the committed offset.

@@ -1,4 +1,4 @@
-"""The `__consumer_offsets` records: key and value bytes (COORDINATOR.md §3.5, §6.1).
+"""The `__consumer_offsets` records: key and value bytes (docs/coordinator.md §3.5, §6.1).
 
 Kafka writes them with its generated-message encoding, prefixed by an int16 version, from
 OffsetCommitKey.json, OffsetCommitValue.json and GroupMetadataKey.json in

@@ -1,9 +1,9 @@
-"""Producer-id allocation in blocks (COORDINATOR.md §5).
+"""Producer-id allocation in blocks (docs/coordinator.md §5).
 
 Ids are handed out from a block of PRODUCER_ID_BLOCK_SIZE, and the end of a block is made
 durable before any id in it is used: after a crash the unused rest of the block is skipped,
 never reused. Kafka's controller does the same with its ProducerIdsRecord; here the durable
-counter lives in the broker's CRC-protected metadata file (DESIGN.md "Files on disk").
+counter lives in the broker's CRC-protected metadata file (docs/design.md "Files on disk").
 """
 
 from __future__ import annotations

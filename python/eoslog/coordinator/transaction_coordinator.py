@@ -1,4 +1,5 @@
-"""The transaction coordinator of one Broker (COORDINATOR.md §0-§4; DESIGN.md "Transactions").
+"""The transaction coordinator of one Broker (docs/coordinator.md §0-§4; docs/design.md
+"Transactions").
 
 It owns one TransactionMetadata per transactional id. Every change is decided on the metadata
 (eoslog.coordinator.transaction_decisions), appended to `__transaction_state` in Kafka's record
@@ -412,7 +413,7 @@ class TransactionCoordinator:
                 expired += 1
         return expired
 
-    # --- partition-leader verification (KIP-890 part 1, COORDINATOR.md §9.2) ---------------
+    # --- partition-leader verification (KIP-890 part 1, docs/coordinator.md §9.2) ---------------
 
     def verify_transaction(
         self, producer_id: int, producer_epoch: int, partition: TopicPartition

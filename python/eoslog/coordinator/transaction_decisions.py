@@ -1,5 +1,5 @@
 """What the coordinator does with InitProducerId, AddPartitionsToTxn and a TV2 EndTxn, decided
-on one transactional id's metadata (COORDINATOR.md §3.2, §3.3, §3.6, §9.3).
+on one transactional id's metadata (docs/coordinator.md §3.2, §3.3, §3.6, §9.3).
 
 Each `decide_*` function either raises the Kafka error the client gets, changing nothing, or
 prepares one transition on the metadata and returns a Decision: the target to append to
@@ -207,7 +207,7 @@ _E, _N, _PF, _ITS, _CT = (
 _CUR, _RETRY, _OTHER = EpochKind.CURRENT, EpochKind.RETRY, EpochKind.OTHER
 
 # (state, commit?, epoch kind) -> outcome: Kafka's TV2 EndTxn (TransactionCoordinator
-# endTransaction, as tabulated in COORDINATOR.md §3.6), with its epoch validity folded in:
+# endTransaction, as tabulated in docs/coordinator.md §3.6), with its epoch validity folded in:
 # Ongoing and Empty need the current epoch, Prepare* a retry, Complete* either.
 END_TXN_TV2: Final[Mapping[tuple[TransactionState, bool, EpochKind], EndOutcome]] = (
     MappingProxyType(
@@ -224,7 +224,7 @@ END_TXN_TV2: Final[Mapping[tuple[TransactionState, bool, EpochKind], EndOutcome]
             (S.COMPLETE_ABORT, False, _CUR): _E,
             # A commit retried from the epoch before an abort it did not ask for (a timeout
             # or a fence): the producer was fenced. Kafka answers PRODUCER_FENCED here since
-            # KAFKA-20785 (COORDINATOR.md's table, from before it, says INVALID_TXN_STATE).
+            # KAFKA-20785 (docs/coordinator.md's table, from before it, says INVALID_TXN_STATE).
             (S.COMPLETE_ABORT, True, _RETRY): _PF,
             (S.COMPLETE_ABORT, True, _CUR): _ITS,
             (S.COMPLETE_COMMIT, True, _RETRY): _N,

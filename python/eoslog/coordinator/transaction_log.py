@@ -1,4 +1,4 @@
-"""The `__transaction_state` records: key and value bytes (COORDINATOR.md §2.1).
+"""The `__transaction_state` records: key and value bytes (docs/coordinator.md §2.1).
 
 Kafka writes both with its generated-message encoding, prefixed by an int16 version
 (MessageUtil.toVersionPrefixedBytes), from TransactionLogKey.json and TransactionLogValue.json
@@ -13,7 +13,7 @@ in transaction-coordinator/src/main/resources/common/message/:
   default, in ascending tag order, as varint tag, varint size, then the value.
 
 The layout is written down once, as the field tables below, and both the encoder and the
-decoder walk them (STYLE.md rule 1). Encoding writes value version 1 (eoslog always runs with
+decoder walk them (docs/style.md rule 1). Encoding writes value version 1 (eoslog always runs with
 transaction.version 2, which implies the flexible record); decoding reads versions 0 and 1.
 
 Every function here is pure and thread-safe. Bad bytes raise CorruptTransactionLogError (a
@@ -65,7 +65,7 @@ class TopicPartitions:
 class TransactionLogValue:
     """One `__transaction_state` value, field for field as TransactionLogValue.json names it.
 
-    `transaction_status` is the TransactionState id byte (COORDINATOR.md §1.1); this module
+    `transaction_status` is the TransactionState id byte (docs/coordinator.md §1.1); this module
     does not interpret it. `transaction_partitions` is None for an Empty transaction."""
 
     producer_id: int

@@ -1,5 +1,5 @@
-"""The coordinator's metadata for one transactional id, changed in two phases (COORDINATOR.md
-§1.2; STYLE.md rule 9), as Kafka's TransactionMetadata is:
+"""The coordinator's metadata for one transactional id, changed in two phases (docs/coordinator.md
+§1.2; docs/style.md rule 9), as Kafka's TransactionMetadata is:
 
 1. a `prepare_*` method builds an immutable TransitionTarget, checks it against the table and
    the basic invariants, and records it as the pending transition. A failed check raises and

@@ -1,13 +1,14 @@
-"""The transaction coordinator's states and the rules for moving between them (COORDINATOR.md §1).
+"""The transaction coordinator's states and the rules for moving between them (docs/coordinator.md
+§1).
 
 `TransactionState` carries Kafka's state ids (the byte in `__transaction_state`);
-`LEGAL_TRANSITIONS` is the table of allowed moves, as data (STYLE.md rule 10);
+`LEGAL_TRANSITIONS` is the table of allowed moves, as data (docs/style.md rule 10);
 `TransitionTarget` is an immutable description of a transition (Kafka's TxnTransitMetadata);
 `completion_problem` holds the invariants a transition must keep when it is applied (§1.2
 step 3). TransactionMetadata (transaction_metadata.py) uses all four.
 
 Everything here is immutable and thread-safe. A move the table or the invariants forbid is our
-bug (STYLE.md rule 3), raised as IllegalTransitionError and never sent to a client.
+bug (docs/style.md rule 3), raised as IllegalTransitionError and never sent to a client.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from eoslog.coordinator.transaction_log import NO_PRODUCER_ID
 TopicPartition = tuple[str, int]
 
 # The client transaction version (TransactionVersion feature level) from which every
-# transaction end bumps the epoch (KIP-890 part 2, COORDINATOR.md §9.3).
+# transaction end bumps the epoch (KIP-890 part 2, docs/coordinator.md §9.3).
 TRANSACTION_VERSION_EPOCH_BUMP: Final = 2
 NO_TIMESTAMP: Final = -1
 

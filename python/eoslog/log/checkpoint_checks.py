@@ -1,6 +1,6 @@
 """The checkpoints checked against the log at open (eoslog.log.recovery): a recovery point or
 log start must lie inside the segments that exist, and a value that disagrees with them never
-causes a deletion (FORMAT.md §9.1). Also what a repair does to the recovery-point checkpoint.
+causes a deletion (docs/format.md §9.1). Also what a repair does to the recovery-point checkpoint.
 """
 
 from __future__ import annotations

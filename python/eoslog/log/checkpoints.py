@@ -1,5 +1,5 @@
 """The checkpoint files at the log-directory root: Kafka's recovery point and log-start offset
-checkpoints (FORMAT.md §9.1; text: version, count, then `topic partition offset` lines), the
+checkpoints (docs/format.md §9.1; text: version, count, then `topic partition offset` lines), the
 clean-shutdown marker, and eoslog's own aborted-transaction checkpoint (below). Written
 through the fs seam: temp file, sync, rename, sync dir.
 
@@ -135,7 +135,7 @@ def _malformed(path: str, position: int, what: str) -> CorruptCheckpointError:
 
 
 def read_offsets(fs: FileSystem, path: str) -> dict[TopicPartition, int]:
-    """The checkpoint's entries; none if the file is missing (FORMAT.md §9.1).
+    """The checkpoint's entries; none if the file is missing (docs/format.md §9.1).
     CorruptCheckpointError if it cannot be read as a checkpoint (decode_offsets), or if it is
     larger than limits.checkpoint_file_bytes_max (refused before anything is read)."""
     return decode_offsets(_read_checkpoint_bytes(fs, path), path)
@@ -232,7 +232,7 @@ def write_clean_shutdown(fs: FileSystem, root: str, broker_epoch: int = 0) -> No
 
 def take_clean_shutdown(fs: FileSystem, root: str) -> bool:
     """Whether the last close was clean. The marker is deleted at once (and the deletion made
-    durable), so a crash while loading forces full recovery next time (FORMAT.md §9.1)."""
+    durable), so a crash while loading forces full recovery next time (docs/format.md §9.1)."""
     path = os.path.join(root, CLEAN_SHUTDOWN_FILE)
     if not fs.exists(path):
         return False

@@ -1,5 +1,5 @@
 """Topic (log) configuration: Kafka's dotted property names parsed once, here, into named
-fields with units (STYLE.md rule 6). Defaults are Kafka's (FORMAT.md §5.2)."""
+fields with units (docs/style.md rule 6). Defaults are Kafka's (docs/format.md §5.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The log directory's lock: one owner process at a time (DESIGN.md "Ownership").
+"""The log directory's lock: one owner process at a time (docs/design.md "Ownership").
 
 The owner (`eoslog.open`) and every offline writer (`eoslog repair`) take the same exclusive
 lock on `<log dir>/.lock` and write their pid in it, so they exclude each other and a refusal

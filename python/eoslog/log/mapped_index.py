@@ -1,6 +1,6 @@
 """What the offset and time indexes share (Kafka's AbstractIndex): a preallocated file of
 fixed-size entries, mapped into memory, searched with the warm-section binary search
-(FORMAT.md §5.6, §5.8).
+(docs/format.md §5.6, §5.8).
 
 Files. A new index file is sized to max_index_bytes rounded down to a multiple of the entry
 size and starts empty; an existing file is taken to hold length // entry size entries, all of
@@ -8,7 +8,7 @@ them valid (§5.6), which is why an index is trimmed to its entries before it co
 (close, roll, end of recovery) and re-expanded when its segment becomes active again. A file
 longer than max_index_bytes is not believed at all (_entries_claimed): its size is a lie.
 
-Memory safety (DESIGN.md "Ownership, threads, processes"). Only the owner process maps index
+Memory safety (docs/design.md "Ownership, threads, processes"). Only the owner process maps index
 files, and a mapping never outlives the file bytes under it, since touching a mapped page past
 the end of its file kills the process with SIGBUS. No mapping lives while a file changes size
 (which the fs twin enforces): to resize, the index switches its entries to an in-memory copy of
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from typing_extensions import Buffer
 
 # Kafka's segment.index.bytes / log.index.size.max.bytes default (ServerLogConfigs
-# LOG_INDEX_SIZE_MAX_BYTES_DEFAULT, FORMAT.md §5.2): the size a new index file is given.
+# LOG_INDEX_SIZE_MAX_BYTES_DEFAULT, docs/format.md §5.2): the size a new index file is given.
 INDEX_BYTES_DEFAULT: Final = 10 * 1024 * 1024
 # A relative offset is stored as an int32 (AbstractIndex.toRelative).
 RELATIVE_OFFSET_MAX: Final = (1 << 31) - 1

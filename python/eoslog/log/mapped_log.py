@@ -1,8 +1,8 @@
 """A segment's .log in the owner process: its open handle, and the read-only shared mappings
 of it that reads return views into, so a read copies nothing (Kafka serves a fetch with
-sendfile for the same reason; shared/BENCH.md, the random-offset read target).
+sendfile for the same reason; docs/bench.md, the random-offset read target).
 
-Memory safety (DESIGN.md "Ownership, threads, processes"). Touching a mapped page that lies
+Memory safety (docs/design.md "Ownership, threads, processes"). Touching a mapped page that lies
 wholly past the end of its file kills the process with SIGBUS, and a view a read returned
 lives as long as its caller keeps it. So no file is ever cut below a mapping a view may use:
 - The file is mapped lazily, by the first read, up to the end of the log that read saw (never

@@ -1,5 +1,5 @@
 """The offset index (.index): sparse (offset, .log position) entries of one segment
-(FORMAT.md §5.4; Kafka's OffsetIndex).
+(docs/format.md §5.4; Kafka's OffsetIndex).
 
 Each 8-byte entry is the offset relative to the segment base (int32) and the byte position in
 the .log file (int32) of a batch whose last offset is that offset. Offsets strictly increase.
@@ -57,7 +57,7 @@ class OffsetIndex(MappedIndex):
 
     def _entries_in_use(self, image: bytes) -> int:
         """The leading entries whose positions are above 0 and whose offsets and positions
-        strictly increase (no entry is ever written at position 0, FORMAT.md §5.4)."""
+        strictly increase (no entry is ever written at position 0, docs/format.md §5.4)."""
         entries = np.frombuffer(image, dtype=_ENTRY_DTYPE, count=len(image) // ENTRY_BYTES)
         relative = entries["relative"].astype(np.int64)
         position = entries["position"].astype(np.int64)

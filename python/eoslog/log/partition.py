@@ -1,4 +1,4 @@
-"""The partition log (API.md "Partition log"): validated appends with offset assignment, reads
+"""The partition log (docs/api.md "Partition log"): validated appends with offset assignment, reads
 of whole batches, roll, retention, truncation and durability, over a list of segments.
 
 Thread safety: appends, roll, retention, truncation, flush and close serialize on the
@@ -109,7 +109,7 @@ def _aborted_in(
     fetch_size: int,
     log_end_offset: int,
 ) -> list[tuple[int, int]]:
-    """The aborted transactions a read_committed fetch must be told about (FORMAT.md §6.3):
+    """The aborted transactions a read_committed fetch must be told about (docs/format.md §6.3):
     those overlapping [fetch_offset, upper bound) from the segment it was served from on,
     where the upper bound is the offset of the first index entry past the fetched bytes,
     else the next segment's base, else the log end."""
@@ -235,12 +235,12 @@ class PartitionLog:
 
     @property
     def high_watermark(self) -> int:
-        """One node is its own ISR: everything appended is replicated (FORMAT.md §7)."""
+        """One node is its own ISR: everything appended is replicated (docs/format.md §7)."""
         return self._log_end_offset
 
     @property
     def last_stable_offset(self) -> int:
-        """The first offset of the oldest open transaction, else the high watermark (FORMAT.md
+        """The first offset of the oldest open transaction, else the high watermark (docs/format.md
         §7; a single node is its own ISR, so a decided transaction is stable at once). Never
         below the log start offset."""
         first_unstable = self._producers.table.first_unstable_offset()
@@ -281,7 +281,7 @@ class PartitionLog:
 
     def append_batch(self, raw: bytes | bytearray | memoryview) -> AppendInfo:
         """Append one v2 batch exactly as a client sends it, validated as a Kafka leader
-        validates it (FORMAT.md §8.2, §10): a retry of any of the producer's last 5 batches
+        validates it (docs/format.md §8.2, §10): a retry of any of the producer's last 5 batches
         returns the original offsets with duplicate=True and writes nothing;
         InvalidProducerEpochError, OutOfOrderSequenceError, InvalidTxnStateError for a
         batch its producer's state rejects. Nothing is written when it raises. Thread-safe.
@@ -330,7 +330,7 @@ class PartitionLog:
                 self._append_stamped(
                     self._stamped(view, base_offset, append_time), last_offset, max_timestamp
                 )
-                # Staged above, applied now that the bytes are written (STYLE.md rule 9).
+                # Staged above, applied now that the bytes are written (docs/style.md rule 9).
                 if header.producer_id >= 0:
                     producers.apply_append(
                         header.producer_id,
@@ -361,7 +361,7 @@ class PartitionLog:
         sync: bool = True,
     ) -> int:
         """Write a COMMIT or ABORT marker ending the producer's transaction here, as the
-        transaction coordinator does (FORMAT.md §3; §8.2 item 7, COORDINATOR origin). Returns
+        transaction coordinator does (docs/format.md §3; §8.2 item 7, COORDINATOR origin). Returns
         the marker's offset. An ABORT that ends a transaction with data adds its .txnindex
         entry (§6.2). Under transactions v2 a marker must carry a newer epoch than the
         transaction's data; the same epoch is accepted only when no transaction is open (a
@@ -477,7 +477,7 @@ class PartitionLog:
                 offset_of_max_timestamp=last_offset,
             )
         except OSError as error:
-            # The bytes may be half written: stop accepting writes (DESIGN.md fail-stop);
+            # The bytes may be half written: stop accepting writes (docs/design.md fail-stop);
             # recovery at the next open cuts the torn batch.
             self._fail(error)
         self._unsynced.add(active)
@@ -705,7 +705,7 @@ class PartitionLog:
 
     def remove_expired_producers(self) -> int:
         """Forget producers idle past producer.id.expiration.ms without an open transaction
-        (FORMAT.md §8.5); the maintenance pass calls it. Returns how many."""
+        (docs/format.md §8.5); the maintenance pass calls it. Returns how many."""
         with self._lock:
             return self._producers.remove_expired(self._clock_ms())
 

@@ -1,5 +1,5 @@
 """A read-only, lock-free view of one partition directory, for readers outside the owner
-process (eoslog.offline, the Spark data source) while the owner keeps writing (API.md
+process (eoslog.offline, the Spark data source) while the owner keeps writing (docs/api.md
 "Offline scans").
 
 Taking the view opens every segment's .log once and captures its size, so the view is a fixed
@@ -9,7 +9,7 @@ cut at the last whole batch. Nothing is mapped: every read is a pread, since the
 truncate or delete any file, and touching a mapped page past the end of its file kills the
 process (SIGBUS). Nothing is written, and no lock is taken.
 
-read_committed from the files alone (FORMAT.md §6, §7). The aborted transactions come from the
+read_committed from the files alone (docs/format.md §6, §7). The aborted transactions come from the
 segments' .txnindex files, each entry checked against the log first (entry_disagreement: a
 wrong one, or a file that does not read whole, makes the view derive every aborted transaction
 from the batch headers instead), except
@@ -260,7 +260,7 @@ class PartitionView:
     def _replay(self, *, from_start: bool = False) -> tuple[int, list[AbortedTxn], int | None]:
         """(replay start, ABORTs met replaying, first unstable offset): the newest readable
         snapshot at or below the view's end, then the batch headers after it, replayed into a
-        producer-state table (FORMAT.md §8.4). With no snapshot (or from_start) the whole
+        producer-state table (docs/format.md §8.4). With no snapshot (or from_start) the whole
         partition is walked."""
         if self._replayed is not None and not from_start:
             return self._replayed
@@ -313,7 +313,7 @@ class PartitionView:
     @property
     def last_stable_offset(self) -> int:
         """The first offset of the oldest transaction open in the view, else its end; never
-        below the log start (FORMAT.md §7)."""
+        below the log start (docs/format.md §7)."""
         first_unstable = self._replay()[2]
         if first_unstable is None:
             return self.log_end_offset
@@ -380,7 +380,7 @@ class PartitionView:
 
     def offset_for_timestamp(self, timestamp_ms: int) -> int:
         """The offset of the first record with timestamp >= timestamp_ms, through the time
-        indexes (FORMAT.md §5.9); the view's end when there is none."""
+        indexes (docs/format.md §5.9); the view's end when there is none."""
         last = len(self._handles) - 1
         for number in range(len(self._handles)):
             segment = self.segment(number)
@@ -475,14 +475,14 @@ class PartitionView:
         """The records [start, stop) as columns, decoded in C with no Python object per
         record. aborted: the aborted transactions (read_committed; stop must then be at or
         below the last stable offset) or None (read_uncommitted). Control records never
-        appear; aborted transactional batches are dropped whole (FORMAT.md §6.4). A batch
+        appear; aborted transactional batches are dropped whole (docs/format.md §6.4). A batch
         decompressing past decompressed_bytes_max raises CorruptRecordError (decode_columns)."""
         returned = start - 1  # the last offset yielded
         for data, offset, segment, file_position in self.read_batches(start, stop, chunk_bytes):
             skips = None
             if aborted is not None:
                 # Kafka's rule for the aborted transactions a fetch from `offset` is told
-                # about (FORMAT.md §6.3): those not ended before it, begun before its end.
+                # about (docs/format.md §6.3): those not ended before it, begun before its end.
                 pending = [
                     (txn.producer_id, txn.first_offset)
                     for txn in aborted

@@ -1,4 +1,4 @@
-"""Producer state of one partition and its snapshot files (FORMAT.md §8.3-§8.5; Kafka's
+"""Producer state of one partition and its snapshot files (docs/format.md §8.3-§8.5; Kafka's
 ProducerStateManager).
 
 The table itself (eoslog._ext.producer_state) checks and records appends. This module owns
@@ -47,7 +47,7 @@ from eoslog.log.segment_reads import (
 from eoslog.log.txn_index import AbortedTxn, BatchAt, TransactionIndex
 from eoslog.record import codec, layout
 
-_CONTROL_VALUE = struct.Struct(">hi")  # version int16, coordinator epoch int32 (FORMAT.md §3)
+_CONTROL_VALUE = struct.Struct(">hi")  # version int16, coordinator epoch int32 (docs/format.md §3)
 _CONTROL_KEY = struct.Struct(">hh")  # version int16, type int16: ABORT 0, COMMIT 1
 CONTROL_ABORT = layout.CONTROL_ABORT
 CONTROL_COMMIT = layout.CONTROL_COMMIT
@@ -75,14 +75,14 @@ def aborted_txn(
     table: ProducerStateTable, producer_id: int, first_offset: int, marker_offset: int
 ) -> AbortedTxn:
     """The .txnindex entry of a transaction an ABORT marker at marker_offset just ended
-    (FORMAT.md §6.1): its last stable offset is the first offset of the oldest transaction
+    (docs/format.md §6.1): its last stable offset is the first offset of the oldest transaction
     still open, or the marker's offset + 1."""
     first_unstable = table.first_unstable_offset()
     stable = marker_offset + 1 if first_unstable is None else first_unstable
     return AbortedTxn(producer_id, first_offset, marker_offset, stable)
 
 
-# The snapshot header (FORMAT.md §8.3): version int16, CRC-32C uint32, entry count int32.
+# The snapshot header (docs/format.md §8.3): version int16, CRC-32C uint32, entry count int32.
 _SNAPSHOT_HEADER = struct.Struct(">hIi")
 # Whole entries per read of a snapshot after its header.
 _SNAPSHOT_CHUNK_ENTRIES = limits.file_read_chunk_bytes // SNAPSHOT_ENTRY_BYTES
@@ -330,7 +330,7 @@ class ProducerStateManager:
         now_ms: int,
         txn_index_from: int | None = None,
     ) -> None:
-        """Bring the table to the log end (FORMAT.md §8.4): the newest valid snapshot, then
+        """Bring the table to the log end (docs/format.md §8.4): the newest valid snapshot, then
         the batches after it, replayed; expired producers dropped; a snapshot at the end
         when anything was replayed. txn_index_from: the base of the first segment whose
         transaction index recovery reset; the replay then starts at or below it and writes
@@ -360,7 +360,7 @@ class ProducerStateManager:
     def replay(
         self, rows: np.ndarray, batches: dict[int, bytes], txn_index: AbortedTxnSink | None
     ) -> None:
-        """Apply batches already in the log to the table without checks (FORMAT.md §8.4,
+        """Apply batches already in the log to the table without checks (docs/format.md §8.4,
         REPLICATION origin). rows: scan.BATCH_INFO rows in log order; batches: the bytes of
         each control batch, by its base offset (a marker's coordinator epoch and type are in
         its record); txn_index: where to write the entries of ABORT markers that end a

@@ -1,6 +1,7 @@
-"""Loading a partition directory and recovering it after an unclean stop (FORMAT.md §9.2, §9.3).
+"""Loading a partition directory and recovering it after an unclean stop (docs/format.md §9.2,
+§9.3).
 
-The three failure classes (STYLE.md rule 3) are handled differently here:
+The three failure classes (docs/style.md rule 3) are handled differently here:
 - a torn tail (a partial or garbled last write after a crash) is cut at the last valid batch
   and reported as a byte count, but only where a crash can leave one (the table below);
 - damage anywhere else (bad bytes in data known durable, or with valid data after them) is
@@ -445,7 +446,7 @@ def _recover_segment(
     report: RecoveryReport,
     durable_to: int | None,
 ) -> _Cut | None:
-    """Rescan one segment (FORMAT.md §9.3): check every batch's framing, CRC and offsets and
+    """Rescan one segment (docs/format.md §9.3): check every batch's framing, CRC and offsets and
     rebuild its indexes. Returns the cut to make if its end is a torn tail (or a hole a power
     loss may leave), None if it is whole; raises CorruptRecordError for damage that may not
     be cut (module docstring). durable_to: the trusted recovery point, or None."""

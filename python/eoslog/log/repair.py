@@ -39,7 +39,7 @@ from eoslog.log.segment_reads import (
     offset_from_file_name,
 )
 
-# A partition directory is `<topic>-<partition>` (FORMAT.md §5.1).
+# A partition directory is `<topic>-<partition>` (docs/format.md §5.1).
 _PARTITION_DIRECTORY: Final = re.compile(r"(.+)-(\d+)")
 # The files of a segment other than its .log, and the producer-state snapshots, by name.
 _SEGMENT_FILE: Final = re.compile(r"(\d{20})(\.log|\.index|\.timeindex|\.txnindex|\.snapshot)")
@@ -171,9 +171,10 @@ def _drop_later_files(
 
 def _lower_checkpoints(fs: FileSystem, root: str, directory: str, cut_offset: int) -> None:
     """Lower the partition's recovery point and log start offset to the cut offset where
-    they lie past it (and drop its aborted-transaction counts): the log now ends there, and a checkpoint past the log end is an error
-    at open. (A log start above the cut means every record kept was deleted already: the log
-    is then empty from the cut offset on, as it was visible before.)"""
+    they lie past it (and drop its aborted-transaction counts): the log now ends there, and a
+    checkpoint past the log end is an error at open. (A log start above the cut means every record
+    kept was deleted already: the log is then empty from the cut offset on, as it was visible
+    before.)"""
     match = _PARTITION_DIRECTORY.fullmatch(os.path.basename(directory))
     if match is None:
         return  # not inside a broker's log directory: no checkpoint names it

@@ -1,5 +1,5 @@
 """One log segment: its `.log` file and the offset, time and transaction indexes beside it
-(FORMAT.md §5). Files are named by the segment's base offset, 20 digits, as Kafka names them.
+(docs/format.md §5). Files are named by the segment's base offset, 20 digits, as Kafka names them.
 
 Thread safety: append, truncate_to, recover, roll-time calls and close are made by the
 partition's writer (under the partition lock). read, translate_offset, find_offset_by_timestamp
@@ -161,7 +161,7 @@ class LogSegment(SegmentReads):
     @property
     def largest_timestamp(self) -> int:
         """What retention.ms compares: the largest record time, or for a segment whose
-        batches carry none, when it was last written (FORMAT.md §5.10, Kafka's
+        batches carry none, when it was last written (docs/format.md §5.10, Kafka's
         LogSegment.largestTimestamp)."""
         return self.max_timestamp if self.max_timestamp >= 0 else self.last_modified_ms
 
@@ -177,7 +177,7 @@ class LogSegment(SegmentReads):
     ) -> int:
         """Write whole batches at the end (`data` may come in parts, written in order, so a
         caller can patch a header without copying the batch); add index entries every
-        index.interval.bytes (FORMAT.md §5.7). Returns the position they were written at."""
+        index.interval.bytes (docs/format.md §5.7). Returns the position they were written at."""
         if not 0 <= last_offset - self.base_offset <= RELATIVE_OFFSET_MAX:
             raise IndexOffsetOverflowError(
                 f"offset {last_offset} does not fit segment {self.base_offset}"
@@ -210,7 +210,7 @@ class LogSegment(SegmentReads):
     def should_roll(
         self, batch_size: int, max_timestamp: int, last_offset: int, now_ms: int
     ) -> bool:
-        """Whether the next batch belongs in a new segment (FORMAT.md §5.10)."""
+        """Whether the next batch belongs in a new segment (docs/format.md §5.10)."""
         if self.size > self.config.segment_bytes - batch_size:
             return True
         if self.size > 0:
@@ -398,7 +398,7 @@ class LogSegment(SegmentReads):
     def truncate_to(self, offset: int, now_ms: int | None = None) -> int:
         """Remove every batch whose last offset is >= offset (a batch straddling it goes
         entirely), and re-expand the indexes so the segment is not full. An emptied segment
-        restarts its segment.ms clock at now_ms. Returns the bytes removed (FORMAT.md §5.11).
+        restarts its segment.ms clock at now_ms. Returns the bytes removed (docs/format.md §5.11).
         The .log is cut in place, or, while a view returned by read is alive, replaced by a
         synced copy of the bytes kept (eoslog.log.mapped_log), so the view stays readable."""
         found = self.translate_offset(offset)

@@ -31,7 +31,7 @@ from eoslog.log.segment import RECOVERY_CHUNK_BYTES, first_offset_violation
 from eoslog.record import layout
 from eoslog.record.status import MESSAGES
 
-# A segment's .log file name: exactly 20 digits and the suffix (FORMAT.md §5.1); temporary
+# A segment's .log file name: exactly 20 digits and the suffix (docs/format.md §5.1); temporary
 # names such as `.log.deleted` are not segments.
 SEGMENT_LOG_NAME: Final = re.compile(r"\d{20}\.log")
 # A walk reads the .log in pieces of this size (the size recovery reads in, for the same

@@ -1,6 +1,6 @@
 """What every reader of a segment's files shares, in the owner process or outside it:
 locating a batch by offset (through the offset index, each entry checked against the batch it
-names), scanning batch headers, and finding a record by timestamp (FORMAT.md §5.8, §5.9).
+names), scanning batch headers, and finding a record by timestamp (docs/format.md §5.8, §5.9).
 
 LogSegment (the owner's segment) and SegmentFiles (eoslog.log.segment_files, an offline
 reader's read-only view) both build on SegmentReads. Every read here preads and maps nothing.
@@ -127,7 +127,7 @@ SEGMENT_FILE_SUFFIXES: Final = (
 _SEGMENT_FILE_NAME = re.compile(
     r"([0-9]{20})(" + "|".join(re.escape(suffix) for suffix in SEGMENT_FILE_SUFFIXES) + ")"
 )
-# Offsets are int64 (FORMAT.md): 20 digits can spell values past it.
+# Offsets are int64 (docs/format.md): 20 digits can spell values past it.
 _OFFSET_MAX: Final = (1 << 63) - 1
 
 
@@ -302,7 +302,7 @@ class SegmentReads:
         return NO_TIMESTAMP, self.base_offset
 
     def _locate(self, offset: int, end: int) -> tuple[int, bytes, int, int] | None:
-        """The first batch whose last offset is >= offset (FORMAT.md §5.9): (its position,
+        """The first batch whose last offset is >= offset (docs/format.md §5.9): (its position,
         a buffer holding it, where it starts in that buffer, its size), or None if no batch
         below `end` holds such an offset. Batches below the target are skipped by their
         headers, so a lookup reads little besides the batch it returns. Bytes below `end`
@@ -337,7 +337,7 @@ class SegmentReads:
         )
 
     def translate_offset(self, offset: int, end: int | None = None) -> BatchPosition | None:
-        """The first batch whose last offset is >= offset (FORMAT.md §5.9), or None."""
+        """The first batch whose last offset is >= offset (docs/format.md §5.9), or None."""
         found = self._locate(offset, self.size if end is None else end)
         if found is None:
             return None
@@ -382,7 +382,7 @@ class SegmentReads:
         self, timestamp: int, starting_offset: int
     ) -> tuple[int, int] | None:
         """The first record with timestamp >= timestamp and offset >= starting_offset:
-        (offset, its timestamp), or None (FORMAT.md §5.9)."""
+        (offset, its timestamp), or None (docs/format.md §5.9)."""
         _, indexed_offset = self._checked_time_entry(self.time_index.lookup(timestamp))
         for row in self.scan_from(self.scan_position(max(indexed_offset, starting_offset))):
             if int(row["max_timestamp"]) < timestamp:

@@ -3,7 +3,7 @@
 Each caller asks for durability up to a point in a monotonically increasing sequence (a log
 end offset). One caller at a time runs the sync, for everything written so far; the callers
 that arrive meanwhile wait for it and return together if it covered them. A failed sync is
-fatal (DESIGN.md "Durability": fail-stop): it is remembered and every later call raises.
+fatal (docs/design.md "Durability": fail-stop): it is remembered and every later call raises.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The time index (.timeindex): sparse (timestamp, offset) entries of one segment
-(FORMAT.md §5.5; Kafka's TimeIndex).
+(docs/format.md §5.5; Kafka's TimeIndex).
 
 Each 12-byte entry is a timestamp (int64) and an offset relative to the segment base (int32),
 meaning "the largest timestamp seen up to and including the batch ending at this offset".
@@ -62,7 +62,7 @@ class TimeIndex(MappedIndex):
 
     def _entries_in_use(self, image: bytes) -> int:
         """The leading entries whose timestamps strictly increase and whose offsets do not
-        decrease (a zeroed slot after a real entry breaks the order; FORMAT.md §5.5)."""
+        decrease (a zeroed slot after a real entry breaks the order; docs/format.md §5.5)."""
         entries = np.frombuffer(image, dtype=_ENTRY_DTYPE, count=len(image) // ENTRY_BYTES)
         timestamp = entries["timestamp"].astype(np.int64)
         relative = entries["relative"].astype(np.int64)

@@ -1,4 +1,4 @@
-"""The leader's timestamp rules for a client batch (FORMAT.md §10.2; Kafka's LogValidator
+"""The leader's timestamp rules for a client batch (docs/format.md §10.2; Kafka's LogValidator
 validateTimestamp), applied before any offset is assigned.
 
 On a CreateTime topic a record timestamp other than -1 must lie within

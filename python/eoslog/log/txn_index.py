@@ -1,5 +1,5 @@
 """The transaction index (.txnindex): the aborted transactions whose ABORT marker is in one
-segment (FORMAT.md §6; Kafka's TransactionIndex and AbortedTxn).
+segment (docs/format.md §6; Kafka's TransactionIndex and AbortedTxn).
 
 The file is a plain run of 34-byte entries (§6.1) with no header, not preallocated, and only
 created when the first entry is appended (§5.1); eoslog removes it when it drops the last entry
@@ -38,7 +38,7 @@ from eoslog.fs import FileHandle, FileSystem
 
 ENTRY_BYTES: Final = _index.TXN_ENTRY_BYTES  # engine/index.h holds the layout
 # The entry's fields as numpy reads them, for the checks made while the file is read
-# (FORMAT.md §6.1: a version byte pair, then four int64, big-endian, unpadded).
+# (docs/format.md §6.1: a version byte pair, then four int64, big-endian, unpadded).
 _ENTRY_DTYPE: Final = np.dtype(
     [
         ("version", ">i2"),
@@ -53,7 +53,7 @@ _CHUNK_ENTRIES: Final = limits.file_read_chunk_bytes // ENTRY_BYTES
 
 
 class AbortedTxn(NamedTuple):
-    """One aborted transaction (FORMAT.md §6.1): its producer, its first offset, the offset
+    """One aborted transaction (docs/format.md §6.1): its producer, its first offset, the offset
     of its ABORT marker, and the last stable offset when it was aborted."""
 
     producer_id: int
@@ -104,7 +104,7 @@ def entry_disagreement(entry: AbortedTxn, batch_at: BatchAt, log_start_offset: i
     user of an entry makes (the owner at open, offline readers before believing it): its last
     offset must hold an ABORT marker of its producer, its first offset the start of a
     transactional data batch of that producer (unless retention removed it), and its last
-    stable offset cannot lie past the marker (FORMAT.md §6.1). Costs two batch lookups."""
+    stable offset cannot lie past the marker (docs/format.md §6.1). Costs two batch lookups."""
     if not entry.first_offset <= entry.last_offset:
         return f"its first offset {entry.first_offset} is past its last {entry.last_offset}"
     if entry.last_stable_offset > entry.last_offset + 1:
@@ -317,7 +317,7 @@ class TransactionIndex:
         self, fetch_offset: int, upper_bound_offset: int
     ) -> tuple[list[AbortedTxn], bool]:
         """The aborted transactions overlapping [fetch_offset, upper_bound_offset), in file
-        order, and whether the search is complete (FORMAT.md §6.3): an entry is kept if
+        order, and whether the search is complete (docs/format.md §6.3): an entry is kept if
         last_offset >= fetch_offset and first_offset < upper_bound_offset, and the walk stops
         after the first entry whose last_stable_offset >= upper_bound_offset. When it did not
         stop, the caller goes on to the next segment's index. CorruptIndexError for an entry

@@ -4,7 +4,7 @@
 environment variable EOSLOG_NO_EXTENSIONS=1 selects the pure-Python twins
 (eoslog.record.pycodec, eoslog.record.pyprimitives and eoslog.record.pyaccumulator). An
 installed eoslog always has its extensions: a failed import of them is an error, never a
-silent switch to the slow path (STYLE.md rule 12).
+silent switch to the slow path (docs/style.md rule 12).
 
 They are loaded on first use, so the modules they depend on (errors, status, layout) can
 import from this package without a cycle.

@@ -1,5 +1,5 @@
 """Columnar records: the Arrow-ready buffers a decode produces, and their assembly into a
-pyarrow.RecordBatch in the Spark Kafka source's schema (API.md "Spark").
+pyarrow.RecordBatch in the Spark Kafka source's schema (docs/api.md "Spark").
 
 The native decoder fills these buffers in C with no per-record Python objects; the pure twin
 fills the same buffers in Python. Assembly is shared, so both give identical Arrow batches.

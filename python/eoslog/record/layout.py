@@ -1,7 +1,7 @@
-"""The Kafka v2 record batch layout: byte offsets, sizes and attribute bits (FORMAT.md §1-§3).
+"""The Kafka v2 record batch layout: byte offsets, sizes and attribute bits (docs/format.md §1-§3).
 
 This is the Python statement of the layout; engine/batch_layout.h is the C statement of the
-same numbers, and tests/test_layout.py checks field by field that the two agree (STYLE.md
+same numbers, and tests/test_layout.py checks field by field that the two agree (docs/style.md
 rule 1). Every integer in the header is big-endian.
 """
 
@@ -54,7 +54,7 @@ NO_SEQUENCE: Final = -1
 NO_PARTITION_LEADER_EPOCH: Final = -1
 NO_TIMESTAMP: Final = -1
 
-# Control records (FORMAT.md §3): key = version int16 + type int16; an end-transaction marker's
+# Control records (docs/format.md §3): key = version int16 + type int16; an end-transaction marker's
 # value = version int16 + coordinator epoch int32.
 CONTROL_ABORT: Final = 0
 CONTROL_COMMIT: Final = 1

@@ -1,4 +1,4 @@
-"""Kafka's LZ4 framing of a batch's records section (FORMAT.md §4), for both codec twins.
+"""Kafka's LZ4 framing of a batch's records section (docs/format.md §4), for both codec twins.
 
 Kafka wraps the records in an LZ4 frame with a fixed shape: magic 04 22 4D 18, FLG 0x60
 (version 1, independent blocks, no checksums, no content size), BD 0x40 (64 KiB blocks), header
@@ -11,7 +11,7 @@ drift apart. The block codec itself is the `lz4` package: it bundles the referen
 its frame API emits Kafka's exact framing; calling it once per batch costs one Python call per
 batch, not per record.
 
-Status inside, exceptions outside (STYLE.md rule 4): decompress returns a status code for bad
+Status inside, exceptions outside (docs/style.md rule 4): decompress returns a status code for bad
 bytes and never raises; the caller turns the code into an exception with the batch position.
 Every function is pure and thread-safe.
 """

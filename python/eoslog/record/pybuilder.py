@@ -1,5 +1,5 @@
 """Writing batches in the pure-Python codec twin: BatchBuilder, build_control_batch and
-stamp_batch (FORMAT.md §1-§3).
+stamp_batch (docs/format.md §1-§3).
 
 Internal: eoslog.record.pycodec exposes these (contract: pyext/codec.pyi). The module
 functions are pure and thread-safe; a BatchBuilder belongs to one thread. Argument errors
@@ -108,7 +108,7 @@ def build_control_batch(
     partition_leader_epoch: int = -1,
 ) -> bytes:
     """A COMMIT (1) or ABORT (0) end-transaction marker batch exactly as Kafka writes it
-    (FORMAT.md §3): 78 bytes, attributes 0x30, base sequence -1, one record.
+    (docs/format.md §3): 78 bytes, attributes 0x30, base sequence -1, one record.
     ValueError for another control type or an argument that does not fit its field."""
     if control_type not in (layout.CONTROL_ABORT, layout.CONTROL_COMMIT):
         raise ValueError(f"control_type must be 0 (ABORT) or 1 (COMMIT), got {control_type}")
@@ -430,7 +430,7 @@ def _encode_record(
     value: bytes | None,
     headers: Headers,
 ) -> bytes:
-    """One record exactly as Kafka's DefaultRecord.writeTo lays it out (FORMAT.md §2)."""
+    """One record exactly as Kafka's DefaultRecord.writeTo lays it out (docs/format.md §2)."""
     body = bytearray(b"\x00")  # attributes: unused in v2, written as 0
     body += encode_varlong(timestamp_delta)
     body += encode_varint(offset_delta)

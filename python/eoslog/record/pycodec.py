@@ -1,4 +1,4 @@
-"""The Kafka v2 record batch codec in pure Python (FORMAT.md §1-§4, §10).
+"""The Kafka v2 record batch codec in pure Python (docs/format.md §1-§4, §10).
 
 The readable twin of eoslog._ext.codec (contract: pyext/codec.pyi): for every input it returns
 equal values and raises the same exception type with the same message. EOSLOG_NO_EXTENSIONS=1
@@ -9,7 +9,7 @@ rest lives in internal modules beside it: pywalk (framing, the status-failure he
 record walk every reader shares), pycolumns (decode_columns) and pybuilder (BatchBuilder,
 build_control_batch, stamp_batch).
 
-Status inside, exceptions outside (STYLE.md rule 4): the private helpers raise
+Status inside, exceptions outside (docs/style.md rule 4): the private helpers raise
 `pywalk._Failure` carrying a status code, and each public function turns it into an eoslog
 error with `errors.raise_for_status` (through `pywalk.at_batch`), naming the byte position
 where the offending batch starts. Bad bytes raise and change nothing; nothing here allocates by
@@ -106,7 +106,7 @@ def batch_crc(data: Buffer, position: int = 0) -> int:
 
 
 def _check_client_rules(header: BatchHeader) -> None:
-    """What a Kafka leader refuses from a producer (FORMAT.md §10.2)."""
+    """What a Kafka leader refuses from a producer (docs/format.md §10.2)."""
     if header.is_control:
         fail(status.CONTROL_FROM_CLIENT)
     count = header.records_count
@@ -115,7 +115,7 @@ def _check_client_rules(header: BatchHeader) -> None:
     if header.has_producer_id and header.base_sequence < 0:
         fail(status.SEQUENCE_WITHOUT_PRODUCER)
     # Kafka leaves this to the client's builder; eoslog refuses it so producer state always
-    # sees transactional data (FORMAT.md §10.2, last note).
+    # sees transactional data (docs/format.md §10.2, last note).
     if header.is_transactional and not header.has_producer_id:
         fail(status.TRANSACTIONAL_WITHOUT_PRODUCER)
 
@@ -154,7 +154,7 @@ def validate_batch(
     from_client: bool = True,
 ) -> ValidatedBatch:
     """Check that `data` is exactly one well-formed v2 batch, as a Kafka leader does on
-    append (FORMAT.md §10), walking (and decompressing) every record. In order:
+    append (docs/format.md §10), walking (and decompressing) every record. In order:
     header as read_header; TRUNCATED_BATCH / TRAILING_BYTES (exactly one batch); size >
     batch_bytes_max -> RecordTooLargeError; from a client, base offset != 0; CRC; from a
     client: control batch, count != last offset delta + 1 or count <= 0, producer id >= 0 with

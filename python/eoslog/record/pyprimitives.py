@@ -1,4 +1,4 @@
-"""CRC-32C and zigzag varints in pure Python (FORMAT.md §1.1, §2.1).
+"""CRC-32C and zigzag varints in pure Python (docs/format.md §1.1, §2.1).
 
 The readable twin of eoslog._ext.primitives: same results, same exceptions, same messages
 (contract: pyext/primitives.pyi). EOSLOG_NO_EXTENSIONS=1 selects it. Every function here is

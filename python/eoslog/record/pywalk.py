@@ -1,11 +1,11 @@
-"""Framing and the record walk of the pure-Python codec twin (FORMAT.md §1-§2).
+"""Framing and the record walk of the pure-Python codec twin (docs/format.md §1-§2).
 
 Internal to eoslog.record.pycodec and its helper modules (pycolumns, pybuilder); the contract
 is pyext/codec.pyi, exposed by pycodec. The readers share what lives here: the status-failure
 helpers, header and framing checks, the CRC check, and the walk over a batch's records.
 Imports nothing from pycodec, pycolumns or pybuilder, so there is no cycle.
 
-Status inside, exceptions outside (STYLE.md rule 4): the helpers here raise `_Failure`
+Status inside, exceptions outside (docs/style.md rule 4): the helpers here raise `_Failure`
 carrying a status code (through `fail`), and `at_batch` turns it into an eoslog error with
 `errors.raise_for_status`, naming the byte position where the offending batch starts. Bad bytes
 raise and change nothing; nothing here allocates by a length or count it has not checked
@@ -40,7 +40,7 @@ _CLIENT_UNSUPPORTED_CODECS: Final = (
 
 
 # Kafka's FileLogInputStream treats fewer than 17 bytes (offset, length and magic) as the end of
-# the data, and only then reads the length (FORMAT.md §1.5).
+# the data, and only then reads the length (docs/format.md §1.5).
 _HEADER_SIZE_UP_TO_MAGIC: Final = 17
 
 
@@ -225,7 +225,7 @@ def _check_header_keys_utf8(
 def _read_record(
     records: Section, cursor: int, end: int, index: int, client_rules: bool
 ) -> tuple[RecordSpan, int]:
-    """One record (FORMAT.md §2) starting at `cursor` in a records section ending at `end`;
+    """One record (docs/format.md §2) starting at `cursor` in a records section ending at `end`;
     its fields must use exactly the bytes its length field claims."""
     if cursor >= end:
         fail(status.RECORD_OVERRUN)  # the section ended before `count` records

@@ -1,4 +1,4 @@
-"""Status codes shared by the native kernels and the pure-Python twin (STYLE.md rule 4).
+"""Status codes shared by the native kernels and the pure-Python twin (docs/style.md rule 4).
 
 The C engine returns these integers from `nogil` code (engine/status.h holds the same
 numbers; tests/test_layout.py checks that the two agree). Exactly one function,

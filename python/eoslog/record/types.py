@@ -9,7 +9,7 @@ from eoslog.record import layout
 
 
 def increment_sequence(sequence: int, delta: int) -> int:
-    """sequence + delta in Kafka's wrapping sequence space [0, 2**31 - 1] (FORMAT.md §1.3)."""
+    """sequence + delta in Kafka's wrapping sequence space [0, 2**31 - 1] (docs/format.md §1.3)."""
     top = (1 << 31) - 1
     if sequence > top - delta:
         return delta - (top - sequence) - 1
@@ -17,7 +17,7 @@ def increment_sequence(sequence: int, delta: int) -> int:
 
 
 def decrement_sequence(sequence: int, delta: int) -> int:
-    """sequence - delta in Kafka's wrapping sequence space [0, 2**31 - 1] (FORMAT.md §1.3)."""
+    """sequence - delta in Kafka's wrapping sequence space [0, 2**31 - 1] (docs/format.md §1.3)."""
     top = (1 << 31) - 1
     if sequence < delta:
         return top - (delta - sequence) + 1
@@ -25,7 +25,7 @@ def decrement_sequence(sequence: int, delta: int) -> int:
 
 
 class BatchHeader(NamedTuple):
-    """The 61-byte v2 batch header, field for field in layout order (FORMAT.md §1.1)."""
+    """The 61-byte v2 batch header, field for field in layout order (docs/format.md §1.1)."""
 
     base_offset: int
     batch_length: int
@@ -92,6 +92,7 @@ class ValidatedBatch(NamedTuple):
     header: BatchHeader
     # The largest record timestamp and the offset delta of the first record carrying it; for
     # LogAppendTime the header's max timestamp and the last offset delta, since every record
-    # carries that time and Kafka's time index keys a batch by its last offset (FORMAT.md §5.7).
+    # carries that time and Kafka's time index keys a batch by its last offset (docs/format.md
+    # §5.7).
     max_timestamp: int
     offset_delta_of_max_timestamp: int
