@@ -10,14 +10,18 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import logtools
+from eoslog._ext import scan
 from eoslog.errors import CorruptRecordError, IndexOffsetOverflowError
 from eoslog.fs import PosixFileSystem
 from eoslog.log import recovery
 from eoslog.log.config import LogConfig
-from eoslog.log.segment import LogSegment
+from eoslog.log.segment import LogSegment, first_offset_violation
 
 RELATIVE_OFFSET_MAX = (1 << 31) - 1
 # Trials of the seeded corruption test: each seed is printed and named in its failure message.
@@ -368,3 +372,59 @@ def test_damage_with_valid_batches_after_it_is_refused_and_the_file_is_left_unto
         segments.load_unclean(recovery_point=20)  # all 20 records known durable
     assert f"byte {positions[7]}" in str(raised.value)
     assert logtools.file_bytes(log_path) == before
+
+
+# --- offset continuity of scanned batches (the native check every read runs) -----------------
+
+INT64 = st.integers(-(1 << 63), (1 << 63) - 1)
+
+
+def _infos(rows: list[tuple[int, int]]) -> np.ndarray:
+    infos = np.zeros(len(rows), dtype=scan.BATCH_INFO)
+    for i, (base, last) in enumerate(rows):
+        infos[i]["base_offset"], infos[i]["last_offset"] = base, last
+    return infos
+
+
+def _violation_by_definition(rows: list[tuple[int, int]], next_offset: int) -> int | None:
+    expected = next_offset
+    for i, (base, last) in enumerate(rows):
+        if base != expected or last < base:
+            return i
+        expected = (last + 1 + (1 << 63)) % (1 << 64) - (1 << 63)  # Java's long wraps
+    return None
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 5), st.integers(-1, 3)), max_size=8),
+    st.integers(0, 3),
+    st.one_of(st.none(), st.integers(0, 7)),
+)
+def test_first_offset_violation_finds_the_first_batch_not_continuing_the_previous(
+    shape: list[tuple[int, int]], next_offset: int, jump_at: int | None
+) -> None:
+    # Mostly contiguous runs (each batch starting right after the previous), with one jump.
+    rows, expected = [], next_offset
+    for i, (gap, span) in enumerate(shape):
+        base = expected + (gap if i == jump_at else 0)
+        rows.append((base, base + span))
+        expected = base + span + 1
+    assert first_offset_violation(_infos(rows), next_offset) == _violation_by_definition(
+        rows, next_offset
+    )
+
+
+@given(st.lists(st.tuples(INT64, INT64), max_size=4), INT64)
+def test_first_offset_violation_wraps_as_javas_long(
+    rows: list[tuple[int, int]], next_offset: int
+) -> None:
+    assert first_offset_violation(_infos(rows), next_offset) == _violation_by_definition(
+        rows, next_offset
+    )
+
+
+def test_first_starting_at_or_past_names_the_first_batch_from_the_offset() -> None:
+    infos = _infos([(0, 4), (5, 9), (10, 14)])
+    assert [scan.first_starting_at_or_past(infos, o) for o in (0, 3, 5, 10, 14)] == [0, 1, 1, 2, -1]
+    assert scan.first_starting_at_or_past(infos[:0], 0) == -1
+    assert scan.first_offset_violation(infos[:0], 0) == -1

@@ -61,16 +61,11 @@ _UNLOADED: Final = _Unloaded()
 
 
 def first_offset_violation(infos: np.ndarray, next_offset: int) -> int | None:
-    """Index of the first batch whose offsets do not continue the previous batch's."""
-    expected = np.empty(len(infos), dtype=np.int64)
-    expected[0] = next_offset
-    expected[1:] = infos["last_offset"][:-1] + 1
-    # eoslog's own logs are contiguous (no compaction): every batch starts right after the
-    # previous one. A jump means a damaged base offset, which the CRC does not cover.
-    bad = np.flatnonzero(
-        (infos["base_offset"] != expected) | (infos["last_offset"] < infos["base_offset"])
-    )
-    return int(bad[0]) if len(bad) else None
+    """Index of the first batch whose offsets do not continue the previous batch's (the first
+    must start at next_offset), or None (scan.first_offset_violation: eoslog's own logs are
+    contiguous, so a jump means a damaged base offset, which the CRC does not cover)."""
+    bad = scan.first_offset_violation(infos, next_offset)
+    return None if bad < 0 else bad
 
 
 class LogSegment(SegmentReads):
@@ -383,9 +378,9 @@ class LogSegment(SegmentReads):
                         f"{int(infos['last_offset'][bad - 1])}",
                     )
         if offset_end is not None and len(infos) > 1:
-            past = np.flatnonzero(infos["base_offset"] >= offset_end)
-            if len(past) and past[0] < keep:
-                stop, keep = int(infos["position"][past[0]]), int(past[0])
+            past = scan.first_starting_at_or_past(infos, offset_end)
+            if 0 <= past < keep:
+                stop, keep = int(infos["position"][past]), past
         if keep > 0:
             last = int(infos["position"][keep - 1])
             self._check_below_end(data, last, offset_end, position + last)
