@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import datetime
 import itertools
+import subprocess
+import sys
 from types import ModuleType
 
 import numpy as np
@@ -354,3 +356,19 @@ def test_decode_columns_without_headers_leaves_them_out(codec: ModuleType) -> No
     columns = codec.decode_columns(b"".join(batches))
     assert columns.headers is None
     assert "headers" not in columns.to_arrow("t", 0).schema.names
+
+
+def test_to_arrow_does_not_import_pandas() -> None:
+    # Regression: pa.array() of a numpy column imports pandas when it is installed (pyspark's
+    # extra installs it): 0.26 s on the first consume_arrow() of a process, which made that call
+    # run at 4 M records/s instead of 16 M (bench/checks_bench.py, 1 M records).
+    code = (
+        "import sys\n"
+        "from eoslog.record import codec\n"
+        "builder = codec.BatchBuilder()\n"
+        "builder.append(1, b'k', b'v', None)\n"
+        "codec.decode_columns(builder.build()).to_arrow('t', 0)\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
