@@ -20,6 +20,8 @@ from eoslog.record import codec
 TS = 1_700_000_000_000
 REOPENS = 5
 TRANSFERS = 300
+# A pass reads at most a few thousand records: far longer than this means the reader is stuck.
+PASS_DEADLINE_S = 120
 
 
 @pytest.mark.parametrize("seed", [7, 8])
@@ -29,6 +31,7 @@ def test_a_concurrent_read_committed_pass_never_repeats_a_record(
     root = os.path.join(tmp_path, "data")
     rng = random.Random(seed)
     problems: list[str] = []
+    committed = 0  # transfers committed so far, two records each
     for run in range(REOPENS):
         broker = eoslog.open(root, durability="commit", clock_ms=lambda: TS, background=False)
         if run == 0:
@@ -36,22 +39,31 @@ def test_a_concurrent_read_committed_pass_never_repeats_a_record(
         coordinator = broker.transactions
         producer = coordinator.init_producer_id("bank", 60_000)
         stop = threading.Event()
+        passes: list[int] = []  # records seen by each pass the reader completed
+
+        def one_pass(broker: eoslog.Broker = broker, run: int = run) -> list[tuple[int, int]]:
+            consumer = broker.consumer({"auto.offset.reset": "earliest"})
+            consumer.assign([eoslog.TopicPartition("accounts", p, 0) for p in range(3)])
+            seen: list[tuple[int, int]] = []
+            while messages := consumer.consume(1000, timeout=0):
+                seen.extend((m.partition(), m.offset()) for m in messages)
+                if len(seen) > 100_000:
+                    break
+            consumer.close()
+            if len(seen) != len(set(seen)):
+                problems.append(f"run {run}: {len(seen)} records, {len(set(seen))} distinct")
+            return seen
+
+        first_pass = threading.Event()
 
         def audit(
-            broker: eoslog.Broker = broker, stop: threading.Event = stop, run: int = run
+            stop: threading.Event = stop,
+            first_pass: threading.Event = first_pass,
+            passes: list[int] = passes,
         ) -> None:
-            while not stop.is_set():
-                consumer = broker.consumer({"auto.offset.reset": "earliest"})
-                consumer.assign([eoslog.TopicPartition("accounts", p, 0) for p in range(3)])
-                seen: list[tuple[int, int]] = []
-                while messages := consumer.consume(1000, timeout=0):
-                    seen.extend((m.partition(), m.offset()) for m in messages)
-                    if len(seen) > 100_000:
-                        break
-                consumer.close()
-                if len(seen) != len(set(seen)):
-                    problems.append(f"run {run}: {len(seen)} records, {len(set(seen))} distinct")
-                    stop.set()
+            while not stop.is_set() and not problems:
+                passes.append(len(one_pass()))
+                first_pass.set()
 
         reader = threading.Thread(target=audit)
         reader.start()
@@ -70,9 +82,20 @@ def test_a_concurrent_read_committed_pass_never_repeats_a_record(
                     )
                     builder.append(TS, b"%d-%d" % (run, number), b"%d" % (sign * 10))
                     broker.log("accounts", partition).append_batch(builder.build())
-                producer = coordinator.end_transaction("bank", *producer, rng.random() > 0.3)
+                commit = rng.random() > 0.3
+                producer = coordinator.end_transaction("bank", *producer, commit)
+                committed += commit
+                if number == TRANSFERS // 2:
+                    # Half the transfers are written: the reader must have finished a pass
+                    # concurrently before the rest are (a test that never reads proves nothing).
+                    assert first_pass.wait(PASS_DEADLINE_S), f"seed={seed}: no pass finished"
         finally:
             stop.set()
             reader.join()
+        try:
+            assert not problems, f"seed={seed}: {problems[0]}"
+            assert passes, f"seed={seed}: run {run}: the reader completed no pass"
+            # After the writes, one pass sees every committed record exactly once.
+            assert len(one_pass()) == 2 * committed, f"seed={seed}: run {run}"
+        finally:
             broker.close()
-        assert not problems, f"seed={seed}: {problems[0]}"

@@ -193,7 +193,11 @@ def run_family(tmp_path: os.PathLike[str], readers: int, iterations: int, seed: 
         text=True,
     )
     deadline = time.monotonic() + PROCESS_TIMEOUT_S
-    while not os.path.isdir(partition_dir) and time.monotonic() < deadline:
+    while not os.path.isdir(partition_dir):
+        if time.monotonic() > deadline or owner.poll() is not None:
+            owner.kill()
+            _, err = owner.communicate()
+            pytest.fail(f"seed={seed}: the owner created no partition directory: {err[-2000:]}")
         time.sleep(0.01)
     per_reader = -(-iterations // readers)
     reader_processes = [

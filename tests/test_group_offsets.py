@@ -145,13 +145,18 @@ def test_a_read_committed_consumer_waits_for_pending_offsets_and_starts_at_them(
     )
     consumer.assign([TopicPartition("in", 0)])
     assert consumer.consume(5, timeout=0.05) == []  # waits: never a stale (or reset) offset
-    committer = threading.Timer(0.1, producer.commit_transaction)
-    committer.start()
+    # The commit lands while (or just before) another thread's consume() waits: either way it
+    # must start at the committed offsets, well before its timeout, with no sleep to order them.
+    delivered: list[list[int]] = []
+    waiting = threading.Thread(
+        target=lambda: delivered.append([m.offset() for m in consumer.consume(5, timeout=60)])
+    )
     started = time.monotonic()
-    messages = consumer.consume(5, timeout=10)
-    committer.join()
-    assert [m.offset() for m in messages] == [12, 13, 14, 15, 16]
-    assert time.monotonic() - started < 10
+    waiting.start()
+    producer.commit_transaction()
+    waiting.join()
+    assert delivered == [[12, 13, 14, 15, 16]]
+    assert time.monotonic() - started < 60  # woken by the commit, not by the timeout
 
 
 def test_a_read_uncommitted_consumer_starts_at_the_last_committed_offset(
