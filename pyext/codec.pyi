@@ -60,10 +60,14 @@ def stamp_batch(
     base_offset: int,
     partition_leader_epoch: int,
     log_append_time_ms: int = -1,
+    max_timestamp: int | None = None,
 ) -> None:
     """Rewrite, in place, the fields a leader assigns on append: base offset and partition
     leader epoch (outside the CRC); with log_append_time_ms >= 0 also the LogAppendTime bit and
-    max timestamp, recomputing the CRC. `data` must be writable and exactly one batch."""
+    max timestamp, recomputing the CRC. With max_timestamp (CreateTime: the largest record
+    timestamp, which Kafka's LogValidator writes over the producer's value) the max timestamp
+    and the CRC are rewritten when they differ. `data` must be writable and exactly one batch.
+    ValueError for max_timestamp together with log_append_time_ms >= 0."""
 
 def build_control_batch(
     control_type: int,

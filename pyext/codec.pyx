@@ -17,6 +17,7 @@ from cpython.unicode cimport PyUnicode_AsUTF8AndSize
 from libc.stdint cimport (
     INT32_MAX,
     INT64_MAX,
+    INT64_MIN,
     int16_t,
     int32_t,
     int64_t,
@@ -338,7 +339,14 @@ def batch_records(data, Py_ssize_t position=0, *, bint verify_crc=True):
 
 
 def stamp_batch(data, *, int64_t base_offset, int32_t partition_leader_epoch,
-                int64_t log_append_time_ms=-1):
+                int64_t log_append_time_ms=-1, max_timestamp=None):
+    cdef int64_t create_time_max = 0
+    if max_timestamp is not None:
+        if not INT64_MIN <= max_timestamp <= INT64_MAX:
+            raise ValueError(f"max_timestamp must fit in int64, got {max_timestamp}")
+        if log_append_time_ms >= 0:
+            raise ValueError("max_timestamp is for CreateTime; LogAppendTime sets its own")
+        create_time_max = max_timestamp
     cdef uint8_t[::1] view
     try:
         view = data
@@ -354,11 +362,16 @@ def stamp_batch(data, *, int64_t base_offset, int32_t partition_leader_epoch,
         raise_for_status(EOS_TRAILING_BYTES, 0)
     h.base_offset = base_offset
     h.partition_leader_epoch = partition_leader_epoch
+    cdef bint covered_changed = False
     if log_append_time_ms >= 0:
         h.attributes = h.attributes | EOS_TIMESTAMP_TYPE_MASK
         h.max_timestamp = log_append_time_ms
+        covered_changed = True
+    elif max_timestamp is not None and create_time_max != h.max_timestamp:
+        h.max_timestamp = create_time_max
+        covered_changed = True
     eos_write_header(&view[0], &h)
-    if log_append_time_ms >= 0:
+    if covered_changed:
         # Only the attributes and max timestamp are covered by the CRC (docs/format.md §1.1).
         h.crc = eos_batch_crc(&view[0], batch_size)
         eos_write_header(&view[0], &h)

@@ -242,9 +242,15 @@ def test_control_batches_are_identical(codecs: Twins, control_type: int) -> None
     base_offset=st.integers(0, 2**62),
     epoch=st.integers(-1, INT32_MAX),
     append_time=st.one_of(st.just(-1), st.integers(0, 2**50)),
+    max_timestamp=st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1)),
 )
 def test_stamp_batch_rewrites_identically(
-    codecs: Twins, seed: str, base_offset: int, epoch: int, append_time: int
+    codecs: Twins,
+    seed: str,
+    base_offset: int,
+    epoch: int,
+    append_time: int,
+    max_timestamp: int | None,
 ) -> None:
     stamped = []
     for codec in codecs:
@@ -254,6 +260,7 @@ def test_stamp_batch_rewrites_identically(
             base_offset=base_offset,
             partition_leader_epoch=epoch,
             log_append_time_ms=append_time,
+            max_timestamp=max_timestamp if append_time < 0 else None,
         )
         stamped.append(bytes(data))
     assert stamped[0] == stamped[1]

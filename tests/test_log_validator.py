@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Callable
 
@@ -146,3 +147,32 @@ def test_offsets_are_assigned_consecutively_from_the_log_end_with_log_append_tim
     assert stored.timestamp_type == 1 and stored.max_timestamp == TS
     records = logtools.records(bytes(log.read(4).records))
     assert [(r.offset, r.timestamp) for r in records] == [(4, TS), (5, TS), (6, TS)]
+
+
+@pytest.mark.parametrize("claimed", [TS + 1, TS + 500, -1], ids=["low", "high", "none"])
+def test_a_create_time_batch_is_stored_with_its_largest_record_timestamp_as_kafka_writes_it(
+    open_broker: OpenBroker, claimed: int
+) -> None:
+    # Kafka's LogValidator sets a CreateTime batch's max timestamp to its largest record
+    # timestamp. Regression: eoslog stored the producer's value, with the time index built on
+    # append from the records and rebuilt after a crash from the header, so offset lookups by
+    # time changed across a restart.
+    broker = open_broker()
+    log = new_topic(broker)
+    log.append_batch(logtools.batch(logtools.values(0, 2), timestamps=[TS, TS + 1]))
+    raw = bytearray(logtools.batch(logtools.values(2, 3), timestamps=[TS + 5, TS + 9, TS + 7]))
+    struct.pack_into(">q", raw, layout.MAX_TIMESTAMP_OFFSET, claimed)
+    log.append_batch(recrc(raw))
+    stored = bytes(log.read(2).records)  # the second batch, as written to the .log
+    header = codec.read_header(stored)
+    assert header.max_timestamp == TS + 9
+    assert header.crc == calc_crc32c(bytes(stored[layout.ATTRIBUTES_OFFSET :]))
+    lookups = [log.offset_for_timestamp(TS + t) for t in (2, 6, 9, 10)]
+    assert lookups == [(2, TS + 5), (3, TS + 9), (3, TS + 9), None]
+    directory = log.directory
+    broker.close()
+    for name in os.listdir(directory):  # a restart that rebuilds the indexes from the log
+        if name.endswith((".index", ".timeindex")):
+            os.unlink(os.path.join(directory, name))
+    again = open_broker().log("t", 0)
+    assert [again.offset_for_timestamp(TS + t) for t in (2, 6, 9, 10)] == lookups

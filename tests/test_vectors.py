@@ -377,3 +377,32 @@ def test_stamp_batch_without_log_append_time_leaves_the_crc_covered_bytes_alone(
     assert (header.base_offset, header.partition_leader_epoch) == (2**40, 12)
     assert codec.batch_records(data) == expected_records(SAMPLE_RECORDS, 2**40)
     assert codec.validate_batch(data, from_client=False).max_timestamp == TS + 7
+
+
+def test_stamp_batch_with_a_create_time_max_timestamp_rewrites_it_and_the_crc_when_it_differs(
+    codec: ModuleType,
+) -> None:
+    # What Kafka's LogValidator does to a CreateTime batch whose header max timestamp is not
+    # its records' largest (docs/format.md §10.2).
+    built = build(codec, SAMPLE_RECORDS)
+    data = bytearray(built)
+    codec.stamp_batch(data, base_offset=5, partition_leader_epoch=0, max_timestamp=TS + 99)
+    header = codec.read_header(data)
+    assert header.max_timestamp == TS + 99
+    assert header.crc == crc_of(data) == codec.batch_crc(data)
+    assert header.attributes == codec.read_header(built).attributes  # still CreateTime
+    same = bytearray(built)
+    codec.stamp_batch(same, base_offset=5, partition_leader_epoch=0, max_timestamp=TS + 7)
+    assert same[layout.MAGIC_OFFSET :] == built[layout.MAGIC_OFFSET :]  # equal: CRC untouched
+    with pytest.raises(ValueError, match="max_timestamp"):
+        codec.stamp_batch(
+            bytearray(built),
+            base_offset=0,
+            partition_leader_epoch=0,
+            log_append_time_ms=TS,
+            max_timestamp=TS,
+        )
+    with pytest.raises(ValueError, match="max_timestamp must fit in int64"):
+        codec.stamp_batch(
+            bytearray(built), base_offset=0, partition_leader_epoch=0, max_timestamp=2**63
+        )

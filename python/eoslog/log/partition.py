@@ -327,8 +327,17 @@ class PartitionLog:
                 append_time = self._clock_ms() if self.config.log_append_time else -1
                 last_offset = base_offset + header.last_offset_delta
                 max_timestamp = append_time if append_time >= 0 else validated.max_timestamp
+                # Kafka's LogValidator writes a CreateTime batch's largest record timestamp
+                # into its header; a producer that put another value there gets it corrected.
+                create_time_max = (
+                    validated.max_timestamp
+                    if append_time < 0 and validated.max_timestamp != header.max_timestamp
+                    else None
+                )
                 self._append_stamped(
-                    self._stamped(view, base_offset, append_time), last_offset, max_timestamp
+                    self._stamped(view, base_offset, append_time, create_time_max),
+                    last_offset,
+                    max_timestamp,
                 )
                 # Staged above, applied now that the bytes are written (docs/style.md rule 9).
                 if header.producer_id >= 0:
@@ -431,18 +440,23 @@ class PartitionLog:
         return self._producers.table
 
     @staticmethod
-    def _stamped(view: memoryview, base_offset: int, append_time: int) -> tuple[Buffer, ...]:
+    def _stamped(
+        view: memoryview, base_offset: int, append_time: int, create_time_max: int | None = None
+    ) -> tuple[Buffer, ...]:
         """The batch with its leader-assigned fields. With CreateTime only the base offset and
         leader epoch change, both outside the CRC: patch a copy of the 61-byte header and
         write the body from the caller's buffer, saving a copy of the whole batch. With
-        LogAppendTime the CRC changes too, so the whole batch is copied and restamped."""
-        if append_time >= 0:
+        LogAppendTime, or a CreateTime batch whose header max timestamp is not its records'
+        largest (create_time_max, given only then: Kafka writes the largest there), the CRC
+        changes too, so the whole batch is copied and restamped."""
+        if append_time >= 0 or create_time_max is not None:
             batch = bytearray(view)
             codec.stamp_batch(
                 batch,
                 base_offset=base_offset,
                 partition_leader_epoch=0,
                 log_append_time_ms=append_time,
+                max_timestamp=None if append_time >= 0 else create_time_max,
             )
             return (batch,)
         if view.nbytes <= JOIN_PARTS_BYTES_MAX:

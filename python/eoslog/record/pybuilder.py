@@ -59,18 +59,25 @@ def _check_range(name: str, value: int, low: int, high: int, bits: int) -> None:
 
 
 def _stamp(
-    view: memoryview, base_offset: int, partition_leader_epoch: int, log_append_time_ms: int
+    view: memoryview,
+    base_offset: int,
+    partition_leader_epoch: int,
+    log_append_time_ms: int,
+    max_timestamp: int | None,
 ) -> None:
     header = exactly_one_batch(view)
     # Base offset and leader epoch lie outside the CRC, so rewriting them keeps it valid
     # (LogValidator.assignOffsetsNonCompressed).
     _INT64.pack_into(view, layout.BASE_OFFSET_OFFSET, base_offset)
     _INT32.pack_into(view, layout.PARTITION_LEADER_EPOCH_OFFSET, partition_leader_epoch)
-    if log_append_time_ms < 0:
+    if log_append_time_ms >= 0:
+        attributes = header.attributes | layout.TIMESTAMP_TYPE_MASK
+        _INT16.pack_into(view, layout.ATTRIBUTES_OFFSET, attributes)
+        _INT64.pack_into(view, layout.MAX_TIMESTAMP_OFFSET, log_append_time_ms)
+    elif max_timestamp is not None and max_timestamp != header.max_timestamp:
+        _INT64.pack_into(view, layout.MAX_TIMESTAMP_OFFSET, max_timestamp)
+    else:
         return
-    attributes = header.attributes | layout.TIMESTAMP_TYPE_MASK
-    _INT16.pack_into(view, layout.ATTRIBUTES_OFFSET, attributes)
-    _INT64.pack_into(view, layout.MAX_TIMESTAMP_OFFSET, log_append_time_ms)
     _UINT32.pack_into(view, layout.CRC_OFFSET, crc32c(view[layout.ATTRIBUTES_OFFSET :]))
 
 
@@ -80,10 +87,14 @@ def stamp_batch(
     base_offset: int,
     partition_leader_epoch: int,
     log_append_time_ms: int = -1,
+    max_timestamp: int | None = None,
 ) -> None:
     """Rewrite, in place, the fields a leader assigns on append: base offset and partition
     leader epoch (outside the CRC); with log_append_time_ms >= 0 also the LogAppendTime bit and
-    max timestamp, recomputing the CRC. `data` must be writable and exactly one batch.
+    max timestamp, recomputing the CRC. With max_timestamp (CreateTime: the largest record
+    timestamp, which Kafka's LogValidator writes over whatever the producer put there) the max
+    timestamp and the CRC are rewritten when they differ. `data` must be writable and exactly
+    one batch.
 
     ValueError if an argument does not fit its field; TypeError for a read-only buffer; then
     the header checks of read_header and TRUNCATED_BATCH / TRAILING_BYTES. On error nothing
@@ -91,10 +102,16 @@ def stamp_batch(
     _check_range("base_offset", base_offset, INT64_MIN, INT64_MAX, 64)
     _check_range("partition_leader_epoch", partition_leader_epoch, INT32_MIN, INT32_MAX, 32)
     _check_range("log_append_time_ms", log_append_time_ms, INT64_MIN, INT64_MAX, 64)
+    if max_timestamp is not None:
+        _check_range("max_timestamp", max_timestamp, INT64_MIN, INT64_MAX, 64)
+        if log_append_time_ms >= 0:
+            raise ValueError("max_timestamp is for CreateTime; LogAppendTime sets its own")
     view = byte_view(data)
     if view.readonly:
         raise TypeError("stamp_batch needs a writable buffer")
-    at_batch(0, _stamp, view, base_offset, partition_leader_epoch, log_append_time_ms)
+    at_batch(
+        0, _stamp, view, base_offset, partition_leader_epoch, log_append_time_ms, max_timestamp
+    )
 
 
 def build_control_batch(
