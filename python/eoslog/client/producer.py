@@ -147,7 +147,9 @@ class Producer:
         self._txn = TransactionManager(self._accumulator) if self._transactional else None
         self._sender.attach(self._batches, self._accumulator, self._txn)
         if USING_EXTENSIONS:
-            self.produce = self._accumulator.produce  # type: ignore[method-assign]
+            # Only the native accumulator has a produce (pyext/accumulator.pyi); with the pure
+            # twin, Producer.produce below is the whole per-record path.
+            self.produce = self._accumulator.produce  # type: ignore[attr-defined, method-assign]
         if settings.idempotent and settings.transactional_id is None:
             # A transactional producer gets its id from init_transactions.
             self._batches.adopt(*broker.init_producer_id())
