@@ -580,8 +580,8 @@ class PartitionLog:
         readable for as long as the caller keeps them (module docstring). Thread-safe."""
         if isolation_level not in ISOLATION_LEVELS:
             raise ValueError(f"isolation_level must be one of {ISOLATION_LEVELS}")
-        # What _storage(writing=False) does, spelled out: a read's hot path saves the
-        # generator-based context manager (about a microsecond).
+        # What _storage(writing=False) does, spelled out: a read's hot path saves entering
+        # and leaving a context manager.
         try:
             while True:
                 truncations = self._truncations
