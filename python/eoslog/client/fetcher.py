@@ -143,6 +143,8 @@ class Fetcher:
         return log.high_watermark
 
     def seek_to(self, assigned: AssignedPartition, offset: int) -> None:
+        """Move the partition to `offset` or a special offset (Consumer.assign's), dropping
+        what was fetched."""
         assigned.drop_fetched()
         if offset >= 0:
             assigned.position = offset

@@ -98,8 +98,8 @@ class Producer:
     keys `bootstrap.servers`, `socket.timeout.ms`, `request.timeout.ms` and
     `metadata.max.age.ms` are accepted and ignored; `acks` other than all/-1 is accepted only
     without idempotence and changes nothing (one node: an append is acknowledged when it is in
-    the log). Transactions: see "Transactions" below and
-    eoslog.client.transaction_manager for the states and the errors of each call."""
+    the log). Transactions: eoslog.client.transaction_manager has how they run, their states
+    and the errors of each call."""
 
     def __init__(
         self,
