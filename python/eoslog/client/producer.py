@@ -11,9 +11,9 @@ Kafka's Java producer:
   self.produce); it hands every other record to Producer.produce, the same logic in Python,
   which is also the whole path of the pure twin (EOSLOG_NO_EXTENSIONS=1).
 - eoslog.client.sender: appends closed batches in sequence order, retries, the fatal errors of
-  an idempotent producer, the delivery-report queue, and the linger thread. The thread that
-  closed a batch appends it at once: a full batch by the producing thread, a lingering one by
-  the linger thread.
+  an idempotent producer, the delivery-report queue, the linger thread, and the transaction
+  coordinator's requests. The thread that closed a batch appends it at once: a full batch by
+  the producing thread, a lingering one by the linger thread.
 - eoslog.client.transaction_manager: the transaction states (tables), the errors of each call,
   and the coordinator calls' retries.
 - eoslog.client.producer_config: the configuration keys.
@@ -418,29 +418,7 @@ class Producer:
                 txn.check_call("init_transactions")
                 if txn.state is TxnState.UNINITIALIZED:
                     txn.transition(TxnState.INITIALIZING)
-            self._initialize(transactional_id, self._sender.deadline(timeout), None)
-
-    def _initialize(
-        self, transactional_id: str, deadline: float, expected: tuple[int, int] | None
-    ) -> None:
-        """INITIALIZING -> READY through InitProducerId (txn call lock held)."""
-        try:
-            producer_id, producer_epoch = self._sender.retry_concurrent(
-                lambda: self._broker.transactions.init_producer_id(
-                    transactional_id, self._settings.transaction_timeout_ms, expected
-                ),
-                deadline,
-                "init_transactions",
-            )
-        except KafkaException as error:
-            if error.error.fatal():
-                with self._lock:
-                    raise self._sender.txn_failed(error) from error
-            raise  # the state stays INITIALIZING: the call may be made again
-        with self._lock:
-            self._adopt(producer_id, producer_epoch)
-            assert self._txn is not None
-            self._txn.transition(TxnState.READY)
+            self._sender.initialize(transactional_id, self._sender.deadline(timeout), None)
 
     def begin_transaction(self) -> None:
         """Open a transaction (READY -> IN_TRANSACTION); local only, as in Kafka: partitions
@@ -536,7 +514,7 @@ class Producer:
                     raise OperationTimedOutError(
                         f"commit_transaction: {remaining} messages not delivered in time"
                     )
-            self._end(transactional_id, deadline, commit=True)
+            self._sender.end_transaction(transactional_id, deadline, commit=True)
 
     def abort_transaction(self, timeout: float | None = None) -> None:
         """Purge the transaction's queued batches (their delivery callbacks run here with
@@ -562,7 +540,7 @@ class Producer:
                 self._reinitialize(transactional_id, deadline)
                 return
             try:
-                self._end(transactional_id, deadline, commit=False)
+                self._sender.end_transaction(transactional_id, deadline, commit=False)
             except InvalidProducerIdMappingError:
                 self._reinitialize(transactional_id, deadline)
 
@@ -571,35 +549,7 @@ class Producer:
             assert self._txn is not None
             self._txn.transition(TxnState.INITIALIZING)
             expected = (self._batches.producer_id, self._batches.producer_epoch)
-        self._initialize(transactional_id, deadline, expected)
-
-    def _end(self, transactional_id: str, deadline: float, *, commit: bool) -> None:
-        """EndTxn, then READY with the new epoch (txn call lock held; state COMMITTING or
-        ABORTING). Nothing is sent when no partition joined the transaction."""
-        txn = self._txn
-        assert txn is not None
-        with self._lock:
-            producer_id, producer_epoch = self._batches.producer_id, self._batches.producer_epoch
-            joined = bool(txn.partitions)
-        if joined:
-            try:
-                producer_id, producer_epoch = self._sender.retry_concurrent(
-                    lambda: self._broker.transactions.end_transaction(
-                        transactional_id, producer_id, producer_epoch, commit
-                    ),
-                    deadline,
-                    "commit_transaction" if commit else "abort_transaction",
-                )
-            except OperationTimedOutError:
-                raise  # the state stays COMMITTING / ABORTING: retry the same call
-            except KafkaException as error:
-                if not commit and isinstance(error, InvalidProducerIdMappingError):
-                    raise  # abort_transaction re-initializes
-                with self._lock:
-                    raise self._sender.txn_failed(coordinator_error(error)) from error
-        with self._lock:
-            self._adopt(producer_id, producer_epoch)
-            txn.transition(TxnState.READY)
+        self._sender.initialize(transactional_id, deadline, expected)
 
     def _purge(self) -> None:
         """Close every open batch and fail every queued one with MessagePurgedError (state
@@ -609,13 +559,6 @@ class Producer:
             queued = [(topic, state) for (topic, _), state in self._batches.partitions.items()]
         for topic, state in queued:
             self._sender.send(topic, state)
-
-    def _adopt(self, producer_id: int, producer_epoch: int) -> None:
-        """The producer id and epoch of the next transaction; every sequence restarts at 0
-        (producer lock held; nothing queued or in flight)."""
-        assert self._txn is not None
-        self._batches.adopt(producer_id, producer_epoch)
-        self._txn.partitions.clear()
 
     def _require_transactional(self, method: str) -> str:
         transactional_id = self._settings.transactional_id

@@ -14,9 +14,12 @@ librdkafka may instead bump the epoch for some of these; eoslog's log loses prod
 only through expiry, after which any sequence is accepted, so a gap here means a bug or a
 second writer with our id, and stopping is the safe answer.
 
-In a transaction, the first batch to reach a partition first adds the partition to the
-coordinator's transaction (the implicit add of transactions v2, done by the client), and a
-failed send makes the transaction abortable or fatal (eoslog.client.transaction_manager).
+Transactions. The sender makes the transaction coordinator's requests, as Kafka's Sender sends
+its TransactionManager's: InitProducerId (initialize), EndTxn (end_transaction), both adopting
+the producer id and epoch returned, and AddPartitionsToTxn: in a transaction, the first batch to
+reach a partition first adds the partition to the coordinator's transaction (the implicit add of
+transactions v2, done by the client). A failed send makes the transaction abortable or fatal
+(eoslog.client.transaction_manager).
 
 Delivery reports wait in a queue; on_delivery callbacks run only in poll() and flush(), on the
 caller's thread, as in confluent-kafka-python. A callback without error is an acknowledgement:
@@ -56,11 +59,13 @@ from eoslog.client.transaction_manager import (
 )
 from eoslog.errors import (
     InvalidProducerEpochError,
+    InvalidProducerIdMappingError,
     InvalidTxnStateError,
     KafkaError,
     KafkaException,
     KafkaStorageError,
     MessagePurgedError,
+    OperationTimedOutError,
     OutOfOrderSequenceError,
     ProducerFencedError,
     UnknownTopicOrPartitionError,
@@ -250,7 +255,9 @@ class Sender:
                 self._txn.transition(TxnState.FATAL_ERROR, self.fatal)
             return self.fatal
 
-    # --- transactions: the sender's side (producer lock held unless said) ------------------
+    # --- transactions: the coordinator requests and the sends' failures ------------------
+    # (Kafka's Sender sends the TransactionManager's requests: AddPartitionsToTxn,
+    # InitProducerId, EndTxn.)
 
     def txn_failed(self, error: KafkaException) -> KafkaException:
         """A send of the transaction failed: the transaction moves to ABORTABLE_ERROR, or to
@@ -289,6 +296,67 @@ class Sender:
         with self._lock:
             self._txn.partitions.add(partition)
         return None
+
+    def initialize(
+        self, transactional_id: str, deadline: float, expected: tuple[int, int] | None
+    ) -> None:
+        """InitProducerId, INITIALIZING -> READY (the producer's transaction-call lock held;
+        not the producer lock). `expected`: the producer id and epoch to re-initialize from
+        (KIP-360), or None. A fatal error moves to FATAL_ERROR; any other leaves the state
+        INITIALIZING, for the call to be made again."""
+        try:
+            producer_id, producer_epoch = self.retry_concurrent(
+                lambda: self._broker.transactions.init_producer_id(
+                    transactional_id, self._settings.transaction_timeout_ms, expected
+                ),
+                deadline,
+                "init_transactions",
+            )
+        except KafkaException as error:
+            if error.error.fatal():
+                with self._lock:
+                    raise self.txn_failed(error) from error
+            raise  # the state stays INITIALIZING: the call may be made again
+        with self._lock:
+            self._adopt(producer_id, producer_epoch)
+            assert self._txn is not None
+            self._txn.transition(TxnState.READY)
+
+    def end_transaction(self, transactional_id: str, deadline: float, *, commit: bool) -> None:
+        """EndTxn, then READY with the new epoch (the producer's transaction-call lock held;
+        state COMMITTING or ABORTING). Nothing is sent when no partition joined the
+        transaction."""
+        txn = self._txn
+        assert txn is not None
+        with self._lock:
+            producer_id, producer_epoch = self._batches.producer_id, self._batches.producer_epoch
+            joined = bool(txn.partitions)
+        if joined:
+            try:
+                producer_id, producer_epoch = self.retry_concurrent(
+                    lambda: self._broker.transactions.end_transaction(
+                        transactional_id, producer_id, producer_epoch, commit
+                    ),
+                    deadline,
+                    "commit_transaction" if commit else "abort_transaction",
+                )
+            except OperationTimedOutError:
+                raise  # the state stays COMMITTING / ABORTING: retry the same call
+            except KafkaException as error:
+                if not commit and isinstance(error, InvalidProducerIdMappingError):
+                    raise  # abort_transaction re-initializes
+                with self._lock:
+                    raise self.txn_failed(coordinator_error(error)) from error
+        with self._lock:
+            self._adopt(producer_id, producer_epoch)
+            txn.transition(TxnState.READY)
+
+    def _adopt(self, producer_id: int, producer_epoch: int) -> None:
+        """The producer id and epoch of the next transaction; every sequence restarts at 0
+        (producer lock held; nothing queued or in flight)."""
+        assert self._txn is not None
+        self._batches.adopt(producer_id, producer_epoch)
+        self._txn.partitions.clear()
 
     def retry_concurrent(self, call: Any, deadline: float, what: str) -> Any:
         """retry_concurrent (eoslog.client.transaction_manager), given up once closed."""
