@@ -300,6 +300,7 @@ class Producer:
                 state.open = batch
                 batches.close(topic, state)
             self._sender.send(topic, state)
+            assert batch.results is not None, "column_batch gives its batches a results list"
             outcome = batch.results[0]
             if isinstance(outcome, KafkaException):
                 raise outcome
