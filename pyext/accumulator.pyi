@@ -1,6 +1,7 @@
 """The producer's record accumulator (eoslog._ext.accumulator; the readable twin is
-eoslog.record.pyaccumulator). Producer (eoslog.client.producer) owns every object here and
-guards it with its producer lock; RecordAccumulator.produce is its per-record path in C."""
+eoslog.record.pyaccumulator). The Producer (eoslog.client.producer; its batches in
+eoslog.client.record_accumulator) owns every object here and guards it with its producer lock;
+RecordAccumulator.produce is its per-record path in C."""
 
 from collections import deque
 from collections.abc import Callable
@@ -99,4 +100,5 @@ class RecordAccumulator:
         *,
         callback: Callable[[Any, Any], object] | None = None,
     ) -> None:
-        """Producer.produce: same arguments, results and errors."""
+        """Producer.produce: same arguments, results and errors. Native only: the pure twin
+        (eoslog.record.pyaccumulator) has no produce, its producer runs Producer.produce."""

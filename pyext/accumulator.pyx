@@ -1,7 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """The producer's record accumulator: per partition, the open batch, and produce()'s
-per-record path in C. The contract is pyext/accumulator.pyi; the readable twin is
-eoslog.record.pyaccumulator, whose produce() always takes the producer's Python path.
+per-record path in C. The contract is pyext/accumulator.pyi; the readable twin of the classes
+is eoslog.record.pyaccumulator, and the readable twin of produce() is the producer's Python
+path, Producer.produce, which this one hands every case it does not take.
 
 Python decides per batch (opening and closing batches, appending them to the log, retries,
 delivery reports); this module does the per-record work of the common case without making a

@@ -31,6 +31,7 @@ from eoslog import (
     limits,
 )
 from eoslog.client import consumer as consumer_module
+from eoslog.client import fetcher as fetcher_module
 from eoslog.client.fetch import plan_fetch
 from eoslog.errors import InvalidConfigError, KafkaException, OffsetOutOfRangeError
 from eoslog.log.partition import FetchResult, PartitionLog
@@ -326,7 +327,7 @@ def test_a_plan_error_names_the_file_and_the_byte_of_the_batch_out_of_order() ->
     records = memoryview(first + second)  # both at base offset 0: the second goes backwards
     result = FetchResult(records, None, 2, 2, 0, "/data/orders-0/00000000000000000000.log", 500)
     with pytest.raises(eoslog.CorruptRecordError) as raised:
-        consumer_module._planned(result, 0)
+        fetcher_module._planned(result, 0)
     assert str(raised.value).startswith(
         f"/data/orders-0/00000000000000000000.log at byte {500 + len(first)}: the batch of a "
         "fetch from offset 0 is out of order"
@@ -791,19 +792,19 @@ def test_a_batch_header_claiming_a_huge_offset_span_sizes_no_allocation_past_the
     forged = forge(builder.build(), last_offset_delta=(1 << 31) - 1)  # CRC still valid
     result = FetchResult(memoryview(forged), None, 1 << 31, 1 << 31, 0, "/x/0.log", 0)
     sizes: list[int] = []
-    real = consumer_module.RecordRefs
+    real = fetcher_module.RecordRefs
 
     def record_refs(capacity: int) -> object:
         sizes.append(capacity)
         return real(capacity)
 
-    monkeypatch.setattr(consumer_module, "RecordRefs", record_refs)
+    monkeypatch.setattr(fetcher_module, "RecordRefs", record_refs)
     made = consumer(broker)
     assigned = made._assigned[(TOPIC, 0)]
-    plan = consumer_module._planned(result, 0)
+    plan = fetcher_module._planned(result, 0)
     assert plan.records == 1 << 31
     with contextlib.suppress(KafkaException):
-        made._index_messages(assigned, result, 0, plan)
+        made._fetcher._index_messages(assigned, result, 0, plan)
     assert sizes and max(sizes) <= len(forged) // limits.record_bytes_min + 1
 
 
@@ -825,12 +826,12 @@ def test_a_batch_whose_record_offsets_go_backwards_is_refused_naming_file_and_by
     result = FetchResult(memoryview(forged), None, 3, 3, 0, "/x/00000000000000000000.log", 0)
     made = consumer(broker)
     assigned = made._assigned[(TOPIC, 0)]
-    plan = consumer_module._planned(result, 0)
+    plan = fetcher_module._planned(result, 0)
     with pytest.raises(eoslog.InvalidRecordError) as raised:
         if arrow:
-            made._decode_columns(assigned, result, 0, plan, False, None)
+            made._fetcher._decode_columns(assigned, result, 0, plan, False, None)
         else:
-            made._index_messages(assigned, result, 0, plan)
+            made._fetcher._index_messages(assigned, result, 0, plan)
     assert str(raised.value).startswith(
         "/x/00000000000000000000.log at byte 0: record offset deltas must run"
     )

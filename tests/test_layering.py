@@ -2,7 +2,9 @@
 
 Every import in python/eoslog, spark_udfs and pyext/*.pyx|pxd|pxi is collected (Python files
 with an ast walk, Cython files with a regex over import and cimport lines) and checked against
-LAYER_RULES. A new layer adds a row.
+LAYER_RULES. A new layer adds a row. Beside the rows, no module of eoslog may import itself
+through others: test_no_import_cycle_among_eoslog_modules walks the run-time imports (those
+under `if TYPE_CHECKING:` left out) and names any cycle it finds.
 """
 
 from __future__ import annotations
@@ -34,6 +36,29 @@ LAYER_RULES: list[tuple[str, tuple[str, ...]]] = [
     ("eoslog.log", ("eoslog.cli", "eoslog.client", "eoslog.broker", "eoslog.coordinator")),
     # Offline scans read the files through the log layer alone: no broker, no client.
     ("eoslog.offline", ("eoslog.cli", "eoslog.client", "eoslog.broker", "eoslog.coordinator")),
+    # The default clock sits under everything that reads it (the broker and the producer).
+    ("eoslog.clock", ABOVE_CODEC),
+    # The coordinators serve the broker and the clients; they know neither.
+    ("eoslog.coordinator", ("eoslog.cli", "eoslog.client", "eoslog.broker")),
+    # The clients see the broker through Protocols (client/consumer.py LogSource,
+    # client/producer.py ProducerBroker): the broker creates them, never the other way round.
+    ("eoslog.client", ("eoslog.cli", "eoslog.broker")),
+    # The parts of a client (config, fetcher, group member; batches, sender, transactions)
+    # never import the API that drives them, not even for annotations.
+    (
+        "eoslog.client.consumer_config",
+        ("eoslog.client.consumer", "eoslog.client.producer"),
+    ),
+    ("eoslog.client.fetcher", ("eoslog.client.consumer", "eoslog.client.producer")),
+    ("eoslog.client.fetch", ("eoslog.client.consumer", "eoslog.client.producer")),
+    ("eoslog.client.group_member", ("eoslog.client.consumer", "eoslog.client.producer")),
+    ("eoslog.client.producer_config", ("eoslog.client.consumer", "eoslog.client.producer")),
+    ("eoslog.client.record_accumulator", ("eoslog.client.consumer", "eoslog.client.producer")),
+    ("eoslog.client.sender", ("eoslog.client.consumer", "eoslog.client.producer")),
+    (
+        "eoslog.client.transaction_manager",
+        ("eoslog.client.consumer", "eoslog.client.producer"),
+    ),
 ]
 
 _CYTHON_FROM = re.compile(
@@ -71,6 +96,126 @@ def python_imports(source: str, module: str, is_package: bool) -> set[str]:
     return found
 
 
+def _is_type_checking(test: ast.expr) -> bool:
+    """`TYPE_CHECKING` or `typing.TYPE_CHECKING`."""
+    if isinstance(test, ast.Name):
+        return test.id == "TYPE_CHECKING"
+    return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+
+
+def _run_time_statements(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The import statements under `node`, those in an `if TYPE_CHECKING:` body left out (its
+    else branch runs, so it stays)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.Import | ast.ImportFrom):
+            yield child
+        elif isinstance(child, ast.If) and _is_type_checking(child.test):
+            for branch in child.orelse:
+                yield from _run_time_statements(ast.Module(body=[branch], type_ignores=[]))
+        else:
+            yield from _run_time_statements(child)
+
+
+def run_time_imports(
+    source: str, module: str, is_package: bool, known: set[str] | frozenset[str]
+) -> set[str]:
+    """The modules among `known` that importing `module` imports, at once or later (an import
+    inside a function counts), leaving out `if TYPE_CHECKING:` imports. `from X import y`
+    imports X.y when that is a module, else X; a package's __init__ reached only on the way to
+    a submodule of it is not counted, so `from eoslog import limits` in eoslog.client is no
+    cycle with eoslog/__init__.py."""
+    package = module if is_package else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in _run_time_statements(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name in known)
+            continue
+        base = node.module or ""
+        if node.level:
+            parts = package.split(".")
+            anchor = ".".join(parts[: len(parts) - node.level + 1])
+            base = f"{anchor}.{base}" if base else anchor
+        for alias in node.names:
+            submodule = f"{base}.{alias.name}"
+            if submodule in known:
+                found.add(submodule)
+            elif base in known:
+                found.add(base)
+    found.discard(module)
+    return found
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle (a list of modules, the first repeated at the end) per strongly connected
+    group of `graph` (module -> modules it imports) that has one; [] when there is none."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for target in sorted(graph.get(module, ())):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in on_stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == module:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return [_cycle_through(group, graph) for group in groups]
+
+
+def _cycle_through(group: list[str], graph: dict[str, set[str]]) -> list[str]:
+    """A shortest path from the group's first module back to itself, inside the group."""
+    members = set(group)
+    start = group[0]
+    paths = {start: [start]}
+    frontier = [start]
+    while frontier:
+        following = []
+        for module in frontier:
+            for target in sorted(graph.get(module, set()) & members):
+                if target == start:
+                    return [*paths[module], start]
+                if target not in paths:
+                    paths[target] = [*paths[module], target]
+                    following.append(target)
+        frontier = following
+    raise AssertionError(f"{group} is not strongly connected")
+
+
+def cython_run_time_imports(source: str, module: str, known: frozenset[str]) -> set[str]:
+    """run_time_imports for a Cython file (whose imports all run)."""
+    found: set[str] = set()
+    for match in _CYTHON_FROM.finditer(source):
+        base = match.group(1)
+        for name in _names(match.group(2)):
+            if f"{base}.{name}" in known:
+                found.add(f"{base}.{name}")
+            elif base in known:
+                found.add(base)
+    for match in _CYTHON_IMPORT.finditer(source):
+        found.update(name for name in _names(match.group(1)) if name in known)
+    found.discard(module)
+    return found
+
+
 def cython_imports(source: str) -> set[str]:
     found: set[str] = set()
     for match in _CYTHON_FROM.finditer(source):
@@ -82,14 +227,38 @@ def cython_imports(source: str) -> set[str]:
     return found
 
 
-def _python_modules(root: Path, package_dir: Path) -> Iterator[tuple[str, set[str]]]:
+def _python_sources(root: Path, package_dir: Path) -> Iterator[tuple[str, bool, str]]:
+    """(module, is_package, source) of every Python file of the package."""
     for path in sorted(package_dir.rglob("*.py")):
         parts = list(path.relative_to(root).with_suffix("").parts)
         is_package = parts[-1] == "__init__"
         if is_package:
             parts.pop()
-        module = ".".join(parts)
-        yield module, python_imports(path.read_text(), module, is_package)
+        yield ".".join(parts), is_package, path.read_text()
+
+
+def _python_modules(root: Path, package_dir: Path) -> Iterator[tuple[str, set[str]]]:
+    for module, is_package, source in _python_sources(root, package_dir):
+        yield module, python_imports(source, module, is_package)
+
+
+def eoslog_import_graph() -> dict[str, set[str]]:
+    """module -> the eoslog modules it imports at run time (python/eoslog and the Cython
+    modules installed as eoslog._ext)."""
+    sources = list(_python_sources(ROOT / "python", ROOT / "python" / "eoslog"))
+    cython = [
+        (f"eoslog._ext.{path.stem}", path.read_text())
+        for pattern in ("*.pyx", "*.pxd", "*.pxi")
+        for path in sorted((ROOT / "pyext").glob(pattern))
+    ]
+    known = frozenset({module for module, _, _ in sources} | {module for module, _ in cython})
+    graph = {
+        module: run_time_imports(source, module, is_package, known)
+        for module, is_package, source in sources
+    }
+    for module, source in cython:  # a .pyx and its .pxd are one module
+        graph.setdefault(module, set()).update(cython_run_time_imports(source, module, known))
+    return graph
 
 
 def _pyext_modules() -> Iterator[tuple[str, set[str]]]:
@@ -188,3 +357,48 @@ def test_the_checker_reads_cython_import_and_cimport_lines() -> None:
     assert violations({"eoslog._ext.codec": imports}, LAYER_RULES) == [
         "eoslog._ext.codec imports eoslog.log (layer eoslog._ext may not use eoslog.log)"
     ]
+
+
+def test_no_import_cycle_among_eoslog_modules() -> None:
+    graph = eoslog_import_graph()
+    assert "eoslog.client.producer" in graph and "eoslog._ext.accumulator" in graph
+    cycles = import_cycles(graph)
+    assert cycles == [], "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+def test_the_cycle_finder_names_a_cycle_and_ignores_type_checking_imports() -> None:
+    known = frozenset({"eoslog.a", "eoslog.b", "eoslog.c", "eoslog.x"})
+    sources = {
+        "eoslog.a": "from eoslog import b\n",
+        "eoslog.b": "def f():\n    from eoslog.c import thing\n",
+        "eoslog.c": "import eoslog.a\n",
+        "eoslog.x": (
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from eoslog import a\n"
+            "else:\n    from eoslog import c\n"
+        ),
+    }
+    graph = {name: run_time_imports(text, name, False, known) for name, text in sources.items()}
+    assert graph["eoslog.x"] == {"eoslog.c"}
+    assert import_cycles(graph) == [["eoslog.a", "eoslog.b", "eoslog.c", "eoslog.a"]]
+    del graph["eoslog.c"]
+    assert import_cycles(graph) == []
+
+
+def test_the_layer_rows_catch_the_cycles_issue_13_cut() -> None:
+    """The producer importing the broker, and the group member importing the consumer (even
+    for annotations), are refused by the rows, not only by the cycle test."""
+    for module, source, expected in [
+        ("eoslog.client.producer", "from eoslog.broker import wall_clock_ms\n", "eoslog.broker"),
+        (
+            "eoslog.client.group_member",
+            "if TYPE_CHECKING:\n    from eoslog.client.consumer import Consumer\n",
+            "eoslog.client.consumer",
+        ),
+        (
+            "eoslog.coordinator.x",
+            "from eoslog.client.message import TopicPartition\n",
+            "eoslog.client",
+        ),
+    ]:
+        found = violations({module: python_imports(source, module, False)}, LAYER_RULES)
+        assert any(f"imports {expected}" in violation for violation in found), found

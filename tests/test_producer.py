@@ -83,7 +83,7 @@ def test_sequences_wrap_at_int32_max_as_kafka_does(broker: eoslog.Broker) -> Non
     broker.create_topic("t", 1)
     producer = broker.producer({"batch.num.messages": 5, "linger.ms": LINGER_NEVER_MS})
     producer.produce("t", value=b"first")
-    state = producer._partitions[("t", 0)]
+    state = producer._batches.partitions[("t", 0)]
     # A producer unknown to the log may start at any sequence (docs/format.md §8.2).
     state.next_sequence = state.planned_sequence = 2**31 - 3
     for i in range(9):
@@ -196,7 +196,7 @@ def test_out_of_order_sequence_is_fatal_and_reported_to_every_message(
     producer = broker.producer({"batch.num.messages": 1, "linger.ms": LINGER_NEVER_MS})
     producer.produce("t", value=b"a")
     producer.poll(0)
-    state = producer._partitions[("t", 0)]
+    state = producer._batches.partitions[("t", 0)]
     state.next_sequence = state.planned_sequence = 5  # a gap the log must refuse
     errors: list[Any] = []
     producer.produce("t", value=b"b", on_delivery=lambda err, msg: errors.append(err))
@@ -318,7 +318,8 @@ def test_linger_closes_a_batch_without_poll_or_flush(broker: eoslog.Broker) -> N
     assert producer.poll(5.0) == 1  # the linger thread appended it; poll served the report
     assert values_of(broker, "t") == [b"alone"]
     producer.close()
-    assert producer._linger_thread is not None and not producer._linger_thread.is_alive()
+    linger_thread = producer._sender._linger_thread
+    assert linger_thread is not None and not linger_thread.is_alive()
     with pytest.raises(ProducerStateError):
         producer.produce("t", b"late")
 

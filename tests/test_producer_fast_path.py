@@ -284,12 +284,12 @@ def test_transactional_error_states_raise_the_same_on_both_paths(broker: eoslog.
         producer.begin_transaction()
         produce("t", b"open")
         with producer._lock:
-            producer._txn_failed(eoslog.KafkaException(eoslog.KafkaError(1, "X", "failed")))
+            producer._sender.txn_failed(eoslog.KafkaException(eoslog.KafkaError(1, "X", "failed")))
         found = [_outcome(produce), len(producer)]
         producer.abort_transaction()
         producer.begin_transaction()
         produce("t", b"open")
-        producer._set_fatal(ProducerFencedError("fenced"))
+        producer._sender.set_fatal(ProducerFencedError("fenced"))
         found += [_outcome(produce), len(producer)]
         outcomes[path] = found
         producer.close()  # in FATAL_ERROR close does not raise

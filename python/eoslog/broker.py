@@ -15,13 +15,13 @@ import contextlib
 import os
 import re
 import threading
-import time
 import uuid
 from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Final
 
 from eoslog import meta_file
+from eoslog.clock import wall_clock_ms
 from eoslog.coordinator.group_coordinator import GroupCoordinator
 from eoslog.coordinator.producer_ids import ProducerIdManager
 from eoslog.coordinator.transaction_coordinator import TransactionCoordinator
@@ -74,12 +74,6 @@ BROKER_DEFAULTS: Final[dict[str, int]] = {
     "transactional.id.expiration.ms": 7 * DAY_MS,
     "producer.id.expiration.ms": DAY_MS,
 }
-
-
-def wall_clock_ms() -> int:
-    """The broker's default clock: milliseconds since the epoch. A producer on this clock
-    reads it in C instead (eoslog._ext.accumulator), with the same result."""
-    return time.time_ns() // 1_000_000
 
 
 class Broker:

@@ -61,6 +61,51 @@ checkpoint_file_bytes_max: Final = 16 * 1024 * 1024
 metadata_file_bytes_max: Final = 16 * 1024 * 1024
 
 
+# --- the clients' configuration: defaults and bounds ------------------------------------------
+# Kafka's dotted keys map onto these in eoslog.client.producer_config and
+# eoslog.client.consumer_config, the only places that spell the keys out.
+
+# Kafka's batch.size default (ProducerConfig): bytes per batch before it closes.
+producer_batch_bytes_max_default: Final = 16_384
+# librdkafka's batch.num.messages default and upper bound: records per batch before it closes.
+producer_batch_records_max_default: Final = 10_000
+producer_batch_records_max_ceiling: Final = 1_000_000
+# librdkafka's linger.ms default (5 ms since librdkafka 1.7; Kafka's own since 4.0, KIP-1030).
+# 5 ms lets a tight produce() loop fill whole batches (one append and one CRC per batch, not
+# per record) while a lone record still lands within a few milliseconds. 0 appends each
+# produce() at once, as a batch of one. librdkafka takes at most 900,000 ms.
+linger_ms_default: Final = 5
+linger_ms_max: Final = 900_000
+# librdkafka's queue.buffering.max.messages: produce() raises BufferError beyond it.
+queue_messages_max_default: Final = 100_000
+# Kafka's delivery.timeout.ms default: how long retriable append errors are retried.
+delivery_timeout_ms_default: Final = 120_000
+# Kafka's retry.backoff.ms default, and librdkafka's upper bound for it.
+retry_backoff_ms_default: Final = 100
+retry_backoff_ms_max: Final = 300_000
+# Kafka refuses idempotence with more than 5 requests in flight (the broker remembers 5 batches);
+# librdkafka's bound on max.in.flight.requests.per.connection otherwise.
+in_flight_requests_idempotent_max: Final = 5
+in_flight_requests_max: Final = 1_000_000
+# Kafka's transaction.timeout.ms default.
+transaction_timeout_ms_default: Final = 60_000
+# Kafka's max.block.ms default: how long init/commit/abort_transaction block when not told.
+block_ms_max_default: Final = 60_000
+# Kafka's consumer defaults (ConsumerConfig): fetch.max.bytes 50 MiB,
+# max.partition.fetch.bytes 1 MiB.
+fetch_bytes_max_default: Final = 52_428_800
+partition_fetch_bytes_max_default: Final = 1_048_576
+# confluent's consume() refuses more than this many messages per call.
+consume_messages_max: Final = 1_000_000
+# The consumer's sleeps while waiting for data: start short for latency, grow to bound the
+# wake-ups (new data is seen at most this late).
+poll_sleep_s_min: Final = 0.0005
+poll_sleep_s_max: Final = 0.010
+# Kafka's defaults (ConsumerConfig): max.poll.interval.ms 5 minutes, auto-commit every 5 s.
+poll_interval_ms_max_default: Final = 300_000
+auto_commit_interval_ms_default: Final = 5_000
+
+
 def decompressed_bytes_max_for(message_bytes_max: int) -> int:
     """The largest decompressed batch an append under max.message.bytes = message_bytes_max
     accepts: the factor above times it, never past decompressed_batch_bytes_max (so that

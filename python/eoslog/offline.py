@@ -25,6 +25,7 @@ from eoslog import limits
 from eoslog.errors import KafkaStorageError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from eoslog.fs import FileSystem, PosixFileSystem
 from eoslog.log import checkpoints
+from eoslog.log.partition import ISOLATION_LEVELS
 from eoslog.log.partition_view import READ_CHUNK_BYTES, PartitionView
 from eoslog.log.txn_index import AbortedTxn
 from eoslog.record.columns import SPARK_SCHEMA, SPARK_SCHEMA_WITH_HEADERS
@@ -33,7 +34,6 @@ from eoslog.record.columns import SPARK_SCHEMA, SPARK_SCHEMA_WITH_HEADERS
 # earliest offset, -1 the latest.
 EARLIEST: Final = -2
 LATEST: Final = -1
-ISOLATION_LEVELS: Final = ("read_committed", "read_uncommitted")
 # `<topic>-<partition>` (docs/format.md §5.1); a directory being deleted has a longer suffix.
 _PARTITION_DIRECTORY: Final = re.compile(r"(.+)-(\d+)")
 _INTERNAL_TOPICS: Final = ("__transaction_state", "__consumer_offsets")

@@ -3,16 +3,21 @@ this process): the subscription (topic names, or patterns starting with "^"), jo
 rejoining the group, the rebalance callbacks, the member id and generation that
 consumer_group_metadata() reports, and auto-commit.
 
-Every poll/consume of the consumer calls step() first. A step heartbeats (which also tells the
-coordinator the member is alive, for max.poll.interval.ms), and when the group is
-rebalancing, or the member was removed, it gives up its partitions: auto-commit of the
-positions (if enabled and still a member), then on_revoke (on_lost when removed, or on_revoke
-if no on_lost was given), then unassign. It then joins; once every member has rejoined it
-gets its partitions, calls on_assign(consumer, partitions) and, unless the callback assigned
-itself, assigns them, each starting at the group's committed offset (or auto.offset.reset).
-A rebalance is eager: a member gives up every partition and gets its new set, as Kafka's
-range and roundrobin strategies do. poll() returns nothing while the rebalance is in
-progress.
+Every poll/consume of the consumer first makes a step of its member (Consumer._step_group). A
+step heartbeats (which also tells the coordinator the member is alive, for
+max.poll.interval.ms), and when the group is rebalancing, or the member was removed, it gives
+up its partitions: auto-commit of the positions (if enabled and still a member), then on_revoke
+(on_lost when removed, or on_revoke if no on_lost was given), then unassign. It then joins;
+once every member has rejoined it gets its partitions, calls on_assign(consumer, partitions)
+and, unless the callback assigned itself, assigns them, each starting at the group's committed
+offset (or auto.offset.reset). A rebalance is eager: a member gives up every partition and gets
+its new set, as Kafka's range and roundrobin strategies do. poll() returns nothing while the
+rebalance is in progress.
+
+The member knows nothing of the Consumer: heartbeat(), join() and leaving() return a Rebalance,
+the partitions to give up and to take with their callbacks, which the consumer applies in
+order (Consumer._apply_rebalance) and then reports with revoked(); the consumer passes its
+positions to commit_positions().
 
 Thread safety: like the Consumer, used from the consumer's thread only.
 """
@@ -20,9 +25,10 @@ Thread safety: like the Consumer, used from the consumer's thread only.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from eoslog.client.message import TopicPartition
 from eoslog.coordinator.group_coordinator import (
@@ -35,9 +41,34 @@ from eoslog.coordinator.group_coordinator import (
 from eoslog.errors import CommitFailedError, UnknownMemberIdError
 
 if TYPE_CHECKING:
-    from eoslog.client.consumer import Consumer
+    from eoslog.client.consumer_config import ConsumerConfig
 
 RebalanceCallback = Callable[[Any, list[TopicPartition]], object]
+
+
+@dataclasses.dataclass(frozen=True)
+class Rebalance:
+    """What a step of the member decided, for the consumer to apply in this order:
+
+    1. give up `revoked` (nothing when empty): first, if `commit_first`, auto-commit the
+       positions (GroupMember.commit_positions), then `on_revoke(consumer, revoked)` if set,
+       then unassign();
+    2. take `assigned` (nothing when None): `on_assign(consumer, assigned)` if set, then
+       assign(assigned) unless the callback assigned itself."""
+
+    revoked: tuple[TopicPartition, ...] = ()
+    commit_first: bool = False
+    on_revoke: RebalanceCallback | None = None
+    assigned: tuple[TopicPartition, ...] | None = None
+    on_assign: RebalanceCallback | None = None
+
+
+NO_CHANGE: Final = Rebalance()
+# What revoked() forgets of a membership the coordinator dropped, once the callbacks that
+# still saw it have run: the member id and the generation, then rejoins (a failed heartbeat),
+# or the member id only (a failed join).
+_FORGET_MEMBERSHIP: Final = "membership"
+_FORGET_MEMBER: Final = "member"
 
 
 class GroupMember:
@@ -45,21 +76,19 @@ class GroupMember:
 
     def __init__(
         self,
-        consumer: Consumer,
+        config: ConsumerConfig,
         coordinator: GroupCoordinator,
         topic_names: Callable[[], Sequence[str]],
         clock_ms: Callable[[], int],
     ) -> None:
-        config = consumer.config
         assert config.group_id is not None
         self.group_id = config.group_id
-        self._consumer = consumer
         self._coordinator = coordinator
         self._topic_names = topic_names
         self._clock_ms = clock_ms
         self._strategies = config.assignment_strategies
         self._rebalance_timeout_ms = config.max_poll_interval_ms
-        self._auto_commit = config.enable_auto_commit
+        self.auto_commit = config.enable_auto_commit
         self._auto_commit_interval_ms = config.auto_commit_interval_ms
         self._last_auto_commit_ms = clock_ms()
         self._last_committed: dict[tuple[str, int], int] = {}
@@ -72,6 +101,7 @@ class GroupMember:
         self._on_assign: RebalanceCallback | None = None
         self._on_revoke: RebalanceCallback | None = None
         self._on_lost: RebalanceCallback | None = None
+        self._forget: str | None = None  # see revoked()
 
     # --- subscription ----------------------------------------------------------------------
 
@@ -96,65 +126,55 @@ class GroupMember:
         self._on_assign, self._on_revoke, self._on_lost = on_assign, on_revoke, on_lost
         self._joining = True
 
-    def unsubscribe(self) -> None:
-        """Give up the partitions (on_revoke) and leave the group."""
+    def leaving(self) -> Rebalance | None:
+        """Before unsubscribe() or close(): the partitions to give up (auto-commit first), or
+        None when not subscribed. leave() follows once the consumer has applied it."""
+        self._forget = None
         if self._subscription is None:
-            return
-        self._revoke(lost=False)
-        self.leave()
-        self._subscription = None
+            return None
+        return self._revoke(lost=False)
 
     def leave(self) -> None:
+        """Leave the group, so that the other members rebalance at once, and drop the
+        subscription."""
         if self.member_id:
             self._coordinator.leave_group(self.group_id, self.member_id)
         self.member_id, self.generation_id = NO_MEMBER, NO_GENERATION
-
-    def close(self) -> None:
-        """The consumer closes: auto-commit what it consumed, give up the partitions, and
-        leave the group, so the other members rebalance at once."""
-        if self._subscription is not None:
-            self._revoke(lost=False)
-            self.leave()
-            self._subscription = None
-        elif self._auto_commit:
-            self._commit_positions()
+        self._subscription = None
 
     def metadata(self) -> ConsumerGroupMetadata:
         return ConsumerGroupMetadata(self.group_id, self.generation_id, self.member_id)
 
-    # --- the step every poll makes -----------------------------------------------------------
+    # --- the step every poll makes (subscribed members) -----------------------------------
 
-    def step(self) -> bool:
-        """Heartbeat, rebalance if needed, auto-commit when due. True when the member has its
-        partitions (False: a rebalance is in progress; poll returns nothing yet)."""
-        if self._subscription is not None and not self._step_membership():
-            return False
-        if self._auto_commit and (
-            self._clock_ms() - self._last_auto_commit_ms >= self._auto_commit_interval_ms
-        ):
-            self._commit_positions()
-        return True
-
-    def _step_membership(self) -> bool:
+    def heartbeat(self) -> Rebalance | None:
+        """The first half of a step: resolve the subscription's topics and heartbeat. None
+        while the member keeps its partitions; otherwise what to give up (maybe nothing)
+        before join()."""
+        self._forget = None  # a callback of the last Rebalance raised: nothing is forgotten
         topics = self._resolve_topics()
         if topics != self._topics:
             self._topics = topics
             self._joining = True
+        if self._joining:
+            return NO_CHANGE
+        try:
+            self._joining = self._coordinator.heartbeat(
+                self.group_id, self.member_id, self.generation_id
+            )
+        except UnknownMemberIdError:
+            self._forget = _FORGET_MEMBERSHIP  # and rejoin, once the callbacks have run
+            return self._revoke(lost=True)
         if not self._joining:
-            try:
-                self._joining = self._coordinator.heartbeat(
-                    self.group_id, self.member_id, self.generation_id
-                )
-            except UnknownMemberIdError:
-                self._revoke(lost=True)
-                self.member_id, self.generation_id = NO_MEMBER, NO_GENERATION
-                self._joining = True
-            if not self._joining:
-                return True
-            self._revoke(lost=False)
-        return self._join()
+            return None
+        return self._revoke(lost=False)
 
-    def _join(self) -> bool:
+    def join(self) -> Rebalance:
+        """The second half: JoinGroup. The partitions to take once every member has
+        rejoined; a Rebalance with assigned None while the rebalance goes on, or when the
+        member was removed meanwhile (then what it still held is lost, and it joins as a new
+        member at the next step)."""
+        self._forget = None
         try:
             result = self._coordinator.join_group(
                 self.group_id,
@@ -164,37 +184,38 @@ class GroupMember:
                 rebalance_timeout_ms=self._rebalance_timeout_ms,
             )
         except UnknownMemberIdError:
-            # Removed meanwhile: whatever it still held is lost; join as a new member.
-            self._revoke(lost=True)
-            self.member_id = NO_MEMBER
-            return False
+            self._forget = _FORGET_MEMBER
+            return self._revoke(lost=True)
         self.member_id = result.member_id
         if result.generation_id == NO_GENERATION:
-            return False
+            return NO_CHANGE
         self.generation_id = result.generation_id
         self._joining = False
         partitions = [TopicPartition(topic, partition) for topic, partition in result.assignment]
         self._owned = partitions
-        before = self._consumer.assignment_generation
-        if self._on_assign is not None:
-            self._on_assign(self._consumer, list(partitions))
-        if self._consumer.assignment_generation == before:
-            # The callback did not assign: start each partition at its committed offset.
-            self._consumer.assign(partitions)
-        return True
+        return Rebalance(assigned=tuple(partitions), on_assign=self._on_assign)
 
-    def _revoke(self, *, lost: bool) -> None:
+    def revoked(self) -> None:
+        """The consumer has given up what a Rebalance revoked (its callback saw the membership
+        as it was): forget a membership the coordinator dropped. Not called when a callback
+        raised: then nothing is forgotten, and the next step asks the coordinator again."""
+        forget, self._forget = self._forget, None
+        if forget == _FORGET_MEMBERSHIP:
+            self.member_id, self.generation_id = NO_MEMBER, NO_GENERATION
+            self._joining = True
+        elif forget == _FORGET_MEMBER:
+            self.member_id = NO_MEMBER
+
+    def _revoke(self, *, lost: bool) -> Rebalance:
         """Give up the owned partitions: auto-commit first (not when lost: the commit would
         be refused), then the callback, then unassign."""
         owned, self._owned = self._owned, []
         if not owned:
-            return
-        if self._auto_commit and not lost:
-            self._commit_positions()
+            return NO_CHANGE
         callback = self._on_lost if lost and self._on_lost is not None else self._on_revoke
-        if callback is not None:
-            callback(self._consumer, list(owned))
-        self._consumer.unassign()
+        return Rebalance(
+            revoked=tuple(owned), commit_first=self.auto_commit and not lost, on_revoke=callback
+        )
 
     def _resolve_topics(self) -> frozenset[str]:
         assert self._subscription is not None
@@ -206,11 +227,16 @@ class GroupMember:
 
     # --- auto-commit -----------------------------------------------------------------------
 
-    def _commit_positions(self) -> None:
-        """Commit the positions that moved since the last commit; a refused commit (a member
-        the group fenced) is dropped, as librdkafka's auto-commit reports and goes on."""
+    def auto_commit_due(self) -> bool:
+        return self.auto_commit and (
+            self._clock_ms() - self._last_auto_commit_ms >= self._auto_commit_interval_ms
+        )
+
+    def commit_positions(self, positions: list[TopicPartition]) -> None:
+        """Commit the consumer's positions that moved since the last commit; a refused commit
+        (a member the group fenced) is dropped, as librdkafka's auto-commit reports and goes
+        on."""
         self._last_auto_commit_ms = self._clock_ms()
-        positions = self._consumer.position(self._consumer.assignment())
         moved = [
             OffsetToCommit(tp.topic, tp.partition, tp.offset)
             for tp in positions

@@ -17,25 +17,6 @@ from eoslog import limits
 from eoslog.errors import InvalidConfigError
 from eoslog.record import layout
 
-# Kafka's batch.size default (ProducerConfig): bytes per batch before it closes.
-BATCH_SIZE_DEFAULT: Final = 16_384
-# librdkafka's batch.num.messages default: records per batch before it closes.
-BATCH_NUM_MESSAGES_DEFAULT: Final = 10_000
-# librdkafka's linger.ms default (5 ms since librdkafka 1.7; Kafka's own since 4.0, KIP-1030).
-# 5 ms lets a tight produce() loop fill whole batches (one append and one CRC per batch, not
-# per record) while a lone record still lands within a few milliseconds. 0 appends each
-# produce() at once, as a batch of one.
-LINGER_MS_DEFAULT: Final = 5
-# librdkafka's queue.buffering.max.messages: produce() raises BufferError beyond it.
-QUEUE_MESSAGES_MAX_DEFAULT: Final = 100_000
-# Kafka's delivery.timeout.ms default: how long retriable append errors are retried.
-DELIVERY_TIMEOUT_MS_DEFAULT: Final = 120_000
-RETRY_BACKOFF_MS_DEFAULT: Final = 100
-# Kafka refuses idempotence with more than 5 requests in flight (the broker remembers 5 batches).
-IN_FLIGHT_MAX_IDEMPOTENT: Final = 5
-TRANSACTION_TIMEOUT_MS_DEFAULT: Final = 60_000
-# Kafka's max.block.ms default: how long init/commit/abort_transaction block when not told.
-MAX_BLOCK_MS_DEFAULT: Final = 60_000
 COMPRESSIONS: Final = {"none": layout.COMPRESSION_NONE, "lz4": layout.COMPRESSION_LZ4}
 
 # Keys confluent-kafka-python users commonly pass that mean nothing for an in-process log;
@@ -57,18 +38,18 @@ ALIASES: Final = {
 class ProducerSettings:
     idempotent: bool = True
     transactional_id: str | None = None
-    transaction_timeout_ms: int = TRANSACTION_TIMEOUT_MS_DEFAULT
-    batch_bytes_max: int = BATCH_SIZE_DEFAULT
-    batch_records_max: int = BATCH_NUM_MESSAGES_DEFAULT
-    linger_ms: float = LINGER_MS_DEFAULT
+    transaction_timeout_ms: int = limits.transaction_timeout_ms_default
+    batch_bytes_max: int = limits.producer_batch_bytes_max_default
+    batch_records_max: int = limits.producer_batch_records_max_default
+    linger_ms: float = limits.linger_ms_default
     compression: int = layout.COMPRESSION_NONE
     acks: int = -1
     client_id: str = "rdkafka"  # librdkafka's default client.id
-    queue_messages_max: int = QUEUE_MESSAGES_MAX_DEFAULT
+    queue_messages_max: int = limits.queue_messages_max_default
     retries: int = (1 << 31) - 1  # librdkafka's default: retry until delivery.timeout.ms
-    retry_backoff_ms: int = RETRY_BACKOFF_MS_DEFAULT
-    delivery_timeout_ms: int = DELIVERY_TIMEOUT_MS_DEFAULT
-    max_block_ms: int = MAX_BLOCK_MS_DEFAULT
+    retry_backoff_ms: int = limits.retry_backoff_ms_default
+    delivery_timeout_ms: int = limits.delivery_timeout_ms_default
+    max_block_ms: int = limits.block_ms_max_default
     on_delivery: Callable[[Any, Any], object] | None = None
 
 
@@ -95,36 +76,40 @@ def parse(config: Mapping[str, object]) -> ProducerSettings:
     if idempotent and acks != -1:
         raise InvalidConfigError(f"enable.idempotence=true requires acks=all (-1), not {acks}")
     in_flight = values.get("max.in.flight.requests.per.connection", 1)
-    if idempotent and isinstance(in_flight, int) and in_flight > IN_FLIGHT_MAX_IDEMPOTENT:
+    if (
+        idempotent
+        and isinstance(in_flight, int)
+        and in_flight > limits.in_flight_requests_idempotent_max
+    ):
         raise InvalidConfigError(
             "enable.idempotence=true requires max.in.flight.requests.per.connection <= "
-            f"{IN_FLIGHT_MAX_IDEMPOTENT}, not {in_flight}"
+            f"{limits.in_flight_requests_idempotent_max}, not {in_flight}"
         )
     return ProducerSettings(
         idempotent=idempotent,
         transactional_id=transactional_id,  # type: ignore[arg-type]
         transaction_timeout_ms=values.get(  # type: ignore[arg-type]
-            "transaction.timeout.ms", TRANSACTION_TIMEOUT_MS_DEFAULT
+            "transaction.timeout.ms", limits.transaction_timeout_ms_default
         ),
-        batch_bytes_max=values.get("batch.size", BATCH_SIZE_DEFAULT),  # type: ignore[arg-type]
+        batch_bytes_max=values.get("batch.size", limits.producer_batch_bytes_max_default),  # type: ignore[arg-type]
         batch_records_max=values.get(  # type: ignore[arg-type]
-            "batch.num.messages", BATCH_NUM_MESSAGES_DEFAULT
+            "batch.num.messages", limits.producer_batch_records_max_default
         ),
-        linger_ms=values.get("linger.ms", LINGER_MS_DEFAULT),  # type: ignore[arg-type]
+        linger_ms=values.get("linger.ms", limits.linger_ms_default),  # type: ignore[arg-type]
         compression=values.get("compression.type", layout.COMPRESSION_NONE),  # type: ignore[arg-type]
         acks=acks,  # type: ignore[arg-type]
         client_id=values.get("client.id", "rdkafka"),  # type: ignore[arg-type]
         queue_messages_max=values.get(  # type: ignore[arg-type]
-            "queue.buffering.max.messages", QUEUE_MESSAGES_MAX_DEFAULT
+            "queue.buffering.max.messages", limits.queue_messages_max_default
         ),
         retries=values.get("retries", (1 << 31) - 1),  # type: ignore[arg-type]
         retry_backoff_ms=values.get(  # type: ignore[arg-type]
-            "retry.backoff.ms", RETRY_BACKOFF_MS_DEFAULT
+            "retry.backoff.ms", limits.retry_backoff_ms_default
         ),
         delivery_timeout_ms=values.get(  # type: ignore[arg-type]
-            "delivery.timeout.ms", DELIVERY_TIMEOUT_MS_DEFAULT
+            "delivery.timeout.ms", limits.delivery_timeout_ms_default
         ),
-        max_block_ms=values.get("max.block.ms", MAX_BLOCK_MS_DEFAULT),  # type: ignore[arg-type]
+        max_block_ms=values.get("max.block.ms", limits.block_ms_max_default),  # type: ignore[arg-type]
         on_delivery=values.get("on_delivery"),  # type: ignore[arg-type]
     )
 
@@ -157,8 +142,14 @@ def _linger(key: str, value: object) -> float:
     if isinstance(value, str):
         with contextlib.suppress(ValueError):
             value = float(value)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 900_000:
-        raise InvalidConfigError(f"{key} must be a number of ms in [0, 900000], not {value!r}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 <= value <= limits.linger_ms_max
+    ):
+        raise InvalidConfigError(
+            f"{key} must be a number of ms in [0, {limits.linger_ms_max}], not {value!r}"
+        )
     return float(value)
 
 
@@ -203,17 +194,17 @@ _PARSERS: Final[dict[str, Callable[[str, object], object]]] = {
     "transaction.timeout.ms": _integer(1, _INT32_MAX),
     # A batch needs room for its 61-byte header and a record; librdkafka's upper bound.
     "batch.size": _integer(layout.HEADER_SIZE + 1, min(2_147_483_647, limits.batch_bytes_max)),
-    "batch.num.messages": _integer(1, 1_000_000),
+    "batch.num.messages": _integer(1, limits.producer_batch_records_max_ceiling),
     "linger.ms": _linger,
     "compression.type": _compression,
     "acks": _acks,
     "client.id": _text,
     "queue.buffering.max.messages": _integer(1, _INT32_MAX),
     "retries": _integer(0, _INT32_MAX),
-    "retry.backoff.ms": _integer(1, 300_000),
+    "retry.backoff.ms": _integer(1, limits.retry_backoff_ms_max),
     "delivery.timeout.ms": _integer(0, _INT32_MAX),
     "max.block.ms": _integer(0, _INT32_MAX),
-    "max.in.flight.requests.per.connection": _integer(1, 1_000_000),
+    "max.in.flight.requests.per.connection": _integer(1, limits.in_flight_requests_max),
     "enable.gapless.guarantee": _boolean,
     "on_delivery": _callback,
 }

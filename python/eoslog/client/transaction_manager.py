@@ -12,17 +12,49 @@ whose errors eoslog's are modelled on, while staying typed:
 - Otherwise: ProducerStateError (librdkafka's _STATE, "Operation not valid in state ...";
   Java's IllegalStateException), naming the method and the state; the state does not change.
 
+The producer's transactions (with transactional.id; docs/coordinator.md §7, §9.4):
+init_transactions() takes a producer id and epoch from broker.transactions (fencing older
+producers with the id); begin_transaction() opens a transaction locally; its batches are flagged
+transactional, and before the first of them reaches a partition the sender adds that partition
+to the coordinator's transaction (the implicit add of transactions v2, done by the client).
+commit_transaction() flushes, then ends the transaction; abort_transaction() purges what is
+queued, then ends it. Every end bumps the epoch (returned by the coordinator) and restarts the
+sequences at 0, so a late batch of transaction n cannot land in n+1. Inside a transaction a
+failed send (InvalidProducerEpochError, OutOfOrderSequenceError, a delivery timeout, any
+non-retriable append error) is abortable: the state goes to ABORTABLE_ERROR, the batches left
+fail unsent, and only abort_transaction() is allowed. ProducerFencedError, InvalidTxnStateError
+and KafkaStorageError are fatal (FATAL_ERROR: only close()). Inside a transaction the native
+fast path appends records to the batches the Python path opened in it; outside one it hands
+every record to the Python path, which raises the state's error.
+
 Thread safety: a TransactionManager has no lock of its own; the Producer reads and changes it
-under its producer lock only.
+under its producer lock only. The functions below take no lock.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
-from typing import Any, Final
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TypeVar
 
-from eoslog.errors import KafkaError, KafkaException, ProducerStateError
+from eoslog.client.message import TopicPartition
+from eoslog.coordinator.group_coordinator import OffsetToCommit
+from eoslog.errors import (
+    ConcurrentTransactionsError,
+    InvalidProducerEpochError,
+    KafkaError,
+    KafkaException,
+    MessagePurgedError,
+    OperationTimedOutError,
+    ProducerFencedError,
+    ProducerStateError,
+)
+
+# Backoff between retries of a coordinator call answered CONCURRENT_TRANSACTIONS (Kafka's
+# retry.backoff.ms is 100 ms; the in-process coordinator finishes a transaction sooner).
+_CONCURRENT_BACKOFF_S: Final = 0.01
+_Result = TypeVar("_Result")
 
 
 class TxnState(enum.Enum):
@@ -121,6 +153,15 @@ class TransactionManager:
             + _HINTS.get((method, state), "")
         )
 
+    def failure(self) -> KafkaException | None:
+        """The error a batch fails with, unsent, in the current state; None to send it."""
+        if self.state is T.ABORTING:
+            return MessagePurgedError("purged by abort_transaction()")
+        if self.state is T.ABORTABLE_ERROR:
+            assert self.error is not None
+            return type(self.error)(self.error.error)
+        return None
+
     def transition(self, target: TxnState, error: KafkaException | None = None) -> None:
         """Move to `target`. An invalid transition is a bug of the producer: it fails loudly
         (the state is left unchanged)."""
@@ -157,6 +198,38 @@ class TransactionManager:
         self.transition(T.FATAL_ERROR, error)
         assert self.error is not None
         return self.error
+
+
+def coordinator_error(error: KafkaException) -> KafkaException:
+    """A coordinator call's error as the client raises it: INVALID_PRODUCER_EPOCH from a
+    coordinator API means fenced (docs/coordinator.md §7.3), so ProducerFencedError."""
+    if isinstance(error, InvalidProducerEpochError):
+        return ProducerFencedError(f"fenced: {error.error.str()}")
+    return error
+
+
+def retry_concurrent(
+    call: Callable[[], _Result], deadline: float, what: str, closed: Callable[[], bool]
+) -> _Result:
+    """call(), retried while the coordinator answers CONCURRENT_TRANSACTIONS (a transaction
+    of this id still completing, §7.3), until `deadline` (monotonic s) or until closed()."""
+    while True:
+        try:
+            return call()
+        except ConcurrentTransactionsError as error:
+            if time.monotonic() >= deadline or closed():
+                raise OperationTimedOutError(f"{what}: timed out ({error})") from error
+            time.sleep(_CONCURRENT_BACKOFF_S)
+
+
+def offset_to_commit(tp: TopicPartition) -> OffsetToCommit:
+    """send_offsets_to_transaction's offset of one partition; TypeError / ValueError for a
+    bad one."""
+    if not isinstance(tp, TopicPartition):
+        raise TypeError(f"offsets must be TopicPartitions, not {type(tp).__name__}")
+    if tp.offset < 0:
+        raise ValueError(f"{tp.topic}-{tp.partition}: offset {tp.offset} is not an offset")
+    return OffsetToCommit(tp.topic, tp.partition, tp.offset, tp.metadata or "")
 
 
 _HINTS: Final[Mapping[tuple[str, TxnState], str]] = {

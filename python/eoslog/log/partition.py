@@ -18,7 +18,7 @@ import re
 import struct
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from eoslog import crashpoints
 from eoslog._ext.producer_state import APPEND_DUPLICATE, NO_OFFSET, ProducerStateTable
@@ -45,7 +45,9 @@ if TYPE_CHECKING:
     # Only for annotations: typing_extensions is not a run-time dependency.
     from typing_extensions import Buffer
 
-ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
+# Kafka's fetch isolation levels (FetchRequest IsolationLevel), defined here once: the
+# consumer's configuration and eoslog.scan check theirs against it too.
+ISOLATION_LEVELS: Final = ("read_committed", "read_uncommitted")
 _OFFSET = struct.Struct(">q")
 _EPOCH = struct.Struct(">i")
 # A segment removed by retention or truncation keeps its open file this long after leaving
@@ -592,8 +594,8 @@ class PartitionLog:
         readable for as long as the caller keeps them (module docstring). Thread-safe."""
         if isolation_level not in ISOLATION_LEVELS:
             raise ValueError(f"isolation_level must be one of {ISOLATION_LEVELS}")
-        # What _storage(writing=False) does, spelled out: a read's hot path saves the
-        # generator-based context manager (about a microsecond).
+        # What _storage(writing=False) does, spelled out: a read's hot path saves entering
+        # and leaving a context manager.
         try:
             while True:
                 truncations = self._truncations

@@ -2,8 +2,10 @@
 EOSLOG_NO_EXTENSIONS=1 selects it.
 
 The native module's produce() is a fast path in C for the common case, handing every other
-case to the producer's Python produce(); here produce() always takes that Python path, so the
-two differ in speed only.
+case to the producer's Python path, Producer.produce (eoslog.client.producer). That Python path
+is the readable twin of the per-record logic, and the whole of it here: a producer over this
+module does not bind a produce of the accumulator, so RecordAccumulator below has none (the
+state classes and the counters are the twin's part).
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ class PartitionState:
 
 
 class RecordAccumulator:
-    """The producer's counters; produce() is the producer's Python path itself."""
+    """The producer's counters (there is no produce here: see the module docstring)."""
 
     def __init__(
         self,
@@ -70,7 +72,6 @@ class RecordAccumulator:
     ) -> None:
         if outstanding_max < 1 or batch_records_max < 1:
             raise ValueError("outstanding_max and batch_records_max must be at least 1")
-        self._slow = slow
         self.outstanding_max = outstanding_max
         self.batch_records_max = batch_records_max
         self.close_every_record = close_every_record
@@ -82,17 +83,3 @@ class RecordAccumulator:
     def add_partition(self, topic: str, partitions: int, state: PartitionState) -> None:
         if not 0 <= state.partition < partitions:
             raise ValueError(f"partition {state.partition} outside [0, {partitions})")
-
-    def produce(
-        self,
-        topic: str,
-        value: Any = None,
-        key: Any = None,
-        partition: int = -1,
-        on_delivery: Callable[[Any, Any], object] | None = None,
-        timestamp: int = 0,
-        headers: Any = None,
-        *,
-        callback: Callable[[Any, Any], object] | None = None,
-    ) -> None:
-        self._slow(topic, value, key, partition, on_delivery, timestamp, headers, callback=callback)

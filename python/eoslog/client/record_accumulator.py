@@ -1,0 +1,250 @@
+"""The producer's batches (Kafka's RecordAccumulator; docs/design.md "Produce"): per partition,
+the open batch and the closed ones waiting for the sender, the producer id and epoch they are
+stamped with, and the sticky partitioner; and produce_batch()'s cutting of columns into
+batches.
+
+produce() appends a record to its partition's open batch (a native BatchBuilder): the
+per-record work is Producer.produce (the Python path) and, with the extension built,
+eoslog._ext.accumulator's RecordAccumulator.produce (the native path), which opens and closes
+no batch itself. A batch closes when the next record does not fit in batch.size, when it holds
+batch.num.messages records, when linger.ms has passed since it opened, or on flush()/close().
+A closed batch gets the producer id, epoch and the partition's next base sequence (as Kafka's
+RecordAccumulator stamps them when it drains a batch) and its bytes are built once; the sender
+(eoslog.client.sender) appends it.
+
+Thread safety: no lock of its own. Every method is called with the producer lock held.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+import numpy as np
+
+from eoslog import limits
+from eoslog.client import partitioner
+from eoslog.client.columns_input import ColumnInput, RowsInput, SpansInput
+from eoslog.errors import RecordTooLargeError, UnknownTopicOrPartitionError
+from eoslog.record import accumulator, codec
+
+if TYPE_CHECKING:
+    from eoslog.client.producer_config import ProducerSettings
+    from eoslog.meta_file import TopicMetadata
+
+SEQUENCE_MASK: Final = limits.sequence_max  # sequences wrap at 2**31 - 1 (incrementSequence)
+# The accumulator's classes: native (eoslog._ext.accumulator) or the pure twin.
+ProducerBatch = accumulator.ProducerBatch
+PartitionState = accumulator.PartitionState
+
+
+def next_sequence(sequence: int, records: int) -> int:
+    """The sequence after `records` records from `sequence`, wrapping past 2**31 - 1 to 0
+    (Kafka's DefaultRecordBatch.incrementSequence)."""
+    return (sequence + records) & SEQUENCE_MASK
+
+
+class BatchAccumulator:
+    """The partitions a producer has written to and their batches.
+
+    `partitions` maps (topic, partition) to its PartitionState; `lingering` holds the states
+    with an open batch, oldest batch first. `opened(batch)` is called for every batch opened
+    (the sender's linger thread watches them). `native` is the producer's
+    accumulator.RecordAccumulator: every partition added is registered with it, so that its
+    native produce() path can reach the partition's open batch."""
+
+    def __init__(
+        self,
+        settings: ProducerSettings,
+        list_topics: Callable[[], Mapping[str, TopicMetadata]],
+        sticky: partitioner.StickyPartitioner,
+        native: accumulator.RecordAccumulator,
+        opened: Callable[[ProducerBatch], None],
+    ) -> None:
+        self._settings = settings
+        self._list_topics = list_topics
+        self._transactional = settings.transactional_id is not None
+        self._native = native
+        self._opened = opened
+        self.sticky = sticky
+        self.partitions: dict[tuple[str, int], PartitionState] = {}
+        self.lingering: dict[tuple[str, int], PartitionState] = {}  # open batches, oldest first
+        self._partition_counts: dict[str, int] = {}
+        self.producer_id, self.producer_epoch = -1, -1
+
+    def new_builder(self, batch_bytes_max: int) -> Any:
+        return codec.BatchBuilder(
+            compression=self._settings.compression,
+            producer_id=self.producer_id,
+            producer_epoch=self.producer_epoch,
+            batch_bytes_max=batch_bytes_max,
+            is_transactional=self._transactional,
+        )
+
+    def open_batch(self, topic: str, state: PartitionState) -> ProducerBatch:
+        batch = ProducerBatch(self.new_builder(self._settings.batch_bytes_max), time.monotonic())
+        state.open = batch
+        self._opened(batch)
+        self.lingering[(topic, state.partition)] = state
+        return batch
+
+    def append_first(
+        self,
+        topic: str,
+        state: PartitionState,
+        batch: ProducerBatch,
+        timestamp: int,
+        key: Any,
+        value: Any,
+        headers: Any,
+    ) -> None:
+        """The first record of a new batch. One larger than batch.size gets a batch of its
+        own up to Kafka's message.max.bytes default, as Kafka's accumulator does; larger still
+        raises RecordTooLargeError and leaves no batch open."""
+        try:
+            try:
+                batch.builder.append(timestamp, key, value, headers)
+            except RecordTooLargeError:
+                batch.builder = self.new_builder(limits.message_bytes_default)
+                batch.builder.append(timestamp, key, value, headers)
+        except BaseException:
+            state.open = None
+            self.lingering.pop((topic, state.partition), None)
+            raise
+
+    def close(self, topic: str, state: PartitionState) -> None:
+        """Close the open batch: assign its base sequence and build its bytes."""
+        batch = state.open
+        assert batch is not None, "closing a partition without an open batch"
+        state.open = None
+        self.lingering.pop((topic, state.partition), None)
+        self.sticky.batch_closed(topic, state.partition, self.partition_count(topic))
+        if batch.count == 0:
+            return
+        if self.producer_id >= 0:
+            batch.base_sequence = state.planned_sequence
+            state.planned_sequence = next_sequence(batch.base_sequence, batch.count)
+            batch.builder.set_producer_state(
+                self.producer_id, self.producer_epoch, batch.base_sequence
+            )
+        batch.raw = batch.builder.build()
+        batch.builder = None
+        state.pending.append(batch)
+
+    def close_open(self) -> None:
+        """Close every open batch (flush, abort)."""
+        for (topic, _partition), state in list(self.lingering.items()):
+            self.close(topic, state)
+
+    def choose_partition(self, topic: str, key: Any) -> int:
+        count = self.partition_count(topic)
+        if key is None:
+            return self.sticky.partition(topic, count)
+        return partitioner.partition_for_key(key, count)
+
+    def partition_count(self, topic: str) -> int:
+        count = self._partition_counts.get(topic)
+        if count is None:
+            metadata = self._list_topics().get(topic)
+            if metadata is None:
+                raise UnknownTopicOrPartitionError(f"unknown topic {topic!r}")
+            count = self._partition_counts[topic] = metadata.num_partitions
+        return count
+
+    def add_partition(self, topic: str, partition: int) -> PartitionState:
+        if partition >= self.partition_count(topic):
+            raise UnknownTopicOrPartitionError(f"unknown partition {topic}-{partition}")
+        state = self.partitions[(topic, partition)] = PartitionState(
+            partition, deque(), threading.Lock()
+        )
+        self._native.add_partition(topic, self.partition_count(topic), state)
+        return state
+
+    def adopt(self, producer_id: int, producer_epoch: int) -> None:
+        """The producer id and epoch of the next batches; every sequence restarts at 0
+        (nothing queued or in flight)."""
+        self.producer_id, self.producer_epoch = producer_id, producer_epoch
+        for state in self.partitions.values():
+            assert state.open is None and not state.pending, "adopting with batches queued"
+            state.next_sequence = state.planned_sequence = 0
+
+    def column_batch(
+        self,
+        values: ColumnInput,
+        keys: ColumnInput | None,
+        first: int,
+        timestamp: int,
+    ) -> ProducerBatch:
+        """A closed-to-be batch of produce_batch()'s records first.. (as many as fit), for
+        the caller to queue; no lock needed (it touches nothing shared)."""
+        builder = self.new_builder(self._settings.batch_bytes_max)
+        records_max = self._settings.batch_records_max
+        try:
+            appended = _fill(builder, values, keys, first, records_max, timestamp)
+        except RecordTooLargeError:
+            # The first record alone exceeds batch.size: a batch of its own, as produce().
+            builder = self.new_builder(limits.message_bytes_default)
+            appended = _fill(builder, values, keys, first, 1, timestamp)
+        batch = ProducerBatch(builder, 0.0)
+        batch.count = appended
+        batch.results = []
+        return batch
+
+
+def group_by_partition(count: int, keys: ColumnInput | None, records: int) -> list[tuple[int, Any]]:
+    """produce_batch()'s (partition, record indices) per partition; -1 means null keys
+    (sticky)."""
+    if keys is None:
+        return [(-1, None)]
+    spans = keys.as_spans() if isinstance(keys, RowsInput) else keys
+    chosen = partitioner.partitions_for_spans(spans.data, spans.starts, spans.lengths, count)
+    order = np.argsort(chosen, kind="stable")
+    bounds = np.flatnonzero(np.diff(chosen[order])) + 1
+    return [(int(chosen[group[0]]), group) for group in np.split(order, bounds) if len(group)]
+
+
+def _fill(
+    builder: Any,
+    values: ColumnInput,
+    keys: ColumnInput | None,
+    first: int,
+    records_max: int,
+    timestamp: int,
+) -> int:
+    """Append records first.. (at most records_max) to an empty builder; how many fit."""
+    end = min(len(values), first + records_max)
+    if isinstance(values, SpansInput) and (keys is None or isinstance(keys, SpansInput)):
+        return int(
+            builder.append_spans(
+                values.data,
+                values.starts[first:end],
+                values.lengths[first:end],
+                None if keys is None else keys.data,
+                None if keys is None else keys.starts[first:end],
+                None if keys is None else keys.lengths[first:end],
+                timestamp,
+            )
+        )
+    value_rows = values.rows[first:end] if isinstance(values, RowsInput) else None
+    if value_rows is None:  # mixed forms: spans as rows
+        assert isinstance(values, SpansInput)
+        value_rows = _rows_of(values, first, end)
+    key_rows = None
+    if keys is not None:
+        key_rows = (
+            keys.rows[first:end] if isinstance(keys, RowsInput) else _rows_of(keys, first, end)
+        )
+    return int(builder.append_values(value_rows, key_rows, timestamp))
+
+
+def _rows_of(spans: SpansInput, first: int, end: int) -> list[bytes | None]:
+    view = memoryview(spans.data).cast("B")
+    return [
+        None if length < 0 else view[start : start + length].tobytes()
+        for start, length in zip(
+            spans.starts[first:end].tolist(), spans.lengths[first:end].tolist(), strict=True
+        )
+    ]
