@@ -68,7 +68,9 @@ BROKER_DEFAULTS: Final[dict[str, int]] = {
     "transaction.state.log.segment.bytes": 100 * 1024 * 1024,
     "offsets.topic.num.partitions": 1,
     "offsets.topic.segment.bytes": 100 * 1024 * 1024,
-    # Read by the transaction and group coordinators (later layers); accepted here.
+    # Used by the transaction coordinator and the broker's timer that aborts timed-out
+    # transactions (the transaction keys), and by every partition log's producer state
+    # (producer.id.expiration.ms).
     "transaction.max.timeout.ms": 900_000,
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": 10_000,
     "transactional.id.expiration.ms": 7 * DAY_MS,

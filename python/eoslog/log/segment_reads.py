@@ -2,7 +2,7 @@
 locating a batch by offset (through the offset index, each entry checked against the batch it
 names), scanning batch headers, and finding a record by timestamp (docs/format.md §5.8, §5.9).
 
-LogSegment (the owner's segment) and SegmentFiles (eoslog.log.segment_files, an offline
+LogSegment (the owner's segment) and SegmentFiles (eoslog.log.partition_view, an offline
 reader's read-only view) both build on SegmentReads. Every read here preads and maps nothing.
 
 Thread safety: the methods read only bytes below `size` and published index entries, so they
