@@ -411,16 +411,6 @@ class IndexOffsetOverflowError(ValueError):
     """An offset that cannot be stored relative to the segment base (0 .. 2**31 - 1)."""
 
 
-class TransactionsNotAvailableError(KafkaException, NotImplementedError):
-    """A transactional call (init_transactions, begin/commit/abort_transaction,
-    send_offsets_to_transaction, or producing with a transactional.id) before eoslog has a
-    transaction coordinator. librdkafka's code for a feature that is not implemented."""
-
-    code = -170
-    error_name = "_NOT_IMPLEMENTED"
-    fatal = False
-
-
 class ProducerStateError(KafkaException):
     """A call the producer's state does not allow: it is closed, or an earlier fatal error
     stopped it (librdkafka's RD_KAFKA_RESP_ERR__STATE)."""
