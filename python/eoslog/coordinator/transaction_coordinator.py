@@ -59,7 +59,7 @@ from eoslog.coordinator.transaction_metadata import (
 from eoslog.coordinator.transaction_state import (
     EXPIRATION_ALLOWED,
     TRANSACTION_VERSION_EPOCH_BUMP,
-    TopicPartition,
+    PartitionKey,
     TransactionState,
     TransitionTarget,
     is_epoch_exhausted,
@@ -141,7 +141,7 @@ class TransactionCoordinator:
         crash left in Prepare*, then end the open transactions the partitions hold that
         the metadata does not account for (_end_unaccounted_transactions)."""
         open_ends = {(pid, epoch + 1) for _, pid, epoch in self._open_transactions()}
-        decided: dict[tuple[int, int], tuple[bool, frozenset[TopicPartition]]] = {}
+        decided: dict[tuple[int, int], tuple[bool, frozenset[PartitionKey]]] = {}
         ends = marker_checks.DecidedEnds()
         for state_log in self._state_logs:
             for key, value in _records(state_log):
@@ -168,7 +168,7 @@ class TransactionCoordinator:
         self._end_unaccounted_transactions(decided)
 
     def _rewrite_lost_markers(
-        self, decided: dict[tuple[int, int], tuple[bool, frozenset[TopicPartition]]]
+        self, decided: dict[tuple[int, int], tuple[bool, frozenset[PartitionKey]]]
     ) -> None:
         """The first rule of _end_unaccounted_transactions, run before the Prepare* ends are
         finished: an open transaction whose end was decided gets its marker again."""
@@ -189,7 +189,7 @@ class TransactionCoordinator:
         return found
 
     def _end_unaccounted_transactions(
-        self, decided: dict[tuple[int, int], tuple[bool, frozenset[TopicPartition]]]
+        self, decided: dict[tuple[int, int], tuple[bool, frozenset[PartitionKey]]]
     ) -> None:
         """Recovery after a power loss under "commit" (README.md "The commit path and recovery"),
         where neither the Ongoing record nor the markers are fsynced before later writes,
@@ -306,7 +306,7 @@ class TransactionCoordinator:
         transactional_id: str,
         producer_id: int,
         producer_epoch: int,
-        partitions: Iterable[TopicPartition],
+        partitions: Iterable[PartitionKey],
     ) -> None:
         """Add partitions to the open transaction, or open one (§3.3; the implicit add of
         transactions v2). UnknownTopicOrPartitionError, adding nothing, for a partition the
@@ -416,7 +416,7 @@ class TransactionCoordinator:
     # --- partition-leader verification (KIP-890 part 1, docs/coordinator.md §9.2) ---------------
 
     def verify_transaction(
-        self, producer_id: int, producer_epoch: int, partition: TopicPartition
+        self, producer_id: int, producer_epoch: int, partition: PartitionKey
     ) -> None:
         """Check a transactional batch about to open a transaction on `partition`: its
         producer must be the current producer of a transactional id whose Ongoing
@@ -442,7 +442,7 @@ class TransactionCoordinator:
 
     # --- reading ---------------------------------------------------------------------------
 
-    def stable_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+    def stable_offsets(self, partitions: Iterable[PartitionKey]) -> dict[PartitionKey, int]:
         """The last stable offset of each partition, all taken at one moment when no
         transaction end is writing its markers: a consistent read_committed cut across
         partitions. (Markers reach a transaction's partitions one after another, so reading
