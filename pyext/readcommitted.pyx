@@ -17,7 +17,7 @@ import numpy as np
 
 from eoslog._ext import scan
 from eoslog.errors import CorruptRecordError, InvalidRecordError, raise_for_status
-from eoslog.record import codec, layout
+from eoslog.record import codec, control, layout
 
 cdef int64_t NO_PRODUCER_ID = -1
 cdef int16_t CONTROL_MASK = layout.CONTROL_MASK
@@ -31,10 +31,10 @@ def is_abort_marker(records, Py_ssize_t position):
     found = codec.batch_records(records, position)
     if not found:
         return False
-    key = found[0].key
-    if key is None or len(key) < layout.CONTROL_KEY_SIZE:
+    control_type = control.read_type(found[0].key)
+    if control_type is None:
         raise InvalidRecordError(f"control record key shorter than 4 bytes (batch at {position})")
-    return int.from_bytes(key[2:4], "big", signed=True) == layout.CONTROL_ABORT
+    return control_type == control.ABORT
 
 
 def offsets_break(Py_ssize_t position, int64_t fetch_offset, int64_t base_offset,

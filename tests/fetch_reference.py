@@ -12,7 +12,7 @@ from typing_extensions import Buffer
 from eoslog._ext import readcommitted
 from eoslog.client.fetch import FetchPlan
 from eoslog.errors import InvalidRecordError
-from eoslog.record import codec, layout
+from eoslog.record import codec, control, layout
 
 
 def plan_fetch_reference(
@@ -88,7 +88,7 @@ def is_abort_marker(records: Buffer, position: int) -> bool:
     found = codec.batch_records(records, position)
     if not found:
         return False  # an empty control batch (left by compaction) is ignored
-    key = found[0].key
-    if key is None or len(key) < layout.CONTROL_KEY_SIZE:
+    control_type = control.read_type(found[0].key)
+    if control_type is None:
         raise InvalidRecordError(f"control record key shorter than 4 bytes (batch at {position})")
-    return int.from_bytes(key[2:4], "big", signed=True) == layout.CONTROL_ABORT
+    return control_type == control.ABORT

@@ -26,7 +26,7 @@ from eoslog._ext import scan
 from eoslog.errors import CorruptRecordError, KafkaStorageError
 from eoslog.log.time_index import NO_TIMESTAMP
 from eoslog.log.txn_index import BatchAt, LoggedBatch
-from eoslog.record import codec, layout, primitives
+from eoslog.record import codec, control, layout, primitives
 from eoslog.record.status import TRUNCATED_BATCH
 
 if TYPE_CHECKING:
@@ -361,9 +361,7 @@ class SegmentReads:
         control_type = None
         if header.is_control:
             records = codec.batch_records(buffer, at)
-            key = records[0].key if records else None
-            if key is not None and len(key) >= layout.CONTROL_KEY_SIZE:
-                control_type = int.from_bytes(key[2:4], "big", signed=True)
+            control_type = control.read_type(records[0].key) if records else None
         return LoggedBatch(
             base_offset=header.base_offset,
             last_offset=header.last_offset,

@@ -55,10 +55,14 @@ NO_PARTITION_LEADER_EPOCH: Final = -1
 NO_TIMESTAMP: Final = -1
 
 # Control records (docs/format.md §3): key = version int16 + type int16; an end-transaction marker's
-# value = version int16 + coordinator epoch int32.
+# value = version int16 + coordinator epoch int32. eoslog.record.control encodes and decodes them.
 CONTROL_ABORT: Final = 0
 CONTROL_COMMIT: Final = 1
+CONTROL_KEY_VERSION: Final = 0
+CONTROL_KEY_TYPE_OFFSET: Final = 2
 CONTROL_KEY_SIZE: Final = 4
+END_TXN_MARKER_VERSION: Final = 0
+END_TXN_MARKER_EPOCH_OFFSET: Final = 2
 END_TXN_MARKER_VALUE_SIZE: Final = 6
 # The whole marker batch Kafka writes: 61-byte header + one 17-byte record.
 END_TXN_MARKER_BATCH_SIZE: Final = 78
