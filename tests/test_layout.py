@@ -282,8 +282,9 @@ def test_index_entry_dtypes_place_each_field_where_index_h_does(
 
 
 def test_index_modules_use_the_exported_entry_layouts() -> None:
-    index = _native_index()
     from eoslog.log import offset_index, time_index, txn_index  # they import the extension
+
+    index = _native_index()
     assert offset_index._ENTRY_DTYPE is index.OFFSET_ENTRY_DTYPE
     assert index.OFFSET_ENTRY_DTYPE.itemsize == offset_index.ENTRY_BYTES
     assert time_index._ENTRY_DTYPE is index.TIME_ENTRY_DTYPE
