@@ -30,9 +30,9 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
-from eoslog import crashpoints
+from eoslog import crashpoints, limits
 from eoslog._ext.producer_state import NO_OFFSET
 from eoslog.coordinator import log_replay, marker_checks
 from eoslog.coordinator.producer_ids import ProducerIdManager
@@ -72,6 +72,7 @@ from eoslog.errors import (
     InvalidTxnStateError,
     KafkaException,
     KafkaStorageError,
+    TooManyOpenTransactionsError,
     TransactionCoordinatorFencedError,
     UnknownTopicOrPartitionError,
 )
@@ -84,6 +85,11 @@ S = TransactionState
 LogOf = Callable[[str, int], "PartitionLog"]
 # Told of every marker written: (topic, partition, producer id, commit, marker offset).
 MarkerListener = Callable[[str, int, int, bool, int], None]
+
+# The states of a transaction in progress: the ids limits.open_transactions_max counts.
+_IN_PROGRESS: Final = frozenset(
+    {S.ONGOING, S.PREPARE_COMMIT, S.PREPARE_ABORT, S.PREPARE_EPOCH_FENCE}
+)
 
 
 class TransactionCoordinator:
@@ -325,10 +331,26 @@ class TransactionCoordinator:
                 now_ms=self._clock_ms(),
                 client_transaction_version=TRANSACTION_VERSION_EPOCH_BUMP,
             )
+            if decision.persist is not None and meta.state not in _IN_PROGRESS:
+                self._check_room_for_transaction(meta)
             # Not fsynced of its own: the Prepare* record that ends the transaction makes it
             # durable. Data written meanwhile may reach the disk without it; after a power
             # loss load() ends such an orphan (_end_unaccounted_transactions).
             self._persist(meta, decision.persist, sync=False)
+
+    def _check_room_for_transaction(self, meta: TransactionMetadata) -> None:
+        """TooManyOpenTransactionsError, abandoning meta's prepared transition (nothing is
+        written or applied), when limits.open_transactions_max transactional ids have a
+        transaction in progress already (docs/style.md rule 6). Counted under the
+        coordinator's lock; ids opening transactions in parallel threads may pass the cap by at
+        most their number."""
+        in_progress = sum(1 for _, other in self._snapshot() if other.state in _IN_PROGRESS)
+        if in_progress >= limits.open_transactions_max:
+            meta.abandon_transition()
+            raise TooManyOpenTransactionsError(
+                f"{meta.transactional_id}: {in_progress} transactional ids have a transaction "
+                "in progress (limits.open_transactions_max); a new one opens once one ends"
+            )
 
     def end_transaction(
         self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
