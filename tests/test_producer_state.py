@@ -401,7 +401,7 @@ def test_a_new_producer_past_producers_per_partition_max_is_refused_and_writes_n
     log = new_topic(open_broker())
     for pid in (1, 2, 3):
         log.append_batch(idempotent(0, pid=pid))
-    log.append_batch(logtools.batch(logtools.values(0, 2)))  # no producer id: not counted
+    log.append_batch(logtools.batch(logtools.values(0, 2), timestamps=TS))  # no producer id
     end, files = log.log_end_offset, logtools.contents(log.directory)
     with pytest.raises(TooManyProducersError, match="producers_per_partition_max") as refused:
         log.append_batch(idempotent(0, pid=4))
