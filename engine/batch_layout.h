@@ -35,9 +35,16 @@
 #define EOS_COMPRESSION_NONE 0
 #define EOS_COMPRESSION_LZ4 3
 
+/* Control records (docs/format.md §3): key = version int16 + type int16; an end-transaction
+ * marker's value = version int16 + coordinator epoch int32. */
 #define EOS_CONTROL_ABORT 0
 #define EOS_CONTROL_COMMIT 1
+#define EOS_CONTROL_KEY_VERSION 0
+#define EOS_CONTROL_KEY_TYPE_OFFSET 2
 #define EOS_CONTROL_KEY_SIZE 4
+#define EOS_END_TXN_MARKER_VERSION 0
+#define EOS_END_TXN_MARKER_EPOCH_OFFSET 2
+#define EOS_END_TXN_MARKER_VALUE_SIZE 6
 
 /* Smallest v2 record (7 one-byte fields) and record header (key length 0, value length -1):
  * used to bound every count read from the wire by the bytes that could hold it. */

@@ -86,7 +86,12 @@ LAYOUT = {
     "COMPRESSION_LZ4": EOS_COMPRESSION_LZ4,
     "CONTROL_ABORT": EOS_CONTROL_ABORT,
     "CONTROL_COMMIT": EOS_CONTROL_COMMIT,
+    "CONTROL_KEY_VERSION": EOS_CONTROL_KEY_VERSION,
+    "CONTROL_KEY_TYPE_OFFSET": EOS_CONTROL_KEY_TYPE_OFFSET,
     "CONTROL_KEY_SIZE": EOS_CONTROL_KEY_SIZE,
+    "END_TXN_MARKER_VERSION": EOS_END_TXN_MARKER_VERSION,
+    "END_TXN_MARKER_EPOCH_OFFSET": EOS_END_TXN_MARKER_EPOCH_OFFSET,
+    "END_TXN_MARKER_VALUE_SIZE": EOS_END_TXN_MARKER_VALUE_SIZE,
 }
 STATUS = {
     "OK": EOS_OK,
@@ -382,17 +387,21 @@ def build_control_batch(int control_type, *, int64_t producer_id, int16_t produc
                         int32_t partition_leader_epoch=-1):
     if control_type != EOS_CONTROL_ABORT and control_type != EOS_CONTROL_COMMIT:
         raise ValueError(f"control_type must be 0 (ABORT) or 1 (COMMIT), got {control_type}")
-    cdef uint8_t key[4]
-    cdef uint8_t value[6]
-    eos_store_i16be(key, 0)  # control key version 0
-    eos_store_i16be(key + 2, <int16_t>control_type)
-    eos_store_i16be(value, 0)  # end-transaction marker version 0
-    eos_store_i32be(value + 2, coordinator_epoch)
-    cdef size_t body = eos_record_body_size(0, 0, 4, 6, 0, 0)
+    # The control record's key and value (docs/format.md §3), laid out by batch_layout.h as
+    # eoslog.record.control lays them out in Python.
+    cdef uint8_t key[EOS_CONTROL_KEY_SIZE]
+    cdef uint8_t value[EOS_END_TXN_MARKER_VALUE_SIZE]
+    eos_store_i16be(key, EOS_CONTROL_KEY_VERSION)
+    eos_store_i16be(key + EOS_CONTROL_KEY_TYPE_OFFSET, <int16_t>control_type)
+    eos_store_i16be(value, EOS_END_TXN_MARKER_VERSION)
+    eos_store_i32be(value + EOS_END_TXN_MARKER_EPOCH_OFFSET, coordinator_epoch)
+    cdef size_t body = eos_record_body_size(0, 0, EOS_CONTROL_KEY_SIZE,
+                                            EOS_END_TXN_MARKER_VALUE_SIZE, 0, 0)
     out = PyBytes_FromStringAndSize(NULL, EOS_RECORDS_OFFSET + 1 + <Py_ssize_t>body)
     cdef uint8_t *batch = <uint8_t *>PyBytes_AS_STRING(out)
-    cdef size_t written = eos_write_record(batch + EOS_RECORDS_OFFSET, body, 0, 0, key, 4,
-                                           value, 6, 0, NULL, 0)
+    cdef size_t written = eos_write_record(batch + EOS_RECORDS_OFFSET, body, 0, 0, key,
+                                           EOS_CONTROL_KEY_SIZE, value,
+                                           EOS_END_TXN_MARKER_VALUE_SIZE, 0, NULL, 0)
     cdef size_t batch_size = EOS_RECORDS_OFFSET + written
     if batch_size != <size_t>PyBytes_GET_SIZE(out):
         raise AssertionError("control record size disagrees with its encoding")

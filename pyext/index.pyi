@@ -15,12 +15,18 @@ was before or after another thread's call, never in between.
 
 from typing import Final, TypeVar, final
 
+import numpy as np
 from typing_extensions import Buffer
 
 OFFSET_ENTRY_BYTES: Final[int]  # 8: relative offset int32, position int32
 TIME_ENTRY_BYTES: Final[int]  # 12: timestamp int64, relative offset int32
 TXN_ENTRY_BYTES: Final[int]  # 34: version int16, pid, first, last, last stable offset int64
 WARM_BYTES: Final[int]  # 8192: the tail every lookup near the end touches
+# The entries as numpy structured dtypes, fields at engine/index.h's offsets, big-endian.
+OFFSET_ENTRY_DTYPE: Final[np.dtype[np.void]]  # relative (int32), position (int32)
+TIME_ENTRY_DTYPE: Final[np.dtype[np.void]]  # timestamp (int64), relative (int32)
+# version (int16), producer_id, first_offset, last_offset, last_stable_offset (int64)
+TXN_ENTRY_DTYPE: Final[np.dtype[np.void]]
 
 # Key columns a search compares (the `kind` arguments).
 OFFSET_KEY: Final[int]  # offset index: relative offset

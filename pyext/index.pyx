@@ -28,6 +28,8 @@ from engine cimport (
     eos_store_i64be,
 )
 
+import numpy as np
+
 from eoslog.errors import CorruptIndexError, IndexFullError
 
 
@@ -67,6 +69,35 @@ OFFSET_KEY = EOS_INDEX_KEY_OFFSET
 POSITION_KEY = EOS_INDEX_KEY_POSITION
 TIMESTAMP_KEY = EOS_INDEX_KEY_TIMESTAMP
 TIME_OFFSET_KEY = EOS_INDEX_KEY_TIME_OFFSET
+
+# The entries as numpy reads them: big-endian fields at engine/index.h's offsets, in its entry
+# sizes (docs/format.md §5.4, §5.5, §6.1). The one Python statement of the layouts, for the
+# modules that check a whole file at once (eoslog.log.offset_index, time_index, txn_index);
+# tests/test_layout.py checks them against index.h.
+OFFSET_ENTRY_DTYPE = np.dtype({
+    "names": ["relative", "position"],
+    "formats": [">i4", ">i4"],
+    "offsets": [EOS_OFFSET_INDEX_RELATIVE_OFFSET_AT, EOS_OFFSET_INDEX_POSITION_AT],
+    "itemsize": EOS_OFFSET_INDEX_ENTRY_BYTES,
+})
+TIME_ENTRY_DTYPE = np.dtype({
+    "names": ["timestamp", "relative"],
+    "formats": [">i8", ">i4"],
+    "offsets": [EOS_TIME_INDEX_TIMESTAMP_AT, EOS_TIME_INDEX_RELATIVE_OFFSET_AT],
+    "itemsize": EOS_TIME_INDEX_ENTRY_BYTES,
+})
+TXN_ENTRY_DTYPE = np.dtype({
+    "names": ["version", "producer_id", "first_offset", "last_offset", "last_stable_offset"],
+    "formats": [">i2", ">i8", ">i8", ">i8", ">i8"],
+    "offsets": [
+        EOS_TXN_INDEX_VERSION_AT,
+        EOS_TXN_INDEX_PRODUCER_ID_AT,
+        EOS_TXN_INDEX_FIRST_OFFSET_AT,
+        EOS_TXN_INDEX_LAST_OFFSET_AT,
+        EOS_TXN_INDEX_LAST_STABLE_OFFSET_AT,
+    ],
+    "itemsize": EOS_TXN_INDEX_ENTRY_BYTES,
+})
 
 new_tuple = tuple.__new__
 

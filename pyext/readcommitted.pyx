@@ -1,9 +1,9 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """The consumer's read_committed filter (docs/format.md §6.4; Kafka's CompletedFetch
 nextFetchedRecord / isBatchAborted), in Cython: which batches of a fetch reach the
-application. The contract and the readable twin are eoslog.client.fetch (its
-plan_fetch_reference is this function's twin; tests/test_fetch_plan.py holds the two
-together), which wraps the result in a FetchPlan.
+application. The contract is eoslog.client.fetch.plan_fetch, which wraps the result in a
+FetchPlan; the readable twin is tests/fetch_reference.py (tests/test_fetch_plan.py holds the
+two together).
 
 The batch headers are scanned in C (scan.scan_batches); the loop over them runs here without
 Python objects per batch, except for control batches (one per transaction), whose ABORT /
@@ -17,7 +17,7 @@ import numpy as np
 
 from eoslog._ext import scan
 from eoslog.errors import CorruptRecordError, InvalidRecordError, raise_for_status
-from eoslog.record import codec, layout
+from eoslog.record import codec, control, layout
 
 cdef int64_t NO_PRODUCER_ID = -1
 cdef int16_t CONTROL_MASK = layout.CONTROL_MASK
@@ -31,10 +31,10 @@ def is_abort_marker(records, Py_ssize_t position):
     found = codec.batch_records(records, position)
     if not found:
         return False
-    key = found[0].key
-    if key is None or len(key) < layout.CONTROL_KEY_SIZE:
+    control_type = control.read_type(found[0].key)
+    if control_type is None:
         raise InvalidRecordError(f"control record key shorter than 4 bytes (batch at {position})")
-    return int.from_bytes(key[2:4], "big", signed=True) == layout.CONTROL_ABORT
+    return control_type == control.ABORT
 
 
 def offsets_break(Py_ssize_t position, int64_t fetch_offset, int64_t base_offset,

@@ -50,9 +50,11 @@ from eoslog.fs_twin import RecordingFileSystem
 from eoslog.log.partition import PartitionLog
 from eoslog.record import codec
 
-TopicPartition = tuple[str, int]
+# A partition as a plain (topic, partition) tuple, the key of per-partition maps; not the
+# client's eoslog.TopicPartition class, which also carries an offset.
+PartitionKey = tuple[str, int]
 AckedAppend = tuple[int, int, Sequence[bytes | None]]
-Acked = Mapping[TopicPartition, Iterable[AckedAppend]]
+Acked = Mapping[PartitionKey, Iterable[AckedAppend]]
 
 ANOMALY_CLASSES = (
     "lost",
@@ -455,12 +457,12 @@ def check_broker(
     broker: eoslog.Broker,
     acked: Acked,
     *,
-    missing_allowed_below: Mapping[TopicPartition, int] | None = None,
+    missing_allowed_below: Mapping[PartitionKey, int] | None = None,
     label: str = "",
-) -> tuple[Report, dict[TopicPartition, PartitionRead]]:
+) -> tuple[Report, dict[PartitionKey, PartitionRead]]:
     """Invariants 1, 2 and 7 on an open broker, for the partitions in acked."""
     report = Report()
-    reads: dict[TopicPartition, PartitionRead] = {}
+    reads: dict[PartitionKey, PartitionRead] = {}
     for (topic, partition), appends in acked.items():
         log = broker.log(topic, partition)
         where = f"{label}{topic}-{partition}"
@@ -477,7 +479,7 @@ def check_log(
     acked: Acked,
     *,
     fs: FileSystem | None = None,
-    missing_allowed_below: Mapping[TopicPartition, int] | None = None,
+    missing_allowed_below: Mapping[PartitionKey, int] | None = None,
     deterministic: bool = True,
     label: str = "",
     **open_options: Any,
@@ -517,7 +519,7 @@ def check_log(
 
 def _check_reopen_reads_the_same(
     copy: tuple[str, FileSystem | None, Callable[[], None]],
-    reads: Mapping[TopicPartition, PartitionRead],
+    reads: Mapping[PartitionKey, PartitionRead],
     report: Report,
     label: str,
     open_options: Mapping[str, Any],
@@ -558,37 +560,37 @@ class Ledger:
 
     def __init__(self, durability: str) -> None:
         self.durability = durability
-        self.acked: dict[TopicPartition, list[AckedAppend]] = {}
-        self.pending: dict[TopicPartition, list[AckedAppend]] = {}
-        self.floor: dict[TopicPartition, int] = {}
+        self.acked: dict[PartitionKey, list[AckedAppend]] = {}
+        self.pending: dict[PartitionKey, list[AckedAppend]] = {}
+        self.floor: dict[PartitionKey, int] = {}
 
-    def add_partition(self, tp: TopicPartition) -> None:
+    def add_partition(self, tp: PartitionKey) -> None:
         self.acked.setdefault(tp, [])
         self.pending.setdefault(tp, [])
         self.floor.setdefault(tp, 0)
 
-    def appended(self, tp: TopicPartition, info: Any, values: Sequence[bytes | None]) -> None:
+    def appended(self, tp: PartitionKey, info: Any, values: Sequence[bytes | None]) -> None:
         entry = (int(info.base_offset), int(info.last_offset), tuple(values))
         if self.durability == "always":
             self.acked[tp].append(entry)
         else:
             self.pending[tp].append(entry)
 
-    def delivered(self, tp: TopicPartition, offset: int, value: bytes | None) -> None:
+    def delivered(self, tp: PartitionKey, offset: int, value: bytes | None) -> None:
         """A delivery callback reported the record without error: under "commit" and
         "always" that is an acknowledgement of its own (docs/reliability.md), durable at once."""
         entry = (offset, offset, (value,))
         (self.pending if self.durability == "none" else self.acked)[tp].append(entry)
 
-    def flushed(self, tp: TopicPartition | None = None) -> None:
+    def flushed(self, tp: PartitionKey | None = None) -> None:
         for key in [tp] if tp is not None else list(self.pending):
             self.acked[key].extend(self.pending[key])
             self.pending[key].clear()
 
-    def truncating(self, tp: TopicPartition, offset: int) -> None:
+    def truncating(self, tp: PartitionKey, offset: int) -> None:
         """truncate_to(offset) removes every batch whose last offset is >= offset."""
         for entries in (self.acked[tp], self.pending[tp]):
             entries[:] = [entry for entry in entries if entry[1] < offset]
 
-    def snapshot(self) -> tuple[dict[TopicPartition, list[AckedAppend]], dict[TopicPartition, int]]:
+    def snapshot(self) -> tuple[dict[PartitionKey, list[AckedAppend]], dict[PartitionKey, int]]:
         return {tp: list(entries) for tp, entries in self.acked.items()}, dict(self.floor)

@@ -10,7 +10,7 @@ import time
 import pyarrow as pa
 
 import eoslog
-from eoslog.record.columns import SPARK_SCHEMA, SPARK_SCHEMA_WITH_HEADERS
+from eoslog.record.columns import spark_schema
 
 TOPIC = "orders"
 PARTITIONS = 3
@@ -84,12 +84,11 @@ def consumer_view(
                 break
             pieces.append(batch)
     consumer.close()
-    schema = SPARK_SCHEMA_WITH_HEADERS if include_headers else SPARK_SCHEMA
-    return pa.Table.from_batches(pieces, schema=schema)
+    return pa.Table.from_batches(pieces, schema=spark_schema(include_headers))
 
 
 def scanned(batches: object, include_headers: bool = False) -> pa.Table:
-    schema = SPARK_SCHEMA_WITH_HEADERS if include_headers else SPARK_SCHEMA
+    schema = spark_schema(include_headers)
     return pa.Table.from_batches(list(batches), schema=schema)  # type: ignore[call-overload]
 
 

@@ -17,13 +17,14 @@ from kafka.record.util import calc_crc32c
 
 import eoslog
 import logtools
-from eoslog.client.fetch import plan_fetch, plan_fetch_reference
+from eoslog.client.fetch import plan_fetch
 from eoslog.errors import CorruptRecordError, KafkaException, OutOfOrderSequenceError
 from eoslog.fs import PosixFileSystem
 from eoslog.log import checkpoints
 from eoslog.log.partition_view import PartitionView
 from eoslog.log.txn_index import ENTRY_BYTES, AbortedTxn, entry_disagreement
 from eoslog.record import codec
+from fetch_reference import plan_fetch_reference
 
 TOPIC = "t"
 # Three transactions of four records each: committed, aborted, committed (offsets 0-3 and

@@ -1,5 +1,5 @@
 """The read_committed filter in Cython (eoslog._ext.readcommitted, docs/format.md §6.4) against its
-readable twin (eoslog.client.fetch.plan_fetch_reference): the same plan, and the same error,
+readable twin (tests/fetch_reference.py plan_fetch_reference): the same plan, and the same error,
 for random fetches of transactional, idempotent and plain batches, markers of both types and
 random lists of aborted transactions."""
 
@@ -9,9 +9,10 @@ import random
 
 import pytest
 
-from eoslog.client.fetch import FetchPlan, plan_fetch, plan_fetch_reference
+from eoslog.client.fetch import FetchPlan, plan_fetch
 from eoslog.errors import CorruptRecordError
 from eoslog.record import codec, layout
+from fetch_reference import plan_fetch_reference
 
 TS = 1_700_000_000_000
 

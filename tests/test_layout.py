@@ -1,5 +1,5 @@
 """One format, one definition (docs/style.md rule 1): the C headers, the native module and the
-Python modules state the same batch layout and the same status codes.
+Python modules state the same batch layout, control records, index entries and status codes.
 
 The header checks parse engine/*.h from source, so they hold even before the extension is
 built; the LAYOUT/STATUS checks compare what the built extension actually compiled in.
@@ -16,8 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 from eoslog import errors, limits
-from eoslog.record import layout, status
+from eoslog.record import control, layout, status
 
 ENGINE = Path(__file__).resolve().parents[1] / "engine"
 
@@ -187,3 +189,105 @@ def test_native_layout_agrees_with_layout_py() -> None:
 def test_native_status_agrees_with_status_py() -> None:
     native = _native_codec().STATUS
     assert dict(native) == _python_statuses()
+
+
+# --- control records (docs/format.md §3) -------------------------------------------------------
+
+
+def test_control_module_states_the_layout_of_batch_layout_h() -> None:
+    defines = _header_defines("batch_layout.h")
+    assert control.KEY.size == defines["CONTROL_KEY_SIZE"]
+    assert control.MARKER_VALUE.size == defines["END_TXN_MARKER_VALUE_SIZE"]
+    assert (defines["CONTROL_ABORT"], defines["CONTROL_COMMIT"]) == (control.ABORT, control.COMMIT)
+    key = control.encode_key(control.COMMIT)
+    assert (
+        int.from_bytes(key[: defines["CONTROL_KEY_TYPE_OFFSET"]], "big")
+        == (defines["CONTROL_KEY_VERSION"])
+    )
+    assert int.from_bytes(key[defines["CONTROL_KEY_TYPE_OFFSET"] :], "big") == control.COMMIT
+    value = control.encode_marker_value(7)
+    epoch_at = defines["END_TXN_MARKER_EPOCH_OFFSET"]
+    assert int.from_bytes(value[:epoch_at], "big") == defines["END_TXN_MARKER_VERSION"]
+    assert int.from_bytes(value[epoch_at:], "big") == 7
+
+
+@pytest.mark.parametrize("control_type", [control.ABORT, control.COMMIT])
+def test_both_twins_write_the_control_record_the_control_module_reads(
+    codec: ModuleType, control_type: int
+) -> None:
+    marker = codec.build_control_batch(
+        control_type, producer_id=5, producer_epoch=1, coordinator_epoch=-3, timestamp=9
+    )
+    assert len(marker) == layout.END_TXN_MARKER_BATCH_SIZE
+    (record,) = codec.batch_records(marker)
+    assert record.key == control.encode_key(control_type)
+    assert record.value == control.encode_marker_value(-3)
+    assert control.read_type(record.key) == control_type
+    assert control.read_coordinator_epoch(record.value) == -3
+
+
+def test_control_readers_return_none_for_fields_too_short() -> None:
+    assert control.read_type(None) is None
+    assert control.read_type(control.encode_key(control.ABORT)[:-1]) is None
+    assert control.read_coordinator_epoch(None) is None
+    assert control.read_coordinator_epoch(control.encode_marker_value(1)[:-1]) is None
+
+
+# --- index entries (docs/format.md §5.4, §5.5, §6.1) ------------------------------------------
+
+
+def _native_index() -> ModuleType:
+    return importlib.import_module("eoslog._ext.index")
+
+
+@pytest.mark.parametrize(
+    ("dtype_name", "prefix", "fields"),
+    [
+        (
+            "OFFSET_ENTRY_DTYPE",
+            "OFFSET_INDEX",
+            {"relative": ("RELATIVE_OFFSET_AT", 4), "position": ("POSITION_AT", 4)},
+        ),
+        (
+            "TIME_ENTRY_DTYPE",
+            "TIME_INDEX",
+            {"timestamp": ("TIMESTAMP_AT", 8), "relative": ("RELATIVE_OFFSET_AT", 4)},
+        ),
+        (
+            "TXN_ENTRY_DTYPE",
+            "TXN_INDEX",
+            {
+                "version": ("VERSION_AT", 2),
+                "producer_id": ("PRODUCER_ID_AT", 8),
+                "first_offset": ("FIRST_OFFSET_AT", 8),
+                "last_offset": ("LAST_OFFSET_AT", 8),
+                "last_stable_offset": ("LAST_STABLE_OFFSET_AT", 8),
+            },
+        ),
+    ],
+)
+def test_index_entry_dtypes_place_each_field_where_index_h_does(
+    dtype_name: str, prefix: str, fields: dict[str, tuple[str, int]]
+) -> None:
+    defines = _header_defines("index.h")
+    dtype = getattr(_native_index(), dtype_name)
+    assert dtype.itemsize == defines[f"{prefix}_ENTRY_BYTES"]
+    assert list(dtype.names) == list(fields)
+    for name, (define, size) in fields.items():
+        field, offset = dtype.fields[name][:2]
+        assert offset == defines[f"{prefix}_{define}"], name
+        assert (field.kind, field.itemsize, field.byteorder) == ("i", size, ">"), name
+    # Packed: the fields fill the entry with no gap (Kafka writes them back to back).
+    assert sum(size for _, size in fields.values()) == dtype.itemsize
+
+
+def test_index_modules_use_the_exported_entry_layouts() -> None:
+    from eoslog.log import offset_index, time_index, txn_index  # they import the extension
+
+    index = _native_index()
+    assert offset_index._ENTRY_DTYPE is index.OFFSET_ENTRY_DTYPE
+    assert index.OFFSET_ENTRY_DTYPE.itemsize == offset_index.ENTRY_BYTES
+    assert time_index._ENTRY_DTYPE is index.TIME_ENTRY_DTYPE
+    assert index.TIME_ENTRY_DTYPE.itemsize == time_index.ENTRY_BYTES
+    assert txn_index._ENTRY_DTYPE is index.TXN_ENTRY_DTYPE
+    assert index.TXN_ENTRY_DTYPE.itemsize == txn_index.ENTRY_BYTES

@@ -14,6 +14,7 @@ import pytest
 
 import eoslog
 import logtools
+from eoslog import limits
 from eoslog._ext.producer_state import (
     APPEND_DUPLICATE,
     APPEND_OK,
@@ -28,6 +29,7 @@ from eoslog.errors import (
     InvalidRecordError,
     InvalidTxnStateError,
     OutOfOrderSequenceError,
+    TooManyProducersError,
     TransactionCoordinatorFencedError,
 )
 from eoslog.log.partition import AppendInfo, PartitionLog
@@ -387,6 +389,27 @@ def test_a_retried_batch_returns_its_original_offsets_and_writes_nothing(
     with pytest.raises(OutOfOrderSequenceError):
         log.append_batch(idempotent(11, count=3))  # overlaps the last batch
     assert logtools.contents(log.directory) == files
+
+
+def test_a_new_producer_past_producers_per_partition_max_is_refused_and_writes_nothing(
+    open_broker: OpenBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/style.md rule 6: the cap, lowered to 3, refuses a fourth producer's batch (a
+    typed error, nothing written); producers already kept still append and retry, and plain
+    batches never count."""
+    monkeypatch.setattr(limits, "producers_per_partition_max", 3)
+    log = new_topic(open_broker())
+    for pid in (1, 2, 3):
+        log.append_batch(idempotent(0, pid=pid))
+    log.append_batch(logtools.batch(logtools.values(0, 2), timestamps=TS))  # no producer id
+    end, files = log.log_end_offset, logtools.contents(log.directory)
+    with pytest.raises(TooManyProducersError, match="producers_per_partition_max") as refused:
+        log.append_batch(idempotent(0, pid=4))
+    assert refused.value.error.code() == 89 and not refused.value.error.retriable()
+    assert (log.log_end_offset, logtools.contents(log.directory)) == (end, files)
+    assert sorted(log._producers.table.producer_ids()) == [1, 2, 3]
+    assert log.append_batch(idempotent(0, pid=3)).duplicate  # a retry of a kept producer
+    assert not log.append_batch(idempotent(2, pid=3, first=2)).duplicate
 
 
 def test_a_batch_with_a_producer_id_and_a_negative_sequence_is_invalid(

@@ -14,6 +14,8 @@ import pytest
 
 import eoslog
 import logtools
+from eoslog import limits
+from eoslog.broker import TRANSACTION_STATE_TOPIC
 from eoslog.coordinator import log_replay
 from eoslog.coordinator.transaction_state import TransactionState
 from eoslog.errors import (
@@ -21,6 +23,7 @@ from eoslog.errors import (
     InvalidTransactionTimeoutError,
     InvalidTxnStateError,
     ProducerFencedError,
+    TooManyOpenTransactionsError,
 )
 from eoslog.log.partition import PartitionLog
 from eoslog.record import codec
@@ -294,6 +297,33 @@ def test_a_batch_for_a_partition_not_in_the_transaction_is_refused(
         produce(broker.log("b", 0), producer, 0, [b"b-0 was never added"])
     produce(broker.log("a", 0), producer, 0, [b"fine"])
     assert broker.log("b", 0).log_end_offset == 0
+
+
+def test_a_transaction_past_open_transactions_max_is_refused_and_records_nothing(
+    broker: eoslog.Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/style.md rule 6: with the cap lowered to 2, a third transactional id cannot open
+    a transaction (a typed error; its state and `__transaction_state` unchanged) until one of
+    the two ends; adding partitions to an open transaction is never refused."""
+    monkeypatch.setattr(limits, "open_transactions_max", 2)
+    coordinator = broker.transactions
+    producers = {name: coordinator.init_producer_id(name, 60_000) for name in ("x", "y", "z")}
+    coordinator.add_partitions("x", *producers["x"], [("a", 0)])
+    coordinator.add_partitions("y", *producers["y"], [("a", 1)])
+    coordinator.add_partitions("x", *producers["x"], [("b", 0)])  # x's transaction is open
+    state_logs = [broker.log(TRANSACTION_STATE_TOPIC, 0)]
+    ends = [log.log_end_offset for log in state_logs]
+    with pytest.raises(TooManyOpenTransactionsError, match="open_transactions_max") as refused:
+        coordinator.add_partitions("z", *producers["z"], [("b", 1)])
+    assert refused.value.error.code() == 89
+    meta = coordinator.metadata("z")
+    assert meta is not None and meta.state is TransactionState.EMPTY and meta.pending is None
+    assert not meta.partitions
+    assert [log.log_end_offset for log in state_logs] == ends
+    coordinator.end_transaction("y", *producers["y"], commit=True)
+    coordinator.add_partitions("z", *producers["z"], [("b", 1)])
+    meta = coordinator.metadata("z")
+    assert meta is not None and meta.state is TransactionState.ONGOING
 
 
 def _damage_the_second_batch(log_path: str) -> int:

@@ -20,7 +20,6 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Final
 
-from eoslog import meta_file
 from eoslog.clock import wall_clock_ms
 from eoslog.coordinator.group_coordinator import GroupCoordinator
 from eoslog.coordinator.producer_ids import ProducerIdManager
@@ -35,14 +34,16 @@ from eoslog.errors import (
     UnknownTopicOrPartitionError,
 )
 from eoslog.fs import FileSystem, PosixFileSystem
-from eoslog.log import checkpoints, recovery
+from eoslog.log import checkpoints, meta_file, recovery
 from eoslog.log.checkpoints import AbortedCounts
 from eoslog.log.config import BROKER_KEYS, DAY_MS, LogConfig
 from eoslog.log.dir_lock import LOCK_FILE as LOCK_FILE
 from eoslog.log.dir_lock import lock_log_directory
+from eoslog.log.meta_file import META_FILE, partition_count, validate_topic_name
+from eoslog.log.meta_file import (
+    TopicMetadata as TopicMetadata,  # re-exported: eoslog.TopicMetadata
+)
 from eoslog.log.partition import PartitionLog
-from eoslog.meta_file import META_FILE, partition_count, validate_topic_name
-from eoslog.meta_file import TopicMetadata as TopicMetadata  # re-exported: eoslog.TopicMetadata
 
 if TYPE_CHECKING:
     from eoslog.client.consumer import Consumer
@@ -68,7 +69,9 @@ BROKER_DEFAULTS: Final[dict[str, int]] = {
     "transaction.state.log.segment.bytes": 100 * 1024 * 1024,
     "offsets.topic.num.partitions": 1,
     "offsets.topic.segment.bytes": 100 * 1024 * 1024,
-    # Read by the transaction and group coordinators (later layers); accepted here.
+    # Used by the transaction coordinator and the broker's timer that aborts timed-out
+    # transactions (the transaction keys), and by every partition log's producer state
+    # (producer.id.expiration.ms).
     "transaction.max.timeout.ms": 900_000,
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": 10_000,
     "transactional.id.expiration.ms": 7 * DAY_MS,
@@ -283,7 +286,7 @@ class Broker:
 
     def _read_meta(self) -> dict[str, TopicMetadata]:
         """The topics in eoslog.meta (none if it is missing), and the producer-id block and
-        coordinator epoch it holds, every field checked (eoslog.meta_file)."""
+        coordinator epoch it holds, every field checked (eoslog.log.meta_file)."""
         meta = meta_file.read(self.fs, os.path.join(self.path, META_FILE), self.default_log_config)
         if meta is None:
             return {}
@@ -295,10 +298,10 @@ class Broker:
         """Replace eoslog.meta with the broker's state. Holds self._lock, which serializes
         every writer of the file (they share `eoslog.meta.tmp`)."""
         with self._lock:
-            data = meta_file.encode(
-                meta_file.Meta(self._topics, self._next_producer_id_block, self._coordinator_epoch)
+            meta = meta_file.Meta(
+                self._topics, self._next_producer_id_block, self._coordinator_epoch
             )
-            checkpoints.write_atomically(self.fs, os.path.join(self.path, META_FILE), data)
+            meta_file.write(self.fs, os.path.join(self.path, META_FILE), meta)
 
     def _persist_producer_id_block(self, next_block_start: int) -> None:
         with self._lock:

@@ -411,14 +411,24 @@ class IndexOffsetOverflowError(ValueError):
     """An offset that cannot be stored relative to the segment base (0 .. 2**31 - 1)."""
 
 
-class TransactionsNotAvailableError(KafkaException, NotImplementedError):
-    """A transactional call (init_transactions, begin/commit/abort_transaction,
-    send_offsets_to_transaction, or producing with a transactional.id) before eoslog has a
-    transaction coordinator. librdkafka's code for a feature that is not implemented."""
+class LimitExceededError(KafkaException):
+    """A request refused, changing nothing, because granting it would pass one of eoslog's
+    named limits (eoslog.limits) that bound memory and Kafka does not have. Kafka's code for a
+    request refused to bound a broker's resources, THROTTLING_QUOTA_EXCEEDED; not retriable,
+    as in Kafka, since only time (expiry, transactions ending) frees room."""
 
-    code = -170
-    error_name = "_NOT_IMPLEMENTED"
-    fatal = False
+    code = 89
+    error_name = "THROTTLING_QUOTA_EXCEEDED"
+
+
+class TooManyProducersError(LimitExceededError):
+    """An idempotent or transactional batch from a producer new to a partition that keeps
+    limits.producers_per_partition_max producers' state already; nothing is written."""
+
+
+class TooManyOpenTransactionsError(LimitExceededError):
+    """A transaction opened while limits.open_transactions_max transactional ids have one
+    in progress; the coordinator records nothing."""
 
 
 class ProducerStateError(KafkaException):

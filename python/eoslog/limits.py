@@ -44,6 +44,21 @@ sequence_max: Final = (1 << 31) - 1
 # and keeps the top value free, so that the coordinator can always fence a producer with one
 # more bump (TransactionMetadata.isEpochExhausted, docs/coordinator.md §3.2).
 producer_epoch_max: Final = (1 << 15) - 1
+# Producers whose state one partition keeps (a producer-state entry for each producer id with
+# an idempotent or transactional batch there, until producer.id.expiration.ms retires it). A
+# batch from one more producer is refused, writing nothing (TooManyProducersError). Kafka has no
+# such cap; real partitions see tens to thousands of producers. An entry costs about 300 bytes
+# of memory (ids, epochs, its last 5 batches, the table's dict slot) and 46 bytes in every
+# .snapshot, so the cap bounds a partition's table near 30 MiB and a snapshot near 4.6 MB.
+producers_per_partition_max: Final = 100_000
+# Transactional ids with a transaction in progress (Ongoing, PrepareCommit or PrepareAbort) in
+# the transaction coordinator at once. Opening one more is refused, changing nothing
+# (TooManyOpenTransactionsError); each transactional id has at most one open transaction, so
+# only that many transactional producers working at the same moment reach it. Kafka has no such
+# cap. An open transaction holds about 1 KiB with a few partitions (its metadata's partition
+# set, an entry in each partition's open-transaction map and producer state), so the cap bounds
+# that memory near 10 MiB.
+open_transactions_max: Final = 10_000
 # The largest transaction.timeout.ms a producer may ask for: Kafka's broker default for
 # transaction.max.timeout.ms, 15 minutes (docs/coordinator.md §4).
 txn_timeout_ms_max: Final = 900_000

@@ -28,7 +28,7 @@ from eoslog.log import checkpoints
 from eoslog.log.partition import ISOLATION_LEVELS
 from eoslog.log.partition_view import READ_CHUNK_BYTES, PartitionView
 from eoslog.log.txn_index import AbortedTxn
-from eoslog.record.columns import SPARK_SCHEMA, SPARK_SCHEMA_WITH_HEADERS
+from eoslog.record.columns import spark_schema
 
 # Spark's Kafka source spells these as offsets in its JSON (KafkaSourceProvider): -2 the
 # earliest offset, -1 the latest.
@@ -370,6 +370,5 @@ def scan(
         )
 
 
-def arrow_schema(include_headers: bool = False) -> pa.Schema:
-    """The schema of what scan yields (the Spark Kafka source's)."""
-    return SPARK_SCHEMA_WITH_HEADERS if include_headers else SPARK_SCHEMA
+# The schema of what scan yields (the Spark Kafka source's; columns.spark_schema).
+arrow_schema = spark_schema

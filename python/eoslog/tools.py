@@ -34,14 +34,12 @@ from eoslog.log.segment_check import (
     find_resumption,
 )
 from eoslog.log.segment_reads import LOG_SUFFIX, offset_from_file_name
-from eoslog.record import codec, layout
+from eoslog.record import codec, control
 from eoslog.record.types import BatchHeader
 
 # A partition directory is `<topic>-<partition>` (docs/format.md §5.1); a topic being deleted has a
 # longer suffix and is not verified.
 _PARTITION_DIRECTORY: Final = re.compile(r".+-\d+")
-
-_CONTROL_TYPES = {layout.CONTROL_ABORT: "ABORT", layout.CONTROL_COMMIT: "COMMIT"}
 
 
 def describe_batch(position: int, header: BatchHeader) -> str:
@@ -136,9 +134,10 @@ def dump_log(path: str, *, print_records: bool = False) -> int:
 
 def _print_records(chunk: bytes, position: int, header: BatchHeader, offsets_topic: bool) -> None:
     for record in codec.batch_records(chunk, position):
-        if header.is_control and record.key is not None and len(record.key) >= 4:
-            kind = int.from_bytes(record.key[2:4], "big", signed=True)
-            print(f"| offset: {record.offset} endTxnMarker: {_CONTROL_TYPES.get(kind, 'UNKNOWN')}")
+        kind = control.read_type(record.key) if header.is_control else None
+        if kind is not None:
+            name = control.TYPE_NAMES.get(kind, "UNKNOWN")
+            print(f"| offset: {record.offset} endTxnMarker: {name}")
             continue
         print(
             f"| offset: {record.offset} CreateTime: {record.timestamp} "

@@ -7,15 +7,10 @@ hold raw segment bytes. This package depends on eoslog, never the other way roun
 
 from __future__ import annotations
 
-import pyarrow as pa
-
-from eoslog.record.columns import SPARK_SCHEMA, SPARK_SCHEMA_WITH_HEADERS
+# arrow_schema: the Arrow schema of rows the eoslog data source yields (Spark's Kafka source
+# schema), defined once in eoslog.record.columns.
+from eoslog.record.columns import spark_schema as arrow_schema
 from eoslog_spark.source import register
 from eoslog_spark.udfs import decode_batches, header_value
 
 __all__ = ["arrow_schema", "decode_batches", "header_value", "register"]
-
-
-def arrow_schema(include_headers: bool = False) -> pa.Schema:
-    """The Arrow schema of rows the eoslog data source yields (Spark's Kafka source schema)."""
-    return SPARK_SCHEMA_WITH_HEADERS if include_headers else SPARK_SCHEMA

@@ -17,7 +17,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from eoslog.record import codec
-from eoslog.record.columns import SPARK_SCHEMA, SPARK_SCHEMA_WITH_HEADERS
 
 
 def decode_batches(
@@ -49,11 +48,6 @@ def decode_batches(
                 position += columns.end_position
                 if columns.count:
                     yield columns.to_arrow(topic, partition)
-
-
-def decoded_schema(include_headers: bool = False) -> pa.Schema:
-    """The schema decode_batches yields (give it to mapInArrow as its schema)."""
-    return SPARK_SCHEMA_WITH_HEADERS if include_headers else SPARK_SCHEMA
 
 
 def header_value(headers: pa.Array | pa.ChunkedArray, key: str) -> pa.Array:

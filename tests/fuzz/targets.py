@@ -24,11 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from eoslog import meta_file
 from eoslog.coordinator import offsets_log, transaction_log
 from eoslog.errors import KafkaException
 from eoslog.fs_twin import RecordingFileSystem
-from eoslog.log import checkpoints
+from eoslog.log import checkpoints, meta_file
 from eoslog.log.config import LogConfig
 from eoslog.log.offset_index import OffsetIndex
 from eoslog.log.time_index import TimeIndex
@@ -295,7 +294,7 @@ META_HEADER = struct.Struct(">4shI")
 
 
 def meta(data: bytes) -> None:
-    """eoslog.meta_file.read (what Broker._load reads) over an eoslog.meta holding the input
+    """eoslog.log.meta_file.read (what Broker._load reads) over an eoslog.meta holding the input
     (with FIX_CRC: the input is the JSON payload under a valid header and CRC, the forged-meta
     case)."""
     flags, body = split_flags(data)

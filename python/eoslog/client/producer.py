@@ -67,7 +67,7 @@ from eoslog.record import USING_EXTENSIONS, accumulator
 
 if TYPE_CHECKING:
     from eoslog.coordinator.group_coordinator import GroupCoordinator
-    from eoslog.meta_file import TopicMetadata
+    from eoslog.log.meta_file import TopicMetadata
 
 __all__ = ["DeliveryCallback", "Producer", "ProducerBroker", "next_sequence"]
 

@@ -33,7 +33,7 @@ from eoslog.record import accumulator, codec
 
 if TYPE_CHECKING:
     from eoslog.client.producer_config import ProducerSettings
-    from eoslog.meta_file import TopicMetadata
+    from eoslog.log.meta_file import TopicMetadata
 
 SEQUENCE_MASK: Final = limits.sequence_max  # sequences wrap at 2**31 - 1 (incrementSequence)
 # The accumulator's classes: native (eoslog._ext.accumulator) or the pure twin.

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from eoslog.coordinator.transaction_state import TransactionState as S
 from eoslog.errors import CorruptRecordError
 from eoslog.log.segment_reads import LOG_SUFFIX, batch_lookup
+from eoslog.record import control
 
 if TYPE_CHECKING:
     from eoslog.coordinator.transaction_metadata import TransactionMetadata
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     from eoslog.log.segment import LogSegment
     from eoslog.log.txn_index import AbortedTxn
 
-_CONTROL_ABORT = 0  # layout.CONTROL_ABORT
 # The outcome each deciding state records (a Complete* record lists no partitions; its
 # Prepare* at the same epoch does).
 _OUTCOME = {
@@ -86,7 +86,7 @@ def check_last_aborts(logs: Iterable[PartitionLog], ends: DecidedEnds) -> None:
                 marker is not None
                 and marker.base_offset == entry.last_offset
                 and marker.producer_id == producer_id
-                and marker.control_type == _CONTROL_ABORT
+                and marker.control_type == control.ABORT
                 and ends.committed(producer_id, marker.producer_epoch, partition)
             ):
                 raise CorruptRecordError(

@@ -30,9 +30,9 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
-from eoslog import crashpoints
+from eoslog import crashpoints, limits
 from eoslog._ext.producer_state import NO_OFFSET
 from eoslog.coordinator import log_replay, marker_checks
 from eoslog.coordinator.producer_ids import ProducerIdManager
@@ -59,7 +59,7 @@ from eoslog.coordinator.transaction_metadata import (
 from eoslog.coordinator.transaction_state import (
     EXPIRATION_ALLOWED,
     TRANSACTION_VERSION_EPOCH_BUMP,
-    TopicPartition,
+    PartitionKey,
     TransactionState,
     TransitionTarget,
     is_epoch_exhausted,
@@ -72,6 +72,7 @@ from eoslog.errors import (
     InvalidTxnStateError,
     KafkaException,
     KafkaStorageError,
+    TooManyOpenTransactionsError,
     TransactionCoordinatorFencedError,
     UnknownTopicOrPartitionError,
 )
@@ -84,6 +85,11 @@ S = TransactionState
 LogOf = Callable[[str, int], "PartitionLog"]
 # Told of every marker written: (topic, partition, producer id, commit, marker offset).
 MarkerListener = Callable[[str, int, int, bool, int], None]
+
+# The states of a transaction in progress: the ids limits.open_transactions_max counts.
+_IN_PROGRESS: Final = frozenset(
+    {S.ONGOING, S.PREPARE_COMMIT, S.PREPARE_ABORT, S.PREPARE_EPOCH_FENCE}
+)
 
 
 class TransactionCoordinator:
@@ -141,7 +147,7 @@ class TransactionCoordinator:
         crash left in Prepare*, then end the open transactions the partitions hold that
         the metadata does not account for (_end_unaccounted_transactions)."""
         open_ends = {(pid, epoch + 1) for _, pid, epoch in self._open_transactions()}
-        decided: dict[tuple[int, int], tuple[bool, frozenset[TopicPartition]]] = {}
+        decided: dict[tuple[int, int], tuple[bool, frozenset[PartitionKey]]] = {}
         ends = marker_checks.DecidedEnds()
         for state_log in self._state_logs:
             for key, value in _records(state_log):
@@ -168,7 +174,7 @@ class TransactionCoordinator:
         self._end_unaccounted_transactions(decided)
 
     def _rewrite_lost_markers(
-        self, decided: dict[tuple[int, int], tuple[bool, frozenset[TopicPartition]]]
+        self, decided: dict[tuple[int, int], tuple[bool, frozenset[PartitionKey]]]
     ) -> None:
         """The first rule of _end_unaccounted_transactions, run before the Prepare* ends are
         finished: an open transaction whose end was decided gets its marker again."""
@@ -189,7 +195,7 @@ class TransactionCoordinator:
         return found
 
     def _end_unaccounted_transactions(
-        self, decided: dict[tuple[int, int], tuple[bool, frozenset[TopicPartition]]]
+        self, decided: dict[tuple[int, int], tuple[bool, frozenset[PartitionKey]]]
     ) -> None:
         """Recovery after a power loss under "commit" (README.md "The commit path and recovery"),
         where neither the Ongoing record nor the markers are fsynced before later writes,
@@ -306,7 +312,7 @@ class TransactionCoordinator:
         transactional_id: str,
         producer_id: int,
         producer_epoch: int,
-        partitions: Iterable[TopicPartition],
+        partitions: Iterable[PartitionKey],
     ) -> None:
         """Add partitions to the open transaction, or open one (§3.3; the implicit add of
         transactions v2). UnknownTopicOrPartitionError, adding nothing, for a partition the
@@ -325,10 +331,26 @@ class TransactionCoordinator:
                 now_ms=self._clock_ms(),
                 client_transaction_version=TRANSACTION_VERSION_EPOCH_BUMP,
             )
+            if decision.persist is not None and meta.state not in _IN_PROGRESS:
+                self._check_room_for_transaction(meta)
             # Not fsynced of its own: the Prepare* record that ends the transaction makes it
             # durable. Data written meanwhile may reach the disk without it; after a power
             # loss load() ends such an orphan (_end_unaccounted_transactions).
             self._persist(meta, decision.persist, sync=False)
+
+    def _check_room_for_transaction(self, meta: TransactionMetadata) -> None:
+        """TooManyOpenTransactionsError, abandoning meta's prepared transition (nothing is
+        written or applied), when limits.open_transactions_max transactional ids have a
+        transaction in progress already (docs/style.md rule 6). Counted under the
+        coordinator's lock; ids opening transactions in parallel threads may pass the cap by at
+        most their number."""
+        in_progress = sum(1 for _, other in self._snapshot() if other.state in _IN_PROGRESS)
+        if in_progress >= limits.open_transactions_max:
+            meta.abandon_transition()
+            raise TooManyOpenTransactionsError(
+                f"{meta.transactional_id}: {in_progress} transactional ids have a transaction "
+                "in progress (limits.open_transactions_max); a new one opens once one ends"
+            )
 
     def end_transaction(
         self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
@@ -416,7 +438,7 @@ class TransactionCoordinator:
     # --- partition-leader verification (KIP-890 part 1, docs/coordinator.md §9.2) ---------------
 
     def verify_transaction(
-        self, producer_id: int, producer_epoch: int, partition: TopicPartition
+        self, producer_id: int, producer_epoch: int, partition: PartitionKey
     ) -> None:
         """Check a transactional batch about to open a transaction on `partition`: its
         producer must be the current producer of a transactional id whose Ongoing
@@ -442,7 +464,7 @@ class TransactionCoordinator:
 
     # --- reading ---------------------------------------------------------------------------
 
-    def stable_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+    def stable_offsets(self, partitions: Iterable[PartitionKey]) -> dict[PartitionKey, int]:
         """The last stable offset of each partition, all taken at one moment when no
         transaction end is writing its markers: a consistent read_committed cut across
         partitions. (Markers reach a transaction's partitions one after another, so reading

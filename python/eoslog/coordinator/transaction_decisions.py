@@ -26,7 +26,7 @@ from eoslog.coordinator.transaction_metadata import TransactionMetadata
 from eoslog.coordinator.transaction_state import (
     TRANSACTION_VERSION_EPOCH_BUMP,
     IllegalTransitionError,
-    TopicPartition,
+    PartitionKey,
     TransactionState,
     TransitionTarget,
     is_epoch_exhausted,
@@ -157,7 +157,7 @@ def decide_add_partitions(
     *,
     producer_id: int,
     producer_epoch: int,
-    partitions: Iterable[TopicPartition],
+    partitions: Iterable[PartitionKey],
     now_ms: int,
     client_transaction_version: int,
 ) -> Decision:

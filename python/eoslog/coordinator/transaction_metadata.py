@@ -34,7 +34,7 @@ from eoslog.coordinator.transaction_state import (
     NO_TIMESTAMP,
     TRANSACTION_VERSION_EPOCH_BUMP,
     IllegalTransitionError,
-    TopicPartition,
+    PartitionKey,
     TransactionState,
     TransitionTarget,
     completion_problem,
@@ -80,7 +80,7 @@ class TransactionMetadata:
         previous_producer_id: int = NO_PRODUCER_ID,
         next_producer_id: int = NO_PRODUCER_ID,
         state: TransactionState = TransactionState.EMPTY,
-        partitions: Iterable[TopicPartition] = (),
+        partitions: Iterable[PartitionKey] = (),
         txn_start_timestamp_ms: int = NO_TIMESTAMP,
         client_transaction_version: int = 0,
     ) -> None:
@@ -93,7 +93,7 @@ class TransactionMetadata:
         self.last_producer_epoch = last_producer_epoch
         self.txn_timeout_ms = txn_timeout_ms
         self.state = state
-        self.partitions: frozenset[TopicPartition] = frozenset(partitions)
+        self.partitions: frozenset[PartitionKey] = frozenset(partitions)
         self.txn_start_timestamp_ms = txn_start_timestamp_ms
         self.txn_last_update_timestamp_ms = txn_last_update_timestamp_ms
         self.client_transaction_version = client_transaction_version
@@ -235,7 +235,7 @@ class TransactionMetadata:
         )
 
     def prepare_add_partitions(
-        self, partitions: Iterable[TopicPartition], now_ms: int, client_transaction_version: int
+        self, partitions: Iterable[PartitionKey], now_ms: int, client_transaction_version: int
     ) -> TransitionTarget:
         """Ongoing with `partitions` added. The transaction starts now if none was open."""
         start = now_ms if self.state in _AT_REST else self.txn_start_timestamp_ms
@@ -406,10 +406,10 @@ def log_value_of(target: TransitionTarget) -> TransactionLogValue:
 # The last grouping made, (partitions, elements): a transaction's Ongoing and Prepare* targets
 # share their partitions set, so the Prepare* record reuses the Ongoing one's elements (and the
 # encoder its bytes). Replaced whole, so threads may share it.
-_last_grouped: tuple[frozenset[TopicPartition], tuple[TopicPartitions, ...]] = (frozenset(), ())
+_last_grouped: tuple[frozenset[PartitionKey], tuple[TopicPartitions, ...]] = (frozenset(), ())
 
 
-def _grouped(partitions: frozenset[TopicPartition]) -> tuple[TopicPartitions, ...]:
+def _grouped(partitions: frozenset[PartitionKey]) -> tuple[TopicPartitions, ...]:
     """The partitions grouped by topic, both sorted."""
     global _last_grouped
     if not partitions:
@@ -439,7 +439,7 @@ def metadata_from_log(transactional_id: str, value: TransactionLogValue) -> Tran
         ) from None
     if state in (TransactionState.DEAD, TransactionState.PREPARE_EPOCH_FENCE):
         raise CorruptTransactionLogError(f"{transactional_id}: {state.kafka_name} in the log")
-    partitions: set[TopicPartition] = set()
+    partitions: set[PartitionKey] = set()
     if state is not TransactionState.EMPTY:
         for element in value.transaction_partitions or ():
             partitions.update((element.topic, p) for p in element.partition_ids)

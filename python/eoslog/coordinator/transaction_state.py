@@ -22,7 +22,9 @@ from typing import Final
 from eoslog import limits
 from eoslog.coordinator.transaction_log import NO_PRODUCER_ID
 
-TopicPartition = tuple[str, int]
+# A partition as a plain (topic, partition) tuple, the key of per-partition maps; not the
+# client's eoslog.TopicPartition class, which also carries an offset.
+PartitionKey = tuple[str, int]
 
 # The client transaction version (TransactionVersion feature level) from which every
 # transaction end bumps the epoch (KIP-890 part 2, docs/coordinator.md §9.3).
@@ -116,7 +118,7 @@ class TransitionTarget:
     producer_epoch: int
     last_producer_epoch: int
     txn_timeout_ms: int
-    partitions: frozenset[TopicPartition]
+    partitions: frozenset[PartitionKey]
     txn_start_timestamp_ms: int
     txn_last_update_timestamp_ms: int
     client_transaction_version: int

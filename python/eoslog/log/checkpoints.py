@@ -39,7 +39,9 @@ _ENTRY: Final = re.compile(rb"([!-~]+) (0|[1-9][0-9]{0,9}) (0|[1-9][0-9]{0,18})"
 _PARTITION_MAX: Final = (1 << 31) - 1
 _OFFSET_MAX: Final = (1 << 63) - 1
 
-TopicPartition = tuple[str, int]
+# A partition as a plain (topic, partition) tuple, the key of per-partition maps; not the
+# client's eoslog.TopicPartition class, which also carries an offset.
+PartitionKey = tuple[str, int]
 ABORTED_TXNS_FILE = "eoslog-aborted-txn-checkpoint"
 _ABORTED_LINE: Final = re.compile(
     rb"([!-~]+) (0|[1-9][0-9]{0,9}) (0|[1-9][0-9]{0,18})"
@@ -84,7 +86,7 @@ def write_atomically(fs: FileSystem, path: str, data: bytes) -> None:
     fs.sync_dir(os.path.dirname(path) or ".")
 
 
-def encode_offsets(offsets: Mapping[TopicPartition, int]) -> bytes:
+def encode_offsets(offsets: Mapping[PartitionKey, int]) -> bytes:
     lines = [str(_VERSION), str(len(offsets))]
     lines += [
         f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items())
@@ -92,13 +94,13 @@ def encode_offsets(offsets: Mapping[TopicPartition, int]) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def decode_offsets(data: bytes, path: str = "checkpoint") -> dict[TopicPartition, int]:
+def decode_offsets(data: bytes, path: str = "checkpoint") -> dict[PartitionKey, int]:
     """The entries of a checkpoint file. CorruptCheckpointError naming `path` and the byte
     where it goes wrong if it is malformed: a bad header or count, a line that is not
     `topic partition offset` in decimal ASCII, an offset outside 0 .. 2**63 - 1, or the same
     partition twice. (Kafka reads a file it cannot parse as holding no entries; eoslog's
     callers decide what an unreadable file means, so they must be told.)"""
-    offsets: dict[TopicPartition, int] = {}
+    offsets: dict[PartitionKey, int] = {}
     for start, line in _entry_lines(data, path):
         entry = _ENTRY.fullmatch(line)
         if entry is None:
@@ -134,7 +136,7 @@ def _malformed(path: str, position: int, what: str) -> CorruptCheckpointError:
     return CorruptCheckpointError(f"{path} is malformed at byte {position}: {what}")
 
 
-def read_offsets(fs: FileSystem, path: str) -> dict[TopicPartition, int]:
+def read_offsets(fs: FileSystem, path: str) -> dict[PartitionKey, int]:
     """The checkpoint's entries; none if the file is missing (docs/format.md §9.1).
     CorruptCheckpointError if it cannot be read as a checkpoint (decode_offsets), or if it is
     larger than limits.checkpoint_file_bytes_max (refused before anything is read)."""
@@ -155,9 +157,7 @@ def _read_checkpoint_bytes(fs: FileSystem, path: str) -> bytes:
         handle.close()
 
 
-def read_believed_offsets(
-    fs: FileSystem, path: str
-) -> tuple[dict[TopicPartition, int], str | None]:
+def read_believed_offsets(fs: FileSystem, path: str) -> tuple[dict[PartitionKey, int], str | None]:
     """read_offsets for an open: the entries, and, for a file that cannot be read, no
     entries and the reason, which the caller reports (a partition without an entry then has
     no value it can trust, which is safe: see eoslog.log.recovery)."""
@@ -167,11 +167,11 @@ def read_believed_offsets(
         return {}, f"{error}; none of its entries is believed"
 
 
-def write_offsets(fs: FileSystem, path: str, offsets: Mapping[TopicPartition, int]) -> None:
+def write_offsets(fs: FileSystem, path: str, offsets: Mapping[PartitionKey, int]) -> None:
     write_atomically(fs, path, encode_offsets(offsets))
 
 
-def encode_aborted_counts(counts: Mapping[TopicPartition, AbortedCounts]) -> bytes:
+def encode_aborted_counts(counts: Mapping[PartitionKey, AbortedCounts]) -> bytes:
     lines = [str(_VERSION), str(len(counts))]
     for (topic, partition), (covered_to, by_segment) in sorted(counts.items()):
         segments = "".join(f" {base}={n}" for base, n in sorted(by_segment.items()) if n > 0)
@@ -181,11 +181,11 @@ def encode_aborted_counts(counts: Mapping[TopicPartition, AbortedCounts]) -> byt
 
 def decode_aborted_counts(
     data: bytes, path: str = "checkpoint"
-) -> dict[TopicPartition, AbortedCounts]:
+) -> dict[PartitionKey, AbortedCounts]:
     """The lines of an aborted-transaction checkpoint. CorruptCheckpointError naming `path`
     and the byte where it goes wrong, as decode_offsets, and for segments out of order or at
     or past covered_to."""
-    counts: dict[TopicPartition, AbortedCounts] = {}
+    counts: dict[PartitionKey, AbortedCounts] = {}
     for start, line in _entry_lines(data, path):
         entry = _ABORTED_LINE.fullmatch(line)
         if entry is None:
@@ -209,7 +209,7 @@ def decode_aborted_counts(
 
 def read_believed_aborted_counts(
     fs: FileSystem, root: str
-) -> tuple[dict[TopicPartition, AbortedCounts], str | None]:
+) -> tuple[dict[PartitionKey, AbortedCounts], str | None]:
     """The aborted-transaction checkpoint's lines for an open (read_believed_offsets' rule:
     an unreadable file is no lines, and the reason); none if the file is missing."""
     path = os.path.join(root, ABORTED_TXNS_FILE)
@@ -220,7 +220,7 @@ def read_believed_aborted_counts(
 
 
 def write_aborted_counts(
-    fs: FileSystem, root: str, counts: Mapping[TopicPartition, AbortedCounts]
+    fs: FileSystem, root: str, counts: Mapping[PartitionKey, AbortedCounts]
 ) -> None:
     write_atomically(fs, os.path.join(root, ABORTED_TXNS_FILE), encode_aborted_counts(counts))
 

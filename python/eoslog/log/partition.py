@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, NamedTuple
 
-from eoslog import crashpoints
+from eoslog import crashpoints, limits
 from eoslog._ext.producer_state import APPEND_DUPLICATE, NO_OFFSET, ProducerStateTable
 from eoslog.errors import (
     CorruptRecordError,
@@ -29,6 +29,7 @@ from eoslog.errors import (
     KafkaStorageError,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
+    TooManyProducersError,
 )
 from eoslog.fs import FileSystem
 from eoslog.log import recovery
@@ -44,6 +45,8 @@ from eoslog.record import codec, layout
 if TYPE_CHECKING:
     # Only for annotations: typing_extensions is not a run-time dependency.
     from typing_extensions import Buffer
+
+    from eoslog.record.types import BatchHeader
 
 # Kafka's fetch isolation levels (FetchRequest IsolationLevel), defined here once: the
 # consumer's configuration and eoslog.scan check theirs against it too.
@@ -305,26 +308,9 @@ class PartitionLog:
                 self._check_writable()
                 producers = self._producers.table
                 if header.producer_id >= 0:
-                    verdict, original = producers.check_append(
-                        header.producer_id,
-                        header.producer_epoch,
-                        header.base_sequence,
-                        header.last_offset_delta,
-                        header.is_transactional,
-                    )
-                    if verdict == APPEND_DUPLICATE and original is not None:
+                    original = self._check_producer_append(header)
+                    if original is not None:
                         return self._duplicate(*original)
-                    if header.is_transactional and self._verify_transaction is not None:
-                        entry = producers.entry(header.producer_id)
-                        if entry is None or entry.current_txn_first_offset == NO_OFFSET:
-                            # The batch would open a transaction here: only the producer's
-                            # current, ongoing transaction that holds this partition may.
-                            self._verify_transaction(
-                                header.producer_id,
-                                header.producer_epoch,
-                                self.topic,
-                                self.partition,
-                            )
                 base_offset = self._log_end_offset
                 append_time = self._clock_ms() if self.config.log_append_time else -1
                 last_offset = base_offset + header.last_offset_delta
@@ -361,6 +347,49 @@ class PartitionLog:
             if self._durability == "always":
                 self._group_sync.sync_through(last_offset + 1)
             return AppendInfo(base_offset, last_offset, append_time, False)
+
+    def _check_producer_append(self, header: BatchHeader) -> tuple[int, int, int] | None:
+        """Check a client's batch against its producer's state, changing nothing (docs/format.md
+        §8.2, in Kafka's order): the original's (first offset, last offset, timestamp) for a
+        retry of one of the producer's last 5 batches, else None once the batch may be
+        written. Raises what check_append raises, TooManyProducersError for a producer new
+        here when the state is full, and what verify_transaction raises for a batch that
+        would open a transaction. Under self._lock."""
+        producers = self._producers.table
+        verdict, original = producers.check_append(
+            header.producer_id,
+            header.producer_epoch,
+            header.base_sequence,
+            header.last_offset_delta,
+            header.is_transactional,
+        )
+        if verdict == APPEND_DUPLICATE and original is not None:
+            return original
+        entry = producers.entry(header.producer_id)
+        if entry is None:
+            self._check_room_for_producer(header.producer_id)
+        opens_transaction = entry is None or entry.current_txn_first_offset == NO_OFFSET
+        if header.is_transactional and self._verify_transaction is not None and opens_transaction:
+            # The batch would open a transaction here: only the producer's current, ongoing
+            # transaction that holds this partition may.
+            self._verify_transaction(
+                header.producer_id, header.producer_epoch, self.topic, self.partition
+            )
+        return None
+
+    def _check_room_for_producer(self, producer_id: int) -> None:
+        """TooManyProducersError when the producer state already keeps
+        limits.producers_per_partition_max producers, so that a batch from one more producer
+        is refused before anything is written (docs/style.md rule 6; markers and replay are
+        never refused: the coordinator and the log decide those). Under self._lock."""
+        kept = len(self._producers.table)
+        if kept >= limits.producers_per_partition_max:
+            raise TooManyProducersError(
+                f"{self.topic}-{self.partition} keeps the state of {kept} producers "
+                "(limits.producers_per_partition_max): a batch of producer "
+                f"{producer_id}, new here, is refused until idle producers expire "
+                "(producer.id.expiration.ms)"
+            )
 
     def append_marker(
         self,

@@ -34,7 +34,7 @@ import numpy as np
 
 from eoslog import limits
 from eoslog._ext import index as _index
-from eoslog._ext import readcommitted, scan
+from eoslog._ext import readcommitted
 from eoslog.errors import (
     CorruptRecordError,
     CorruptSnapshotError,
@@ -438,7 +438,7 @@ class PartitionView:
                     return
                 segment, position = self.segment(number), 0
                 continue
-            data, infos = _whole_batches(segment, position, chunk_bytes)
+            data, infos = _batches_read_at(segment, position, chunk_bytes)
             _check_continuity(segment, position, infos, expected, start)
             expected = int(infos["last_offset"][-1]) + 1
             # The batches before the one holding `start` (the offset index points at or
@@ -583,13 +583,9 @@ def _valid_prefix(
     valid data after the damage)."""
     next_offset = expected
     while position < segment.size:
-        data = segment.read_bytes(position, min(TAIL_CHUNK_BYTES, segment.size - position))
-        infos, stop, status = scan.scan_batches(data, verify_crc=True)
-        if len(infos) == 0 and status == 0:
-            claimed = segment.claimed_batch_bytes(data, position, segment.size)
-            if claimed is not None and len(data) < claimed:
-                data = segment.read_bytes(position, claimed)
-                infos, stop, status = scan.scan_batches(data, verify_crc=True)
+        infos, stop, status, _ = segment.scan_chunk(
+            position, segment.size, TAIL_CHUNK_BYTES, verify_crc=True
+        )
         if len(infos) == 0:
             break
         if next_offset is None:
@@ -679,19 +675,12 @@ def _check_continuity(
         )
 
 
-def _whole_batches(
+def _batches_read_at(
     segment: SegmentFiles, position: int, chunk_bytes: int
 ) -> tuple[memoryview, np.ndarray]:
     """The whole batches of one pread at `position` (at least one batch, read exactly when it
     is larger than a chunk) and their rows, positions relative to the read."""
-    end = segment.size
-    data = segment.read_bytes(position, min(chunk_bytes, end - position))
-    infos, stop, status = scan.scan_batches(data, verify_crc=False)
-    if len(infos) == 0 and status == 0:
-        claimed = segment.claimed_batch_bytes(data, position, end)
-        if claimed is not None and len(data) < claimed:
-            data = segment.read_bytes(position, claimed)
-            infos, stop, status = scan.scan_batches(data, verify_crc=False)
+    infos, stop, _, data = segment.scan_chunk(position, segment.size, chunk_bytes, verify_crc=False)
     if len(infos) == 0:
         # Below the captured size everything was written as whole batches.
         raise segment.corruption(position + stop, "no whole batch starts there")

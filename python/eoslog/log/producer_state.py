@@ -45,12 +45,8 @@ from eoslog.log.segment_reads import (
     parse_file_name,
 )
 from eoslog.log.txn_index import AbortedTxn, BatchAt, TransactionIndex
-from eoslog.record import codec, layout
+from eoslog.record import codec, control, layout
 
-_CONTROL_VALUE = struct.Struct(">hi")  # version int16, coordinator epoch int32 (docs/format.md §3)
-_CONTROL_KEY = struct.Struct(">hh")  # version int16, type int16: ABORT 0, COMMIT 1
-CONTROL_ABORT = layout.CONTROL_ABORT
-CONTROL_COMMIT = layout.CONTROL_COMMIT
 _log = logging.getLogger(__name__)
 # Markers with no open transaction a replay keeps for matching (a transaction with no data in
 # a partition still gets its marker there, rarely): a bound on a replay's memory. A damaged
@@ -59,15 +55,15 @@ ORPHAN_MARKERS_KEPT_MAX = 1024
 
 
 def marker_type(key: bytes | None) -> int:
-    """The type of a control record (its key): CONTROL_ABORT (0) or CONTROL_COMMIT (1).
+    """The type of a control record (its key): control.ABORT (0) or control.COMMIT (1).
     CorruptRecordError for a key too short to hold version and type (bad bytes, which a CRC
     recomputed by a forger does not make ours)."""
-    if key is None or len(key) < _CONTROL_KEY.size:
+    found = control.read_type(key)
+    if found is None:
         raise CorruptRecordError(
             f"a control record's key holds {0 if key is None else len(key)} bytes, "
-            f"fewer than the {_CONTROL_KEY.size} of its version and type"
+            f"fewer than the {control.KEY.size} of its version and type"
         )
-    found: int = _CONTROL_KEY.unpack_from(key)[1]
     return found
 
 
@@ -379,12 +375,13 @@ class ProducerStateManager:
                 if record is None or record.value is None:
                     table.map_end_offset = last_offset + 1
                     continue  # an empty control batch changes no producer (testAppendEmpty…)
-                if len(record.value) < _CONTROL_VALUE.size:
+                coordinator_epoch = control.read_coordinator_epoch(record.value)
+                if coordinator_epoch is None:
                     raise CorruptRecordError(
                         f"the control batch at offset {int(row['base_offset'])} holds a value of "
-                        f"{len(record.value)} bytes, shorter than a marker's {_CONTROL_VALUE.size}"
+                        f"{len(record.value)} bytes, shorter than a marker's "
+                        f"{control.MARKER_VALUE.size}"
                     )
-                _, coordinator_epoch = _CONTROL_VALUE.unpack_from(record.value)
                 known = table.entry(producer_id) is not None
                 first = table.apply_marker(
                     producer_id,
@@ -393,7 +390,7 @@ class ProducerStateManager:
                     record.timestamp,
                     last_offset,
                 )
-                aborted = record.key is not None and marker_type(record.key) == CONTROL_ABORT
+                aborted = record.key is not None and marker_type(record.key) == control.ABORT
                 if first is None:
                     self._orphan_marker(last_offset, producer_id, row, aborted, known)
                 if txn_index is not None and first is not None and aborted:
@@ -422,7 +419,7 @@ class ProducerStateManager:
             offset,
             producer_id,
             int(row["producer_epoch"]),
-            CONTROL_ABORT if aborted else CONTROL_COMMIT,
+            control.ABORT if aborted else control.COMMIT,
         )
         self.orphan_markers.append(marker)
         _log.log(
@@ -451,7 +448,7 @@ class ProducerStateManager:
             for marker in self.orphan_markers
             if marker.epoch == epoch and entry.last_data_offset < marker.offset
         ]
-        if len(found) != 1 or found[0].control_type != CONTROL_COMMIT:
+        if len(found) != 1 or found[0].control_type != control.COMMIT:
             raise CorruptRecordError(
                 f"{self.directory}: the transaction of producer {producer_id} from offset "
                 f"{first} (epoch {entry.epoch}) has no marker before its next transaction's "
@@ -490,7 +487,7 @@ class ProducerStateManager:
                 for marker in self.orphan_markers
                 if marker.epoch == entry.epoch + 1 and marker.offset > entry.last_data_offset
             ]
-            if len(found) != 1 or found[0].control_type != CONTROL_COMMIT:
+            if len(found) != 1 or found[0].control_type != control.COMMIT:
                 continue
             marker = found[0]
             self.orphan_markers.remove(marker)

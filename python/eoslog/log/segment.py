@@ -24,6 +24,7 @@ from eoslog._ext import scan
 from eoslog.errors import CorruptRecordError, IndexOffsetOverflowError
 from eoslog.fs import FileHandle, FileSystem
 from eoslog.log.config import LogConfig
+from eoslog.log.mapped_index import RELATIVE_OFFSET_MAX
 from eoslog.log.mapped_log import MappedLog
 from eoslog.log.offset_index import OffsetIndex
 from eoslog.log.segment_reads import (
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
     # Only for annotations: typing_extensions is not a run-time dependency.
     from typing_extensions import Buffer
 
-RELATIVE_OFFSET_MAX: Final = (1 << 31) - 1
 # A batch given in parts up to this size is joined and written with one pwrite (measured: a
 # pwrite costs 1.5-13 us here, copying 16 KiB under 1 us).
 JOIN_PARTS_BYTES_MAX: Final = 16 * 1024
@@ -149,9 +149,9 @@ class LogSegment(SegmentReads):
         self._first_batch_timestamp = timestamp
 
     def _load_first_batch_timestamp(self) -> int | None:
-        if self.size < 61:
+        if self.size < layout.HEADER_SIZE:
             return None
-        return codec.read_header(self.log.pread(61, 0)).max_timestamp
+        return codec.read_header(self.log.pread(layout.HEADER_SIZE, 0)).max_timestamp
 
     @property
     def largest_timestamp(self) -> int:
@@ -301,7 +301,7 @@ class LogSegment(SegmentReads):
         if max_bytes <= size or position + size >= end:
             self._check_below_end(view, position, offset_end)
             return view[position : position + size], position  # just the first batch
-        return self._whole_batches(
+        return self._readable_batches(
             view[position : min(position + max_bytes, end)], size, contiguous, offset_end, position
         ), position
 
@@ -325,7 +325,7 @@ class LogSegment(SegmentReads):
         data = memoryview(self.log.pread(min(max_bytes, end - position), position))
         if len(data) < size:  # the file is shorter than the log's end: cut under us
             raise self.corruption(position + len(data), "the file ends in a batch")
-        return self._whole_batches(data, size, contiguous, offset_end, position), position
+        return self._readable_batches(data, size, contiguous, offset_end, position), position
 
     def _check_below_end(
         self, buffer: bytes | memoryview, at: int, offset_end: int | None, position: int = -1
@@ -346,7 +346,7 @@ class LogSegment(SegmentReads):
                 "from. Close the log and run `eoslog verify` on the directory"
             )
 
-    def _whole_batches(
+    def _readable_batches(
         self,
         data: memoryview,
         size: int,
@@ -422,15 +422,9 @@ class LogSegment(SegmentReads):
         """scan.scan_batches (CRCs checked) over the next piece of the .log from `position`:
         a chunk, or exactly the next batch when it is larger than a chunk (no batch when its
         length claims more than limits.batch_bytes_max)."""
-        chunk = self.log.pread(min(RECOVERY_CHUNK_BYTES, end - position), position)
-        infos, stop, status = scan.scan_batches(chunk, verify_crc=True)
-        if len(infos) == 0 and status == 0 and position + len(chunk) < end:
-            # The claim is read only once it passed claimed_batch_bytes' checks; otherwise
-            # the bytes are scanned as they are, a batch running past them (a torn tail).
-            claimed = self.claimed_batch_bytes(chunk, position, end)
-            if claimed is not None:
-                chunk = self.log.pread(claimed, position)
-                infos, stop, status = scan.scan_batches(chunk, verify_crc=True)
+        infos, stop, status, _ = self.scan_chunk(
+            position, end, RECOVERY_CHUNK_BYTES, verify_crc=True
+        )
         return infos, stop, status
 
     def first_batch_problem(self) -> tuple[int, str] | None:

@@ -119,9 +119,7 @@ class SegmentWalk:
         chunk = self.handle.pread(min(self.chunk_bytes, self.end - position), position)
         if len(chunk) < layout.LOG_OVERHEAD or position + len(chunk) >= self.end:
             return chunk
-        # The length field does not count the base offset and itself (Kafka's LOG_OVERHEAD).
-        length = chunk[layout.BATCH_LENGTH_OFFSET : layout.LOG_OVERHEAD]
-        claimed = layout.LOG_OVERHEAD + int.from_bytes(length, "big", signed=True)
+        claimed = layout.batch_size_at(chunk)
         if claimed <= len(chunk) or claimed > self.end - position:
             return chunk  # whole batches, or a partial one at the end (a torn tail)
         if claimed > limits.batch_bytes_max:

@@ -2,7 +2,7 @@
 locating a batch by offset (through the offset index, each entry checked against the batch it
 names), scanning batch headers, and finding a record by timestamp (docs/format.md §5.8, §5.9).
 
-LogSegment (the owner's segment) and SegmentFiles (eoslog.log.segment_files, an offline
+LogSegment (the owner's segment) and SegmentFiles (eoslog.log.partition_view, an offline
 reader's read-only view) both build on SegmentReads. Every read here preads and maps nothing.
 
 Thread safety: the methods read only bytes below `size` and published index entries, so they
@@ -26,7 +26,7 @@ from eoslog._ext import scan
 from eoslog.errors import CorruptRecordError, KafkaStorageError
 from eoslog.log.time_index import NO_TIMESTAMP
 from eoslog.log.txn_index import BatchAt, LoggedBatch
-from eoslog.record import codec, layout, primitives
+from eoslog.record import codec, control, layout, primitives
 from eoslog.record.status import TRUNCATED_BATCH
 
 if TYPE_CHECKING:
@@ -54,11 +54,6 @@ LOOKUP_CHUNK_BYTES: Final = 8 * 1024
 _OFFSET_FIELDS: Final = struct.Struct(
     f">q{layout.LAST_OFFSET_DELTA_OFFSET - layout.BASE_OFFSET_OFFSET - 8}xi"
 )
-
-
-def _batch_size_at(chunk: bytes, at: int) -> int:
-    length = layout.BATCH_LENGTH_OFFSET
-    return layout.LOG_OVERHEAD + int.from_bytes(chunk[at + length : at + length + 4], "big")
 
 
 def _batches_running_past(chunk: bytes, remaining: int) -> list[int]:
@@ -189,9 +184,7 @@ class SegmentReads:
         (the caller treats the bytes as a batch it cannot read: damage or a torn tail)."""
         if len(chunk) < layout.LOG_OVERHEAD:
             return None
-        claimed = layout.LOG_OVERHEAD + int.from_bytes(
-            chunk[layout.BATCH_LENGTH_OFFSET : layout.LOG_OVERHEAD], "big", signed=True
-        )
+        claimed = layout.batch_size_at(chunk)
         if not layout.HEADER_SIZE <= claimed <= end - position:
             return None
         if claimed > layout.LOG_OVERHEAD + limits.batch_bytes_max:
@@ -231,25 +224,28 @@ class SegmentReads:
             if scan.find_valid_batch(chunk, 0) < len(chunk):
                 return True
             for at in _batches_running_past(chunk, end - start):
-                if self.batch_crc_matches(start + at, _batch_size_at(chunk, at)):
+                if self.batch_crc_matches(start + at, layout.batch_size_at(chunk, at)):
                     return True
             start += len(chunk) - layout.HEADER_SIZE + 1
         return False
 
-    def _batches_at(
-        self, position: int, end: int, chunk_bytes: int = SCAN_CHUNK_BYTES
-    ) -> tuple[np.ndarray, bytes]:
-        """The whole batches found by one read at `position` (positions relative to it), and
-        the bytes read. Reads a chunk; when the next batch is larger than a chunk, reads
-        exactly that batch instead. Empty at the end, at a torn tail or at damage."""
-        chunk = self.log.pread(min(chunk_bytes, end - position), position)
-        infos, _, status = scan.scan_batches(chunk, verify_crc=False)
+    def scan_chunk(
+        self, position: int, end: int, chunk_bytes: int, *, verify_crc: bool
+    ) -> tuple[np.ndarray, int, int, bytes]:
+        """scan.scan_batches over one read at `position` (below `end`): a chunk of
+        chunk_bytes, or, when the next batch is larger than a chunk, exactly that batch. The
+        larger read happens only once claimed_batch_bytes has checked the batch's length
+        field; otherwise the chunk is scanned as it is, a batch running past it (damage or a
+        torn tail, for the caller to judge). Returns (the batches' rows, positions relative
+        to `position`; where the scan stopped; its status; the bytes read)."""
+        chunk = self.read_bytes(position, min(chunk_bytes, end - position))
+        infos, stop, status = scan.scan_batches(chunk, verify_crc=verify_crc)
         if len(infos) == 0 and status == 0:
             claimed = self.claimed_batch_bytes(chunk, position, end)
             if claimed is not None and len(chunk) < claimed:
-                chunk = self.log.pread(claimed, position)
-                infos, _, status = scan.scan_batches(chunk, verify_crc=False)
-        return infos, chunk
+                chunk = self.read_bytes(position, claimed)
+                infos, stop, status = scan.scan_batches(chunk, verify_crc=verify_crc)
+        return infos, stop, status, chunk
 
     def scan_from(
         self, position: int, end: int | None = None, chunk_bytes: int = SCAN_CHUNK_BYTES
@@ -261,7 +257,7 @@ class SegmentReads:
         end = self.size if end is None else end
         rows = []
         while position < end:
-            infos, _ = self._batches_at(position, end, chunk_bytes)
+            infos, _, _, _ = self.scan_chunk(position, end, chunk_bytes, verify_crc=False)
             if len(infos) == 0:
                 break
             infos["position"] += position
@@ -365,9 +361,7 @@ class SegmentReads:
         control_type = None
         if header.is_control:
             records = codec.batch_records(buffer, at)
-            key = records[0].key if records else None
-            if key is not None and len(key) >= layout.CONTROL_KEY_SIZE:
-                control_type = int.from_bytes(key[2:4], "big", signed=True)
+            control_type = control.read_type(records[0].key) if records else None
         return LoggedBatch(
             base_offset=header.base_offset,
             last_offset=header.last_offset,

@@ -20,12 +20,13 @@ from eoslog.errors import CorruptIndexError, IndexFullError, InvalidOffsetError
 from eoslog.fs import FileSystem
 from eoslog.log.mapped_index import INDEX_BYTES_DEFAULT, MappedIndex
 
-ENTRY_BYTES: Final = _index.TIME_ENTRY_BYTES  # engine/index.h holds the layout
+# engine/index.h holds the layout; eoslog._ext.index exports it (tests/test_layout.py).
+ENTRY_BYTES: Final = _index.TIME_ENTRY_BYTES
 # Kafka's RecordBatch.NO_TIMESTAMP: the timestamp of an empty index's last entry.
 NO_TIMESTAMP: Final = -1
 _TIMESTAMP_KEY: Final = _index.TIMESTAMP_KEY
 _TIME_OFFSET_KEY: Final = _index.TIME_OFFSET_KEY
-_ENTRY_DTYPE: Final = np.dtype([("timestamp", ">i8"), ("relative", ">i4")])
+_ENTRY_DTYPE: Final = _index.TIME_ENTRY_DTYPE
 
 
 class TimeIndex(MappedIndex):

@@ -35,19 +35,13 @@ from eoslog import limits
 from eoslog._ext import index as _index
 from eoslog.errors import CorruptIndexError, InvalidOffsetError
 from eoslog.fs import FileHandle, FileSystem
+from eoslog.record import control
 
-ENTRY_BYTES: Final = _index.TXN_ENTRY_BYTES  # engine/index.h holds the layout
-# The entry's fields as numpy reads them, for the checks made while the file is read
-# (docs/format.md §6.1: a version byte pair, then four int64, big-endian, unpadded).
-_ENTRY_DTYPE: Final = np.dtype(
-    [
-        ("version", ">i2"),
-        ("producer_id", ">i8"),
-        ("first_offset", ">i8"),
-        ("last_offset", ">i8"),
-        ("last_stable_offset", ">i8"),
-    ]
-)
+# engine/index.h holds the layout; eoslog._ext.index exports it (tests/test_layout.py). The
+# entry's fields as numpy reads them, for the checks made while the file is read (docs/format.md
+# §6.1: a version int16, then four int64, big-endian, unpadded).
+ENTRY_BYTES: Final = _index.TXN_ENTRY_BYTES
+_ENTRY_DTYPE: Final = _index.TXN_ENTRY_DTYPE
 # Whole entries per read of the file (limits.file_read_chunk_bytes rounded down to entries).
 _CHUNK_ENTRIES: Final = limits.file_read_chunk_bytes // ENTRY_BYTES
 
@@ -94,9 +88,6 @@ class LoggedBatch(NamedTuple):
 
 # The batch holding an offset, or None when no batch in the log holds it.
 BatchAt = Callable[[int], LoggedBatch | None]
-# layout.CONTROL_ABORT, which this module cannot import without a cycle through the codec.
-_CONTROL_ABORT: Final = 0
-_COMMIT: Final = 1  # layout.CONTROL_COMMIT
 
 
 def entry_disagreement(entry: AbortedTxn, batch_at: BatchAt, log_start_offset: int) -> str | None:
@@ -117,7 +108,7 @@ def entry_disagreement(entry: AbortedTxn, batch_at: BatchAt, log_start_offset: i
         marker is None
         or marker.base_offset != entry.last_offset
         or marker.producer_id != entry.producer_id
-        or marker.control_type != _CONTROL_ABORT
+        or marker.control_type != control.ABORT
     ):
         return f"offset {entry.last_offset} holds no ABORT marker of producer {entry.producer_id}"
     if entry.first_offset < log_start_offset:
@@ -146,8 +137,12 @@ def outcome_conflict(entry: AbortedTxn, batch_at: BatchAt, log_start_offset: int
 
     def marker_read_as_abort(offset: int) -> LoggedBatch | None:
         found = batch_at(offset)
-        if offset == entry.last_offset and found is not None and found.control_type == _COMMIT:
-            return found._replace(control_type=_CONTROL_ABORT)
+        if (
+            offset == entry.last_offset
+            and found is not None
+            and found.control_type == control.COMMIT
+        ):
+            return found._replace(control_type=control.ABORT)
         return found
 
     return (

@@ -27,6 +27,13 @@ SPARK_FIELDS = [
 SPARK_SCHEMA = pa.schema(SPARK_FIELDS)
 SPARK_SCHEMA_WITH_HEADERS = pa.schema([*SPARK_FIELDS, pa.field("headers", HEADER_TYPE)])
 
+
+def spark_schema(include_headers: bool = False) -> pa.Schema:
+    """The Arrow schema of decoded records (Spark's Kafka source schema), with its headers
+    column when include_headers: the one place that choice is made."""
+    return SPARK_SCHEMA_WITH_HEADERS if include_headers else SPARK_SCHEMA
+
+
 Int32Array = npt.NDArray[np.int32]
 Int64Array = npt.NDArray[np.int64]
 ByteArray = npt.NDArray[np.uint8]
@@ -82,11 +89,9 @@ class ColumnarRecords:
             _fixed_width(pa.timestamp("us", tz="UTC"), self.timestamp_ms * 1000),
             _fixed_width(pa.int32(), self.timestamp_type),
         ]
-        schema = SPARK_SCHEMA
         if self.headers is not None:
             columns.append(_headers(n, self.headers))
-            schema = SPARK_SCHEMA_WITH_HEADERS
-        return pa.RecordBatch.from_arrays(columns, schema=schema)
+        return pa.RecordBatch.from_arrays(columns, schema=spark_schema(self.headers is not None))
 
 
 def _fixed_width(

@@ -55,13 +55,30 @@ NO_PARTITION_LEADER_EPOCH: Final = -1
 NO_TIMESTAMP: Final = -1
 
 # Control records (docs/format.md §3): key = version int16 + type int16; an end-transaction marker's
-# value = version int16 + coordinator epoch int32.
+# value = version int16 + coordinator epoch int32. eoslog.record.control encodes and decodes them.
 CONTROL_ABORT: Final = 0
 CONTROL_COMMIT: Final = 1
+CONTROL_KEY_VERSION: Final = 0
+CONTROL_KEY_TYPE_OFFSET: Final = 2
 CONTROL_KEY_SIZE: Final = 4
+END_TXN_MARKER_VERSION: Final = 0
+END_TXN_MARKER_EPOCH_OFFSET: Final = 2
 END_TXN_MARKER_VALUE_SIZE: Final = 6
 # The whole marker batch Kafka writes: 61-byte header + one 17-byte record.
 END_TXN_MARKER_BATCH_SIZE: Final = 78
+
+# batchLength, the int32 at BATCH_LENGTH_OFFSET: the bytes after itself, so a batch occupies
+# LOG_OVERHEAD + batchLength bytes (docs/format.md §1.1).
+BATCH_LENGTH_STRUCT: Final = struct.Struct(">i")
+
+
+def batch_size_at(buffer: bytes | bytearray | memoryview, at: int = 0) -> int:
+    """The size in bytes the batch starting at `at` of buffer claims (LOG_OVERHEAD + its
+    batchLength, as stored: unchecked, possibly negative). The buffer must hold at least
+    LOG_OVERHEAD bytes from `at` (struct.error otherwise)."""
+    length: int = BATCH_LENGTH_STRUCT.unpack_from(buffer, at + BATCH_LENGTH_OFFSET)[0]
+    return LOG_OVERHEAD + length
+
 
 # The header fields after the CRC-free prefix, as one struct (big-endian, no padding).
 HEADER_STRUCT: Final = struct.Struct(">qiibIhiqqqhii")

@@ -19,7 +19,7 @@ import numpy.typing as npt
 # Imported as modules, not by name: eoslog.errors imports eoslog.record, which loads this twin
 # while eoslog.errors is still initialising, so its names are looked up at call time.
 from eoslog import errors, limits
-from eoslog.record import layout, lz4frame
+from eoslog.record import control, layout, lz4frame
 from eoslog.record.pyprimitives import (
     INT16_MAX,
     INT16_MIN,
@@ -45,9 +45,6 @@ _INT32: Final = struct.Struct(">i")
 _INT64: Final = struct.Struct(">q")
 _UINT32: Final = struct.Struct(">I")
 _NULL_LENGTH: Final = b"\x01"  # encode_varint(-1): Kafka's null key, value or header value
-# Control record key = version 0 + type; end-transaction marker value = version 0 + epoch.
-_CONTROL_KEY: Final = struct.Struct(">hh")
-_END_TXN_MARKER_VALUE: Final = struct.Struct(">hi")
 
 
 def _check_range(name: str, value: int, low: int, high: int, bits: int) -> None:
@@ -127,7 +124,7 @@ def build_control_batch(
     """A COMMIT (1) or ABORT (0) end-transaction marker batch exactly as Kafka writes it
     (docs/format.md §3): 78 bytes, attributes 0x30, base sequence -1, one record.
     ValueError for another control type or an argument that does not fit its field."""
-    if control_type not in (layout.CONTROL_ABORT, layout.CONTROL_COMMIT):
+    if control_type not in (control.ABORT, control.COMMIT):
         raise ValueError(f"control_type must be 0 (ABORT) or 1 (COMMIT), got {control_type}")
     _check_range("producer_id", producer_id, INT64_MIN, INT64_MAX, 64)
     _check_range("producer_epoch", producer_epoch, INT16_MIN, INT16_MAX, 16)
@@ -135,8 +132,8 @@ def build_control_batch(
     _check_range("timestamp", timestamp, INT64_MIN, INT64_MAX, 64)
     _check_range("base_offset", base_offset, INT64_MIN, INT64_MAX, 64)
     _check_range("partition_leader_epoch", partition_leader_epoch, INT32_MIN, INT32_MAX, 32)
-    key = _CONTROL_KEY.pack(0, control_type)
-    value = _END_TXN_MARKER_VALUE.pack(0, coordinator_epoch)
+    key = control.encode_key(control_type)
+    value = control.encode_marker_value(coordinator_epoch)
     # attributes 0, timestamp delta 0, offset delta 0, key, value, no headers.
     body = b"\x00\x00\x00" + _field(key) + _field(value) + b"\x00"
     record = encode_varint(len(body)) + body

@@ -22,7 +22,7 @@ from typing import Final, NamedTuple, NoReturn
 from eoslog import limits
 from eoslog.errors import InvalidConfigError, InvalidTopicError, KafkaStorageError
 from eoslog.fs import FileSystem
-from eoslog.log.checkpoints import read_small_file
+from eoslog.log.checkpoints import read_small_file, write_atomically
 from eoslog.log.config import LogConfig
 from eoslog.record import primitives
 
@@ -90,6 +90,12 @@ def encode(meta: Meta) -> bytes:
     }
     payload = json.dumps(body, sort_keys=True).encode()
     return _HEADER.pack(_MAGIC, _VERSION, primitives.crc32c(payload)) + payload
+
+
+def write(fs: FileSystem, path: str, meta: Meta) -> None:
+    """Replace the file at path with `meta`, encoded (temp file, fsync, rename:
+    checkpoints.write_atomically). The caller serializes writers: they share `<path>.tmp`."""
+    write_atomically(fs, path, encode(meta))
 
 
 def read(fs: FileSystem, path: str, log_config: LogConfig) -> Meta | None:
