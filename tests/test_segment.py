@@ -428,3 +428,23 @@ def test_first_starting_at_or_past_names_the_first_batch_from_the_offset() -> No
     assert [scan.first_starting_at_or_past(infos, o) for o in (0, 3, 5, 10, 14)] == [0, 1, 1, 2, -1]
     assert scan.first_starting_at_or_past(infos[:0], 0) == -1
     assert scan.first_offset_violation(infos[:0], 0) == -1
+
+
+@pytest.mark.parametrize("ahead", ["offset", "timestamp"])
+def test_a_time_index_entry_past_the_segment_is_rebuilt_before_the_final_entry(
+    segments: Segments, ahead: str
+) -> None:
+    # Regression (a CI fuzz run of partition_directory: a clean-shutdown directory whose time
+    # index named an offset past the log, then close()): the final time-index entry of a roll
+    # or close landed below the wrong entry and raised InvalidOffsetError, a bare ValueError,
+    # so the broker closed without its clean-shutdown marker.
+    segment = segments.new(0)
+    for offset in range(3):
+        logtools.append_to_segment(segment, one_record(offset, logtools.TS + offset))
+    largest = segment.max_timestamp, segment.offset_of_max_timestamp
+    assert largest == (logtools.TS + 2, 2)
+    forged = (largest[0], 50) if ahead == "offset" else (largest[0] + 1_000, 2)
+    segment.time_index.maybe_append(*forged, skip_full_check=True)
+    segments.close(segment)  # raised before
+    reopened = segments.new(0)
+    assert reopened.time_index.last_entry == largest

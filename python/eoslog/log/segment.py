@@ -231,7 +231,14 @@ class LogSegment(SegmentReads):
         timestamp may reveal a wrong time-index entry (see _checked_time_entry): the indexes
         are rebuilt first then, so the entry follows right ones."""
         largest = self.max_timestamp, self.offset_of_max_timestamp
-        if self.index_suspect:
+        last_timestamp, last_offset = self.time_index.last_entry
+        # A sound index never holds an entry above the segment's largest timestamp or past its
+        # offset; one does after a clean shutdown, whose open does not check the time index
+        # (Kafka's rule), if the file was damaged: rebuilt here, not believed.
+        if self.index_suspect or (
+            self.time_index.entries
+            and (last_timestamp > largest[0] or last_offset > max(largest[1], self.base_offset))
+        ):
             self.rebuild_indexes()
             largest = self.max_timestamp, self.offset_of_max_timestamp
         self.time_index.maybe_append(*largest, skip_full_check=True)
