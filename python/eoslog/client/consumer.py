@@ -34,7 +34,7 @@ from eoslog.client.group_member import GroupMember, Rebalance, RebalanceCallback
 from eoslog.client.message import OFFSET_INVALID, Message, TopicPartition
 from eoslog.coordinator.group_coordinator import ConsumerGroupMetadata, OffsetToCommit
 from eoslog.errors import InvalidGroupIdError, KafkaError, KafkaException
-from eoslog.record.columns import SPARK_SCHEMA, SPARK_SCHEMA_WITH_HEADERS
+from eoslog.record.columns import spark_schema
 
 if TYPE_CHECKING:
     from eoslog.coordinator.group_coordinator import GroupCoordinator
@@ -484,10 +484,9 @@ def _deadline(timeout: float) -> float | None:
 def _one_batch(pieces: list[pa.RecordBatch], include_headers: bool) -> pa.RecordBatch:
     if len(pieces) == 1:
         return pieces[0]
-    schema = SPARK_SCHEMA_WITH_HEADERS if include_headers else SPARK_SCHEMA
+    schema = spark_schema(include_headers)
     if not pieces:
-        return pa.RecordBatch.from_arrays(
-            [pa.array([], type=f.type) for f in schema], schema=schema
-        )
+        # pa.nulls, not pa.array([]): the latter imports pandas when it is installed.
+        return pa.RecordBatch.from_arrays([pa.nulls(0, type=f.type) for f in schema], schema=schema)
     combined = pa.Table.from_batches(pieces, schema=schema).combine_chunks()
     return combined.to_batches()[0]
