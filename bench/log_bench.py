@@ -49,6 +49,8 @@ from typing import Any
 
 import numpy as np
 
+from eoslog import limits
+
 BENCH_DIR = FilePath(__file__).resolve().parent
 sys.path.insert(0, str(BENCH_DIR))
 
@@ -88,7 +90,6 @@ READ_TARGET_P99_US = 20.0
 PERCENTILES = (50.0, 99.0, 99.9)
 
 # 3. recovery
-RECOVERY_CHUNK_BYTES = 8 * MIB
 RECOVERY_TARGET_GB_S = 1.0
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
@@ -330,7 +331,7 @@ def remove_recovery_markers(root: str) -> None:
             os.unlink(path)
 
 
-def read_files_raw(paths: Sequence[str], chunk: int = RECOVERY_CHUNK_BYTES) -> int:
+def read_files_raw(paths: Sequence[str], chunk: int = limits.recovery_chunk_bytes) -> int:
     """os.pread of every file in `chunk`-byte pieces: the physical peer of recovery."""
     total = 0
     for path in paths:
@@ -884,7 +885,7 @@ def measure_recovery(
         "(CRC of every batch, offsets, index rebuild; checked: segments_recovered = "
         f"{partition.segments}, nothing truncated, log end = {partition.records:,}); `close()` "
         "is timed apart. Peer: `os.pread` of the same .log files in "
-        f"{RECOVERY_CHUNK_BYTES // MIB} MiB chunks (the chunk recovery reads with). **Page "
+        f"{limits.recovery_chunk_bytes // MIB} MiB chunks (the chunk recovery reads with). **Page "
         "cache warm** (the files were just written and read; the warm-up round reads them "
         "again); a cold-cache run is not measured. GB = 10^9 bytes of .log.",
         "",
@@ -895,7 +896,7 @@ def measure_recovery(
         "open": "eoslog open (recovery)",
         "close": "eoslog close",
         "open + close": "eoslog open + close",
-        "raw": f"raw os.pread, {RECOVERY_CHUNK_BYTES // MIB} MiB chunks",
+        "raw": f"raw os.pread, {limits.recovery_chunk_bytes // MIB} MiB chunks",
     }
     for key, label in labels.items():
         values = phases[key]

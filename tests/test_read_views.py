@@ -27,10 +27,11 @@ import pytest
 
 import eoslog
 import logtools
+from eoslog import limits
 from eoslog.errors import KafkaStorageError
 from eoslog.fs_twin import RecordingFileSystem
 from eoslog.log.mapped_log import TEMP_SUFFIX
-from eoslog.log.partition import RETIRED_SEGMENT_GRACE_MS, PartitionLog
+from eoslog.log.partition import PartitionLog
 from invariants import check_log
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
@@ -137,7 +138,7 @@ def test_a_view_returned_by_read_stays_readable_after_retention_deletes_its_segm
     assert not os.path.exists(first.path(".log"))
     assert bytes(view) == expected
     # Past the grace period the retired segment's files are closed too.
-    clock.advance(RETIRED_SEGMENT_GRACE_MS + 1)
+    clock.advance(limits.retired_segment_grace_ms + 1)
     log.delete_retained_segments()
     assert bytes(view) == expected
 

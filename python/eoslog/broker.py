@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Final
 
+from eoslog import limits
 from eoslog.clock import wall_clock_ms
 from eoslog.coordinator.group_coordinator import GroupCoordinator
 from eoslog.coordinator.producer_ids import ProducerIdManager
@@ -51,11 +52,10 @@ if TYPE_CHECKING:
 
 DURABILITY_MODES: Final = ("commit", "always", "none")
 # A partition directory being deleted: `<topic>-<partition>.<random>-delete` (Kafka's suffix),
-# the topic cut short so that the name fits NAME_BYTES_MAX (Kafka's UnifiedLog.logDeleteDirName).
+# the topic cut short so that the name fits limits.file_name_bytes_max (Kafka's
+# UnifiedLog.logDeleteDirName).
 DELETE_SUFFIX: Final = "-delete"
 _DELETE_DIRECTORY = re.compile(r"[a-zA-Z0-9._-]*-[0-9]+\.[0-9a-f]{32}-delete")
-# The longest file name Linux file systems take (NAME_MAX), in bytes.
-NAME_BYTES_MAX: Final = 255
 TRANSACTION_STATE_TOPIC: Final = "__transaction_state"
 CONSUMER_OFFSETS_TOPIC: Final = "__consumer_offsets"
 
@@ -683,11 +683,14 @@ def _parse_broker_config(config: Mapping[str, object]) -> tuple[dict[str, int], 
 
 def _delete_directory_name(topic: str, partition: int) -> str:
     """The name a partition directory is renamed to before its files are removed: Kafka's
-    `<topic>-<partition>.<uuid hex>-delete`, the topic cut so that the name fits NAME_BYTES_MAX
-    (a topic may be 249 characters long: the plain name would not fit)."""
+    `<topic>-<partition>.<uuid hex>-delete`, the topic cut so that the name fits
+    limits.file_name_bytes_max (a topic may be 249 characters long: the plain name would not
+    fit)."""
     suffix = f"-{partition}.{uuid.uuid4().hex}{DELETE_SUFFIX}"
-    name = topic[: NAME_BYTES_MAX - len(suffix)] + suffix
-    assert len(name.encode()) <= NAME_BYTES_MAX and _DELETE_DIRECTORY.fullmatch(name), name
+    name = topic[: limits.file_name_bytes_max - len(suffix)] + suffix
+    assert len(name.encode()) <= limits.file_name_bytes_max and _DELETE_DIRECTORY.fullmatch(name), (
+        name
+    )
     return name
 
 

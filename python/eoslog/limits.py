@@ -128,3 +128,69 @@ def decompressed_bytes_max_for(message_bytes_max: int) -> int:
     return min(
         message_bytes_max * decompressed_bytes_per_message_byte_max, decompressed_batch_bytes_max
     )
+
+
+# --- moved here from the modules that use them (issue 13: every limit in one place) ---
+
+# A segment removed by retention or truncation keeps its open file this long after leaving
+# the segment list, so reads that captured it just before finish on the right file.
+retired_segment_grace_ms: Final = 60_000
+
+# Taking a view lists the directory, then opens the files. A segment vanishing between the two
+# other than at the start (where retention removes them) means the owner replaced files
+# (truncation): list again, at most this many times.
+view_open_attempts_max: Final = 20
+
+# A read returns whole batches from one pread of about this many bytes (or one batch, when a
+# batch is larger): large enough that the per-read Python work is small next to decoding,
+# small enough to keep a reader's memory flat.
+offline_read_chunk_bytes: Final = 16 * 1024 * 1024
+
+# The tail is checked (CRCs included) from the last offset-index entry, normally a few KiB
+# from the end, in reads of this size.
+tail_check_chunk_bytes: Final = 1024 * 1024
+
+# Markers with no open transaction a replay keeps for matching (a transaction with no data in
+# a partition still gets its marker there, rarely): a bound on a replay's memory. A damaged
+# marker is matched within a transaction's span, so only the recent ones matter.
+orphan_markers_kept_max: Final = 1024
+
+# shrink copies the kept prefix in pieces this large: the size recovery reads with, large
+# enough to run at memory speed, small enough to keep memory flat for 1 GiB segments.
+shrink_copy_chunk_bytes: Final = 8 * 1024 * 1024
+
+# A read past the mapped length of a growing segment copies with pread until the unmapped
+# part reaches this size, then maps again. Measured on the 2-core VM: a remap costs ~26 µs
+# (map + unmap) plus ~6 µs per first touch of a page, against ~15-40 µs to pread a 110 KB
+# batch; remapping every few MiB keeps reads near the tail from paying it on every append.
+remap_tail_bytes_min: Final = 4 * 1024 * 1024
+
+# Kafka's RecordValidationException message lists the first few record errors.
+reported_record_errors_max: Final = 3
+
+# How much of the .log a lookup reads at a time after the offset index narrowed the search:
+# index entries are every index.interval.bytes (4 KiB by default), so one read usually holds
+# the batch sought.
+lookup_scan_chunk_bytes: Final = 64 * 1024
+
+# A lookup's first read: the offset index points within about index.interval.bytes (4 KiB)
+# of the batch sought, so 8 KiB usually holds it or at least its header; a larger batch is
+# then read exactly, instead of after a wasted full chunk.
+lookup_first_read_bytes: Final = 8 * 1024
+
+# A batch given in parts up to this size is joined and written with one pwrite (measured: a
+# pwrite costs 1.5-13 us here, copying 16 KiB under 1 us).
+join_parts_bytes_max: Final = 16 * 1024
+
+# Recovery and index rebuilds read a segment in pieces of this size: large enough that a scan
+# runs at memory speed, small enough to keep memory flat for 1 GiB segments.
+recovery_chunk_bytes: Final = 8 * 1024 * 1024
+
+# Bytes read per step: a bound on the memory a replay holds at once.
+replay_read_bytes: Final = 1 << 20
+
+# Kafka's offset.metadata.max.bytes default.
+offset_metadata_bytes_max: Final = 4096
+
+# The longest file name Linux file systems take (NAME_MAX), in bytes.
+file_name_bytes_max: Final = 255

@@ -26,7 +26,7 @@ from eoslog.errors import KafkaStorageError, OffsetOutOfRangeError, UnknownTopic
 from eoslog.fs import FileSystem, PosixFileSystem
 from eoslog.log import checkpoints
 from eoslog.log.partition import ISOLATION_LEVELS
-from eoslog.log.partition_view import READ_CHUNK_BYTES, PartitionView
+from eoslog.log.partition_view import PartitionView
 from eoslog.log.txn_index import AbortedTxn
 from eoslog.record.columns import spark_schema
 
@@ -235,7 +235,7 @@ def read_range(
     *,
     include_headers: bool = False,
     verify_crc: bool = True,
-    chunk_bytes: int = READ_CHUNK_BYTES,
+    chunk_bytes: int = limits.offline_read_chunk_bytes,
     fs: FileSystem | None = None,
     fail_on_data_loss: bool = True,
     decompressed_bytes_max: int = limits.decompressed_batch_bytes_max,

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, NamedTuple
 
-from eoslog import crashpoints
+from eoslog import crashpoints, limits
 from eoslog.coordinator import log_replay
 from eoslog.coordinator.assignors import ASSIGNORS, Partition
 from eoslog.coordinator.group_membership import Group, GroupState, Member
@@ -70,8 +70,6 @@ from eoslog.record.types import BatchHeader, Record
 if TYPE_CHECKING:
     from eoslog.log.partition import PartitionLog
 
-# Kafka's offset.metadata.max.bytes default.
-OFFSET_METADATA_BYTES_MAX: Final = 4096
 NO_GENERATION: Final = -1
 NO_MEMBER: Final = ""
 # How often a waiter for stable offsets looks again if no marker wakes it (a transaction
@@ -432,10 +430,10 @@ class GroupCoordinator:
             self._log_of(item.topic, item.partition)  # UnknownTopicOrPartitionError
             if item.offset < 0:
                 raise ValueError(f"{item.topic}-{item.partition}: offset {item.offset} < 0")
-            if len(item.metadata.encode()) > OFFSET_METADATA_BYTES_MAX:
+            if len(item.metadata.encode()) > limits.offset_metadata_bytes_max:
                 raise OffsetMetadataTooLargeError(
                     f"{item.topic}-{item.partition}: metadata longer than "
-                    f"{OFFSET_METADATA_BYTES_MAX} bytes"
+                    f"{limits.offset_metadata_bytes_max} bytes"
                 )
             key = OffsetCommitKey(metadata.group_id, item.topic, item.partition)
             value = OffsetCommitValue(item.offset, item.metadata, now, item.leader_epoch)

@@ -6,15 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
+from eoslog import limits
 from eoslog.errors import KafkaException
 from eoslog.record import codec
 from eoslog.record.types import BatchHeader, Record
 
 if TYPE_CHECKING:
     from eoslog.log.partition import FetchResult, PartitionLog
-
-# Bytes read per step: a bound on the memory a replay holds at once.
-READ_BYTES: int = 1 << 20
 
 
 def batches(log: PartitionLog) -> Iterator[tuple[BatchHeader, list[Record]]]:
@@ -38,7 +36,7 @@ def located_batches(log: PartitionLog) -> Iterator[tuple[BatchHeader, list[Recor
     it (in_place)."""
     offset = log.log_start_offset
     while offset < log.log_end_offset:
-        fetched = log.read(offset, READ_BYTES, isolation_level="read_uncommitted")
+        fetched = log.read(offset, limits.replay_read_bytes, isolation_level="read_uncommitted")
         data = bytes(fetched.records)
         if not data:
             return

@@ -43,19 +43,12 @@ import os
 import threading
 from typing import Final
 
+from eoslog import limits
 from eoslog.fs import FileHandle, FileSystem, create_temporary
 
 # The suffix of the file a shrink under live views builds before renaming it over the .log;
 # open deletes leftovers with it (recovery._clean_directory).
 TEMP_SUFFIX: Final = ".tmp"
-# shrink copies the kept prefix in pieces this large: the size recovery reads with, large
-# enough to run at memory speed, small enough to keep memory flat for 1 GiB segments.
-COPY_CHUNK_BYTES: Final = 8 * 1024 * 1024
-# A read past the mapped length of a growing segment copies with pread until the unmapped
-# part reaches this size, then maps again. Measured on the 2-core VM: a remap costs ~26 µs
-# (map + unmap) plus ~6 µs per first touch of a page, against ~15-40 µs to pread a 110 KB
-# batch; remapping every few MiB keeps reads near the tail from paying it on every append.
-REMAP_TAIL_BYTES_MIN: Final = 4 * 1024 * 1024
 
 
 def _closed_now(mapping: mmap.mmap) -> bool:
@@ -103,11 +96,11 @@ class MappedLog:
 
     def view_unless_tail(self, end: int) -> memoryview | None:
         """view(end), or None when the caller should pread instead: when the file is mapped
-        but less than REMAP_TAIL_BYTES_MIN short of `end` (the growing end of the active
+        but less than limits.remap_tail_bytes_min short of `end` (the growing end of the active
         segment, where a copy costs less than a new mapping), and when the file is shorter
         than `end` (the pread path reports that). Any thread."""
         current = self._current
-        if current is not None and current[1] < end < current[1] + REMAP_TAIL_BYTES_MIN:
+        if current is not None and current[1] < end < current[1] + limits.remap_tail_bytes_min:
             return None
         return self.view(end)
 
@@ -168,7 +161,9 @@ class MappedLog:
         try:
             position = 0
             while position < size:
-                chunk = self.handle.pread(min(COPY_CHUNK_BYTES, size - position), position)
+                chunk = self.handle.pread(
+                    min(limits.shrink_copy_chunk_bytes, size - position), position
+                )
                 if not chunk:
                     raise OSError(errno.EIO, "the .log ended while copying its prefix", self._path)
                 replacement.pwrite(chunk, position)

@@ -36,7 +36,7 @@ from eoslog.log import recovery
 from eoslog.log.checkpoints import AbortedCounts
 from eoslog.log.config import LogConfig
 from eoslog.log.producer_state import ProducerStateManager, aborted_txn
-from eoslog.log.segment import JOIN_PARTS_BYTES_MAX, LogSegment
+from eoslog.log.segment import LogSegment
 from eoslog.log.segment_reads import LOG_SUFFIX
 from eoslog.log.sync import GroupSync
 from eoslog.log.timestamps import check_client_timestamps
@@ -53,9 +53,6 @@ if TYPE_CHECKING:
 ISOLATION_LEVELS: Final = ("read_committed", "read_uncommitted")
 _OFFSET = struct.Struct(">q")
 _EPOCH = struct.Struct(">i")
-# A segment removed by retention or truncation keeps its open file this long after leaving
-# the segment list, so reads that captured it just before finish on the right file.
-RETIRED_SEGMENT_GRACE_MS = 60_000
 
 
 class AppendInfo(NamedTuple):
@@ -490,7 +487,7 @@ class PartitionLog:
                 max_timestamp=None if append_time >= 0 else create_time_max,
             )
             return (batch,)
-        if view.nbytes <= JOIN_PARTS_BYTES_MAX:
+        if view.nbytes <= limits.join_parts_bytes_max:
             # A small batch is copied whole and written with one pwrite (LogSegment.append).
             batch = bytearray(view)
             _OFFSET.pack_into(batch, layout.BASE_OFFSET_OFFSET, base_offset)
@@ -742,7 +739,7 @@ class PartitionLog:
     def _close_retired(self, now: int) -> None:
         keep = []
         for segment, retired_at in self._retired:
-            if now - retired_at >= RETIRED_SEGMENT_GRACE_MS or self._closed:
+            if now - retired_at >= limits.retired_segment_grace_ms or self._closed:
                 segment.close_files()
             else:
                 keep.append((segment, retired_at))

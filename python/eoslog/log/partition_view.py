@@ -66,17 +66,6 @@ from eoslog.log.txn_index import (
 from eoslog.record import codec, layout
 from eoslog.record.columns import ColumnarRecords
 
-# Taking a view lists the directory, then opens the files. A segment vanishing between the two
-# other than at the start (where retention removes them) means the owner replaced files
-# (truncation): list again, at most this many times.
-OPEN_ATTEMPTS_MAX: Final = 20
-# A read returns whole batches from one pread of about this many bytes (or one batch, when a
-# batch is larger): large enough that the per-read Python work is small next to decoding,
-# small enough to keep a reader's memory flat.
-READ_CHUNK_BYTES: Final = 16 * 1024 * 1024
-# The tail is checked (CRCs included) from the last offset-index entry, normally a few KiB
-# from the end, in reads of this size.
-TAIL_CHUNK_BYTES: Final = 1024 * 1024
 # An offset past this leaves no log end offset an int64 can hold (Kafka's offsets are int64):
 # a batch claiming one is damage.
 _OFFSET_LIMIT: Final = (1 << 63) - 1
@@ -274,7 +263,9 @@ class PartitionView:
         first = max(bisect.bisect_right(self._bases, start) - 1, 0)
         for number in range(first, len(self._handles)):
             segment = self.segment(number)
-            rows = segment.scan_from(segment.scan_position(start), chunk_bytes=READ_CHUNK_BYTES)
+            rows = segment.scan_from(
+                segment.scan_position(start), chunk_bytes=limits.offline_read_chunk_bytes
+            )
             rows = rows[rows["base_offset"] >= start]
             controls = rows[(rows["attributes"] & layout.CONTROL_MASK) != 0]
             batches = {
@@ -412,7 +403,7 @@ class PartitionView:
     # --- reading ----------------------------------------------------------------------------
 
     def read_batches(
-        self, start: int, stop: int, chunk_bytes: int = READ_CHUNK_BYTES
+        self, start: int, stop: int, chunk_bytes: int = limits.offline_read_chunk_bytes
     ) -> Iterator[tuple[memoryview, int, SegmentFiles, int]]:
         """(bytes, first offset, segment, byte in its .log) of runs of whole batches holding
         the offsets [start, stop):
@@ -469,7 +460,7 @@ class PartitionView:
         *,
         include_headers: bool = False,
         verify_crc: bool = True,
-        chunk_bytes: int = READ_CHUNK_BYTES,
+        chunk_bytes: int = limits.offline_read_chunk_bytes,
         decompressed_bytes_max: int = limits.decompressed_batch_bytes_max,
     ) -> Iterator[ColumnarRecords]:
         """The records [start, stop) as columns, decoded in C with no Python object per
@@ -584,7 +575,7 @@ def _valid_prefix(
     next_offset = expected
     while position < segment.size:
         infos, stop, status, _ = segment.scan_chunk(
-            position, segment.size, TAIL_CHUNK_BYTES, verify_crc=True
+            position, segment.size, limits.tail_check_chunk_bytes, verify_crc=True
         )
         if len(infos) == 0:
             break
@@ -691,7 +682,7 @@ def _open_segments(fs: FileSystem, directory: str) -> list[tuple[int, FileHandle
     """(base offset, read-only handle) of each segment, oldest first. A segment that vanishes
     before it is opened is skipped when it is the oldest (retention); anywhere else the
     listing is taken again."""
-    for _ in range(OPEN_ATTEMPTS_MAX):
+    for _ in range(limits.view_open_attempts_max):
         # Only `<20 ASCII digits, within int64>.log` is a segment (segment_reads.
         # parse_file_name): `.log.deleted`, `.log.swap` and stray names are not.
         # A directory under a segment's name is a stray too (the owner ignores it).

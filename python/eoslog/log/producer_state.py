@@ -48,10 +48,6 @@ from eoslog.log.txn_index import AbortedTxn, BatchAt, TransactionIndex
 from eoslog.record import codec, control, layout
 
 _log = logging.getLogger(__name__)
-# Markers with no open transaction a replay keeps for matching (a transaction with no data in
-# a partition still gets its marker there, rarely): a bound on a replay's memory. A damaged
-# marker is matched within a transaction's span, so only the recent ones matter.
-ORPHAN_MARKERS_KEPT_MAX = 1024
 
 
 def marker_type(key: bytes | None) -> int:
@@ -209,8 +205,8 @@ class ProducerStateManager:
         self.expiration_ms = expiration_ms
         self.table = ProducerStateTable()
         # Markers the replays met for producers with no open transaction here (reported),
-        # the newest ORPHAN_MARKERS_KEPT_MAX.
-        self.orphan_markers: deque[OrphanMarker] = deque(maxlen=ORPHAN_MARKERS_KEPT_MAX)
+        # the newest limits.orphan_markers_kept_max.
+        self.orphan_markers: deque[OrphanMarker] = deque(maxlen=limits.orphan_markers_kept_max)
 
     # --- snapshot files --------------------------------------------------------------------
 

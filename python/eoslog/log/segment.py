@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
+from eoslog import limits
 from eoslog._ext import scan
 from eoslog.errors import CorruptRecordError, IndexOffsetOverflowError
 from eoslog.fs import FileHandle, FileSystem
@@ -44,13 +45,6 @@ from eoslog.record.status import TRUNCATED_BATCH
 if TYPE_CHECKING:
     # Only for annotations: typing_extensions is not a run-time dependency.
     from typing_extensions import Buffer
-
-# A batch given in parts up to this size is joined and written with one pwrite (measured: a
-# pwrite costs 1.5-13 us here, copying 16 KiB under 1 us).
-JOIN_PARTS_BYTES_MAX: Final = 16 * 1024
-# Recovery and index rebuilds read a segment in pieces of this size: large enough that a scan
-# runs at memory speed, small enough to keep memory flat for 1 GiB segments.
-RECOVERY_CHUNK_BYTES: Final = 8 * 1024 * 1024
 
 
 class _Unloaded:
@@ -181,7 +175,7 @@ class LogSegment(SegmentReads):
         log = self.log
         parts = data if isinstance(data, tuple) else (data,)
         size = sum(memoryview(part).nbytes for part in parts)
-        if len(parts) > 1 and size <= JOIN_PARTS_BYTES_MAX:
+        if len(parts) > 1 and size <= limits.join_parts_bytes_max:
             # One system call instead of one per part: for a small batch (a coordinator
             # record, a marker, a single record) the write costs more than the copy.
             log.pwrite(b"".join(parts), end)
@@ -430,7 +424,7 @@ class LogSegment(SegmentReads):
         a chunk, or exactly the next batch when it is larger than a chunk (no batch when its
         length claims more than limits.batch_bytes_max)."""
         infos, stop, status, _ = self.scan_chunk(
-            position, end, RECOVERY_CHUNK_BYTES, verify_crc=True
+            position, end, limits.recovery_chunk_bytes, verify_crc=True
         )
         return infos, stop, status
 

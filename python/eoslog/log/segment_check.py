@@ -27,7 +27,7 @@ import numpy as np
 from eoslog import limits
 from eoslog._ext import scan
 from eoslog.fs import FileHandle
-from eoslog.log.segment import RECOVERY_CHUNK_BYTES, first_offset_violation
+from eoslog.log.segment import first_offset_violation
 from eoslog.record import layout
 from eoslog.record.status import MESSAGES
 
@@ -36,7 +36,7 @@ from eoslog.record.status import MESSAGES
 SEGMENT_LOG_NAME: Final = re.compile(r"\d{20}\.log")
 # A walk reads the .log in pieces of this size (the size recovery reads in, for the same
 # reasons: scans run at memory speed, memory stays flat for 1 GiB segments).
-CHECK_CHUNK_BYTES: Final = RECOVERY_CHUNK_BYTES
+CHECK_CHUNK_BYTES: Final = limits.recovery_chunk_bytes
 
 
 def continuity_problem(expected_offset: int, base_offset: int) -> str | None:

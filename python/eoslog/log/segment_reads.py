@@ -40,14 +40,6 @@ TIME_INDEX_SUFFIX: Final = ".timeindex"
 TXN_INDEX_SUFFIX: Final = ".txnindex"
 SNAPSHOT_SUFFIX: Final = ".snapshot"
 DELETED_SUFFIX: Final = ".deleted"
-# How much of the .log a lookup reads at a time after the offset index narrowed the search:
-# index entries are every index.interval.bytes (4 KiB by default), so one read usually holds
-# the batch sought.
-SCAN_CHUNK_BYTES: Final = 64 * 1024
-# A lookup's first read: the offset index points within about index.interval.bytes (4 KiB)
-# of the batch sought, so 8 KiB usually holds it or at least its header; a larger batch is
-# then read exactly, instead of after a wasted full chunk.
-LOOKUP_CHUNK_BYTES: Final = 8 * 1024
 
 # A batch header's base offset (int64, first) and last offset delta (int32), read in one call
 # at layout's offsets: a read's hot path reads them, and int.from_bytes costs several times more.
@@ -248,7 +240,10 @@ class SegmentReads:
         return infos, stop, status, chunk
 
     def scan_from(
-        self, position: int, end: int | None = None, chunk_bytes: int = SCAN_CHUNK_BYTES
+        self,
+        position: int,
+        end: int | None = None,
+        chunk_bytes: int = limits.lookup_scan_chunk_bytes,
     ) -> np.ndarray:
         """The batches (scan.BATCH_INFO rows, positions relative to this segment) whole in
         [position, end) of the .log, read chunk_bytes at a time (a walk over a whole segment
@@ -274,7 +269,9 @@ class SegmentReads:
         entry_offset, position = self.offset_index.lookup(offset)
         if position == 0:
             return 0, None
-        chunk = self.log.pread(min(LOOKUP_CHUNK_BYTES, max(end - position, 0)), position)
+        chunk = self.log.pread(
+            min(limits.lookup_first_read_bytes, max(end - position, 0)), position
+        )
         if len(chunk) >= layout.HEADER_SIZE and _last_offset(chunk, 0) == entry_offset:
             return position, chunk
         self.index_suspect = True
@@ -307,7 +304,9 @@ class SegmentReads:
         position, chunk = self._indexed_position(offset, end)
         while position < end:
             if chunk is None or position + len(chunk) > end:
-                chunk = self.log.pread(min(LOOKUP_CHUNK_BYTES, end - position), position)
+                chunk = self.log.pread(
+                    min(limits.lookup_first_read_bytes, end - position), position
+                )
             status, at, size = scan.find_batch(chunk, offset)
             if status == TRUNCATED_BATCH and at > 0:
                 position += at  # the headers in this read were all below the target

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
+from eoslog import limits
 from eoslog.errors import InvalidTimestampError
 from eoslog.log.config import LogConfig
 from eoslog.record import codec
@@ -25,8 +26,6 @@ if TYPE_CHECKING:
 
 NO_TIMESTAMP: Final = -1
 TIMESTAMP_LIMIT_OFF_MS: Final = (1 << 63) - 1
-# Kafka's RecordValidationException message lists the first few record errors.
-REPORTED_RECORD_ERRORS_MAX: Final = 3
 
 
 def check_client_timestamps(
@@ -58,7 +57,7 @@ def check_client_timestamps(
             "type to LogAppendTime"
         )
     if errors:
-        shown = "; ".join(message for _, message in errors[:REPORTED_RECORD_ERRORS_MAX])
+        shown = "; ".join(message for _, message in errors[: limits.reported_record_errors_max])
         raise InvalidTimestampError(
             f"{len(errors)} record(s) with an invalid timestamp: {shown}", record_errors=errors
         )
