@@ -13,6 +13,8 @@ import eoslog
 import logtools
 from conftest import OpenBroker
 from eoslog import ConsumerGroupMetadata, TopicPartition
+from eoslog.client.consumer_config import ConsumerConfig
+from eoslog.client.group_member import NO_CHANGE, GroupMember
 from eoslog.coordinator.assignors import range_assign, round_robin_assign
 from eoslog.coordinator.group_coordinator import OffsetToCommit
 from eoslog.coordinator.group_membership import ALLOWED_FROM, Group, GroupState
@@ -365,3 +367,42 @@ def test_auto_commit_commits_the_positions_every_interval_and_at_close(
     consumer.close()
     reader = _consumer(broker)
     assert reader.committed([TopicPartition("t", 0)])[0].offset == 5
+
+
+# --- the member alone: it decides, the consumer applies (issue 13's Rebalance) -----------------
+
+
+def test_a_group_member_alone_returns_each_rebalance_as_a_value_to_apply(
+    open_broker: OpenBroker,
+) -> None:
+    # The member knows nothing of a Consumer: each step returns a Rebalance naming what to
+    # give up and take, with the callbacks; the caller applies it and reports revoked().
+    broker = open_broker()
+    broker.create_topic("t", 2)
+
+    def on_assign(consumer: object, partitions: list[TopicPartition]) -> None: ...
+
+    def on_revoke(consumer: object, partitions: list[TopicPartition]) -> None: ...
+
+    member = GroupMember(
+        ConsumerConfig({"group.id": "alone"}),
+        broker.groups,
+        lambda: list(broker.partition_counts()),
+        broker.clock_ms,
+    )
+    assert not member.subscribed and member.leaving() is None  # nothing to give up yet
+    member.subscribe(["t"], on_assign, on_revoke, None)
+    assert member.heartbeat() == NO_CHANGE  # a new subscription: join before anything else
+    joined = member.join()
+    assert joined.on_assign is on_assign and joined.revoked == ()
+    assert sorted(joined.assigned or ()) == [TopicPartition("t", 0), TopicPartition("t", 1)]
+    assert member.metadata() == ConsumerGroupMetadata(
+        "alone", member.generation_id, member.member_id
+    )
+    assert member.heartbeat() is None  # a settled member keeps its partitions
+    leaving = member.leaving()
+    assert leaving is not None and leaving.on_revoke is on_revoke
+    assert sorted(leaving.revoked) == sorted(joined.assigned or ())
+    member.revoked()
+    member.leave()
+    assert not member.subscribed and member.metadata().member_id == ""
