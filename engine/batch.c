@@ -363,6 +363,7 @@ static void walk_start(walk_state *w, const uint8_t *records, size_t len, int32_
     w->flags = flags;
     w->out = out;
     out->max_timestamp = -1;
+    out->min_timestamp = -1;
     out->offset_delta_of_max_timestamp = 0;
     out->first_key_length = -1;
 }
@@ -389,6 +390,8 @@ static int walk_before(walk_state *w, const uint8_t *limit) {
             out->max_timestamp = timestamp;
             out->offset_delta_of_max_timestamp = offset_delta;
         }
+        if (timestamp != -1 && (out->min_timestamp == -1 || timestamp < out->min_timestamp))
+            out->min_timestamp = timestamp;
     }
     EOS_VERIFY(cursor <= end);
     w->cursor = cursor;

@@ -430,6 +430,8 @@ def _planned(result: FetchResult, offset: int, records_wanted: int | None = None
     offset order: the position would move backwards or loop) name the segment file and the
     byte of it (FetchResult.in_file)."""
     try:
-        return plan_fetch(result.records, offset, result.aborted_transactions, records_wanted)
+        return plan_fetch(
+            result.records, offset, result.aborted_transactions, records_wanted, result.batches
+        )
     except KafkaException as error:
         raise result.in_file(error) from error

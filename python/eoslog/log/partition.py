@@ -44,6 +44,7 @@ from eoslog.record import codec, layout
 
 if TYPE_CHECKING:
     # Only for annotations: typing_extensions is not a run-time dependency.
+    import numpy as np
     from typing_extensions import Buffer
 
     from eoslog.record.types import BatchHeader
@@ -79,6 +80,9 @@ class FetchResult(NamedTuple):
     # an error found decoding them can name the file and byte (in_file). "" for no records.
     file: str = ""
     position: int = 0
+    # The scan.BATCH_INFO rows of `records` when the read scanned their headers (a read of
+    # more than one batch), handed to plan_fetch so that a fetch scans them once; else None.
+    batches: np.ndarray | None = None
 
     def in_file(self, error: KafkaException, offset_in_records: int = 0) -> KafkaException:
         """`error`, raised decoding these records, as the same class naming the .log and the
@@ -299,7 +303,7 @@ class PartitionLog:
                     f"{self.config.segment_bytes}"
                 )
             header = validated.header
-            check_client_timestamps(raw, header, self.config, self._clock_ms())
+            check_client_timestamps(raw, validated, self.config, self._clock_ms())
             view = memoryview(raw).cast("B")
             with self._lock:
                 self._check_writable()
@@ -661,11 +665,18 @@ class PartitionLog:
                     offset, max_bytes, segment.size, contiguous=True, offset_end=bound
                 )
                 if found is not None:
-                    records = found[0]
+                    records, position, batches = found
                     if aborted is not None:
-                        aborted = _aborted_in(segments, number, offset, found[1], len(records), end)
+                        aborted = _aborted_in(segments, number, offset, position, len(records), end)
                     return FetchResult(
-                        records, aborted, end, stable, start, segment.path(LOG_SUFFIX), found[1]
+                        records,
+                        aborted,
+                        end,
+                        stable,
+                        start,
+                        segment.path(LOG_SUFFIX),
+                        position,
+                        batches,
                     )
                 if segment.size > 0:
                     # The log is contiguous: the segment whose range holds `offset` must hold

@@ -404,9 +404,9 @@ class PartitionView:
 
     def read_batches(
         self, start: int, stop: int, chunk_bytes: int = limits.offline_read_chunk_bytes
-    ) -> Iterator[tuple[memoryview, int, SegmentFiles, int]]:
-        """(bytes, first offset, segment, byte in its .log) of runs of whole batches holding
-        the offsets [start, stop):
+    ) -> Iterator[tuple[memoryview, int, SegmentFiles, int, np.ndarray]]:
+        """(bytes, first offset, segment, byte in its .log, the bytes' scan.BATCH_INFO rows) of
+        runs of whole batches holding the offsets [start, stop):
         the first run begins with the batch holding `start`; batches beginning at or past
         `stop` are left out. CorruptRecordError where the bytes below a segment's captured
         size are not whole batches, or where their offsets do not follow each other
@@ -446,7 +446,7 @@ class PartitionView:
             keep = int(np.count_nonzero(below))
             if keep:
                 end = int(infos["position"][keep - 1]) + int(infos["size"][keep - 1])
-                yield data[:end], offset, segment, position
+                yield data[:end], offset, segment, position, infos[:keep]
                 offset = int(infos["last_offset"][keep - 1]) + 1
                 position += end
             if keep < len(infos):
@@ -469,7 +469,9 @@ class PartitionView:
         appear; aborted transactional batches are dropped whole (docs/format.md §6.4). A batch
         decompressing past decompressed_bytes_max raises CorruptRecordError (decode_columns)."""
         returned = start - 1  # the last offset yielded
-        for data, offset, segment, file_position in self.read_batches(start, stop, chunk_bytes):
+        for data, offset, segment, file_position, batches in self.read_batches(
+            start, stop, chunk_bytes
+        ):
             skips = None
             if aborted is not None:
                 # Kafka's rule for the aborted transactions a fetch from `offset` is told
@@ -480,7 +482,7 @@ class PartitionView:
                     if txn.last_offset >= offset and txn.first_offset < stop
                 ]
                 with _naming_the_file(segment, file_position):
-                    runs = readcommitted.plan_fetch(data, offset, pending)[0]
+                    runs = readcommitted.plan_fetch(data, offset, pending, None, batches)[0]
                 skips = _gaps(runs, len(data))
             # One call decodes the whole read around the dropped batches, so a read yields
             # one batch of columns, not one per run between aborted batches.
