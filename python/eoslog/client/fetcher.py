@@ -49,7 +49,8 @@ from eoslog.record import codec
 if TYPE_CHECKING:
     from eoslog.client.consumer_config import ConsumerConfig
     from eoslog.coordinator.group_coordinator import GroupCoordinator
-    from eoslog.log.partition import FetchResult, PartitionLog
+    from eoslog.log.partition import PartitionLog
+    from eoslog.log.partition_reads import FetchResult
 
 # What a partition's buffered records are held as: MessageBatch for consume() and poll(),
 # FetchedRecords (Arrow-layout columns) for consume_arrow(), with or without headers. A
