@@ -65,21 +65,33 @@ def check_skipped(records, Py_ssize_t position, Py_ssize_t end):
         raise CorruptRecordError(f"the batch at byte {position} of a fetch cannot be read whole")
 
 
+def _rows_end_at(infos, Py_ssize_t size):
+    """Whether BATCH_INFO rows end exactly at byte `size` (none: at 0)."""
+    if infos.dtype != scan.BATCH_INFO:
+        raise TypeError("expected an array of scan.BATCH_INFO rows")
+    if len(infos) == 0:
+        return size == 0
+    last = infos[len(infos) - 1]
+    return int(last["position"]) + int(last["size"]) == size
+
+
 def plan_fetch(records, int64_t fetch_offset, aborted_transactions, records_max=None,
                batches=None):
     """See eoslog.client.fetch.plan_fetch: the same plan as a tuple (runs, next_offset,
     records, planned_bytes), with the same errors. `batches`: the scan.BATCH_INFO rows of
     `records` when the read already scanned them (FetchResult.batches), so the headers are
-    not scanned again; they must tile the records from byte 0 (ValueError otherwise)."""
-    if batches is None:
+    not scanned again. Rows that do not end where the records end are ignored (the records
+    are scanned); rows that end there must tile them from byte 0 (ValueError otherwise)."""
+    cdef Py_ssize_t records_size = len(memoryview(records).cast("B"))
+    infos = None if batches is None else np.ascontiguousarray(batches)
+    if infos is not None and not _rows_end_at(infos, records_size):
+        infos = None  # rows of other bytes (records replaced since the read): scan these
+    if infos is None:
         infos, stop, status = scan.scan_batches(records, verify_crc=False)
         if status != 0:
             raise_for_status(status, stop)
-    else:
-        infos = np.ascontiguousarray(batches)
     cdef const eos_batch_info *rows = batch_info_rows(infos, scan.BATCH_INFO)
     cdef Py_ssize_t count = len(infos)
-    cdef Py_ssize_t records_size = len(memoryview(records).cast("B"))
     cdef bint read_committed = aborted_transactions is not None
     pending = sorted(aborted_transactions or (), key=lambda entry: entry[1])
     cdef Py_ssize_t pending_index = 0, pending_count = len(pending)
