@@ -333,13 +333,17 @@ def test_offline_scan_fuzz_finding_replays_to_a_typed_outcome(finding: str) -> N
 # --- the transaction index ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("damage", ["emptied", "odd-length", "directory", "last-offset-past-end"])
+@pytest.mark.parametrize(
+    "damage", ["emptied", "odd-length", "directory", "last-offset-past-end", "unknown-version"]
+)
 def test_an_unreadable_txnindex_makes_the_view_derive_aborts_from_the_log(
     tmp_path, damage: str
 ) -> None:  # type: ignore[no-untyped-def]
     """A .txnindex that does not read whole (emptied, cut inside an entry, a directory in its
-    place) or whose entry the log contradicts is not believed: read_committed still hides
-    every aborted record."""
+    place), whose entry the log contradicts, or whose entry has a version no reader knows is
+    not believed: read_committed still hides every aborted record. Regression (hostile-files
+    seed 357257324): a version byte of 32 raised CorruptIndexError out of scan, naming no
+    file."""
     path = str(tmp_path)
     broker = eoslog.open(path, durability="none")
     try:
@@ -374,6 +378,9 @@ def test_an_unreadable_txnindex_makes_the_view_derive_aborts_from_the_log(
             with open(index, "r+b") as file:
                 file.seek(os.path.getsize(index) - 34 + 18)
                 file.write((1 << 40).to_bytes(8, "big"))
+        elif damage == "unknown-version":
+            with open(index, "r+b") as file:
+                file.write(bytes([32]))  # the first entry's version (int16, first byte read)
         else:
             os.truncate(index, 0 if damage == "emptied" else 20)
         damaged += 1

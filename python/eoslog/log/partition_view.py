@@ -36,6 +36,7 @@ from eoslog import limits
 from eoslog._ext import index as _index
 from eoslog._ext import readcommitted
 from eoslog.errors import (
+    CorruptIndexError,
     CorruptRecordError,
     CorruptSnapshotError,
     KafkaException,
@@ -99,11 +100,11 @@ class SegmentFiles(SegmentReads):
 
     def aborted_transactions(self) -> list[AbortedTxn] | None:
         """The entries of this segment's .txnindex, read in bounded chunks (txn_index.
-        read_entries), or None when they cannot be believed: a malformed entry, a partial one
-        at the end or an empty file (the owner writes a segment's entries before a snapshot
-        past it, and creates the file with its first entry), or a directory in its place.
-        The caller then derives the aborted transactions from the batch headers; trusting
-        what precedes the damage could show aborted records."""
+        read_entries), or None when they cannot be believed: a malformed entry (an unknown
+        version too), a partial one at the end or an empty file (the owner writes a segment's
+        entries before a snapshot past it, and creates the file with its first entry), or a
+        directory in its place. The caller then derives the aborted transactions from the
+        batch headers; trusting what precedes the damage could show aborted records."""
         path = self.path(TXN_INDEX_SUFFIX)
         try:
             handle = self.fs.open(path, read_only=True)
@@ -118,7 +119,10 @@ class SegmentFiles(SegmentReads):
             handle.close()
         if damaged_at is not None or size == 0 or len(image) != size:
             return None
-        return _index.decode_aborted_txns(image, AbortedTxn)
+        try:
+            return _index.decode_aborted_txns(image, AbortedTxn)
+        except CorruptIndexError:
+            return None  # an entry of a version no reader knows (docs/format.md §6.1)
 
 
 class PartitionView:
