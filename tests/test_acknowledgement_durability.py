@@ -20,7 +20,7 @@ import pytest
 import eoslog
 from eoslog.errors import KafkaError, KafkaStorageError
 from eoslog.fs_twin import RecordingFileSystem
-from invariants import copy_twin
+from tests.support.invariants import copy_twin
 
 ROOT = "/data"
 LOG_DIR = "/data/log"

@@ -17,7 +17,7 @@ import textwrap
 import pytest
 
 import eoslog
-from killharness import run_child
+from tests.support.killharness import run_child
 
 TS = 1_700_000_000_000
 TXN = "bank-3"

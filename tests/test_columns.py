@@ -14,10 +14,17 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from batches import SAMPLE_RECORDS, TS, RecordSpec, build, compressible, expected_records
 from eoslog.record import layout
 from eoslog.record.columns import SPARK_SCHEMA, SPARK_SCHEMA_WITH_HEADERS, ColumnarRecords
 from eoslog.record.types import Record
+from tests.support.batches import (
+    SAMPLE_RECORDS,
+    TS,
+    RecordSpec,
+    build,
+    compressible,
+    expected_records,
+)
 
 # The Spark Kafka source's columns, written out here rather than imported, so that a change to
 # columns.py cannot silently change the schema users get.

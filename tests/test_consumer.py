@@ -21,7 +21,6 @@ import pyarrow as pa
 import pytest
 
 import eoslog
-from batches import assemble, forge, raw_record
 from eoslog import (
     OFFSET_BEGINNING,
     OFFSET_END,
@@ -37,6 +36,7 @@ from eoslog.errors import InvalidConfigError, KafkaException, OffsetOutOfRangeEr
 from eoslog.log.partition import FetchResult, PartitionLog
 from eoslog.record import codec, layout
 from eoslog.record.columns import SPARK_SCHEMA, SPARK_SCHEMA_WITH_HEADERS
+from tests.support.batches import assemble, forge, raw_record
 
 TS = 1_700_000_000_000
 TOPIC = "orders"

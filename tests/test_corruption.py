@@ -11,7 +11,9 @@ from types import ModuleType
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from batches import (
+from eoslog.errors import CorruptRecordError, InvalidRecordError
+from eoslog.record import layout, status
+from tests.support.batches import (
     INT32_MAX,
     SAMPLE_RECORDS,
     TS,
@@ -27,8 +29,6 @@ from batches import (
     kafka_lz4_frame,
     raw_record,
 )
-from eoslog.errors import CorruptRecordError, InvalidRecordError
-from eoslog.record import layout, status
 
 COMPRESSIONS = pytest.mark.parametrize(
     "compression", [layout.COMPRESSION_NONE, layout.COMPRESSION_LZ4], ids=["none", "lz4"]

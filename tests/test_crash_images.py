@@ -31,7 +31,7 @@ import pytest
 import eoslog
 from eoslog.fs_twin import RecordingFileSystem
 from eoslog.record import codec
-from invariants import Ledger, Report, check_log, copy_twin
+from tests.support.invariants import Ledger, Report, check_log, copy_twin
 
 TOPIC = "t"
 PARTITIONS = 2

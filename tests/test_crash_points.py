@@ -17,7 +17,7 @@ import pytest
 
 import eoslog
 from eoslog.crashpoints import ENV, POINTS
-from killharness import run_child
+from tests.support.killharness import run_child
 
 TS = 1_700_000_000_000
 TXN = "bank"

@@ -27,7 +27,8 @@ import time
 
 import pytest
 
-TESTS = os.path.dirname(os.path.abspath(__file__))
+from tests.support import REPO_ROOT
+
 CI_ITERATIONS = 2_000
 SOAK_ITERATIONS = 10_000
 PROCESS_TIMEOUT_S = 120
@@ -39,7 +40,7 @@ OWNER = textwrap.dedent(
     import eoslog
     from eoslog.errors import KafkaException
     from eoslog.record import codec
-    from invariants import Ledger, check_log
+    from tests.support.invariants import Ledger, check_log
 
     path, seed = sys.argv[1], int(sys.argv[2])
     readers = int(sys.argv[4])
@@ -187,7 +188,7 @@ def run_family(tmp_path: os.PathLike[str], readers: int, iterations: int, seed: 
     partition_dir = os.path.join(path, "t-0")
     print(f"\nseed={seed} readers={readers} iterations>={iterations}")
     owner = subprocess.Popen(
-        [sys.executable, "-c", OWNER, path, str(seed), TESTS, str(readers)],
+        [sys.executable, "-c", OWNER, path, str(seed), REPO_ROOT, str(readers)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -16,7 +16,6 @@ import pytest
 from kafka.record.util import calc_crc32c
 
 import eoslog
-import logtools
 from eoslog.client.fetch import plan_fetch
 from eoslog.errors import CorruptRecordError, KafkaException, OutOfOrderSequenceError
 from eoslog.fs import PosixFileSystem
@@ -24,7 +23,8 @@ from eoslog.log import checkpoints
 from eoslog.log.partition_view import PartitionView
 from eoslog.log.txn_index import ENTRY_BYTES, AbortedTxn, entry_disagreement
 from eoslog.record import codec
-from fetch_reference import plan_fetch_reference
+from tests.support import logtools
+from tests.support.fetch_reference import plan_fetch_reference
 
 TOPIC = "t"
 # Three transactions of four records each: committed, aborted, committed (offsets 0-3 and

@@ -21,7 +21,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from batches import (
+from eoslog.errors import InvalidRecordError
+from eoslog.record import layout
+from eoslog.record.columns import ColumnarRecords, RecordHeaders
+from tests.support.batches import (
     INT32_MAX,
     SEED_BATCHES,
     TS,
@@ -32,9 +35,6 @@ from batches import (
     raw_record,
     with_fixed_crc,
 )
-from eoslog.errors import InvalidRecordError
-from eoslog.record import layout
-from eoslog.record.columns import ColumnarRecords, RecordHeaders
 
 FAST = settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]

@@ -31,7 +31,7 @@ import pytest
 import eoslog
 from eoslog import demo_pipeline
 from eoslog.demo_pipeline import GROUP, INPUT, OUTPUT, PARTITIONS, read_partition, transform
-from killharness import run_child
+from tests.support.killharness import run_child
 
 CI_MESSAGES = 10_000
 SOAK_MESSAGES = 100_000

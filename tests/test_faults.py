@@ -38,7 +38,7 @@ from eoslog.errors import KafkaException, KafkaStorageError
 from eoslog.fs_twin import RecordingFileSystem
 from eoslog.log import checkpoints
 from eoslog.record import codec
-from invariants import Ledger, check_log, copy_twin
+from tests.support.invariants import Ledger, check_log, copy_twin
 
 ROOT = "/data"
 LOG_DIR = "/data/log"

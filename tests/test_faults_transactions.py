@@ -39,7 +39,7 @@ import pytest
 import eoslog
 from eoslog.errors import KafkaException, OperationTimedOutError
 from eoslog.fs_twin import RecordingFileSystem
-from invariants import check_broker, copy_twin
+from tests.support.invariants import check_broker, copy_twin
 
 ROOT = "/data"
 LOG_DIR = "/data/log"

@@ -12,7 +12,7 @@ import pytest
 from eoslog.client.fetch import FetchPlan, plan_fetch
 from eoslog.errors import CorruptRecordError
 from eoslog.record import codec, layout
-from fetch_reference import plan_fetch_reference
+from tests.support.fetch_reference import plan_fetch_reference
 
 TS = 1_700_000_000_000
 

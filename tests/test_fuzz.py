@@ -29,9 +29,9 @@ from types import FrameType
 import pytest
 
 from eoslog.errors import CorruptRecordError
-from fuzz import launch, seeds
-from fuzz.inputs import ALLOCATION_BOUND_BYTES, INPUT_TIMEOUT_S, Target, run_checked
-from fuzz.targets import TARGETS
+from tests.fuzz import launch, seeds
+from tests.fuzz.inputs import ALLOCATION_BOUND_BYTES, INPUT_TIMEOUT_S, Target, run_checked
+from tests.fuzz.targets import TARGETS
 
 FUZZ_SECONDS = int(os.environ.get("EOSLOG_FUZZ_SECONDS", "15"))
 # Every target needs seeds that reach past its first checks; a handful is the least any has.

@@ -15,13 +15,13 @@ import time
 import pytest
 
 import eoslog
-import logtools
-from conftest import OpenBroker
 from eoslog import ConsumerGroupMetadata, TopicPartition
 from eoslog.coordinator.offset_store import OffsetStore
 from eoslog.coordinator.offsets_log import OffsetCommitKey, OffsetCommitValue
 from eoslog.errors import CorruptOffsetsLogError
 from eoslog.record import codec
+from tests.support import logtools
+from tests.support.logtools import OpenBroker
 
 GROUP = "g1"
 TP0 = TopicPartition("in", 0)

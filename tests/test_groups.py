@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 
 import eoslog
-import logtools
-from conftest import OpenBroker
 from eoslog import ConsumerGroupMetadata, TopicPartition
 from eoslog.client.consumer_config import ConsumerConfig
 from eoslog.client.group_member import NO_CHANGE, GroupMember
 from eoslog.coordinator.assignors import range_assign, round_robin_assign
 from eoslog.coordinator.group_coordinator import OffsetToCommit
 from eoslog.coordinator.group_membership import ALLOWED_FROM, Group, GroupState
+from tests.support import logtools
+from tests.support.logtools import OpenBroker
 
 GROUP = "g1"
 

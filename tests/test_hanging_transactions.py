@@ -15,7 +15,7 @@ import time
 import pytest
 
 import eoslog
-from killharness import run_child
+from tests.support.killharness import run_child
 
 TXN_TIMEOUT_MS = 600
 CHECK_INTERVAL_MS = 100

@@ -41,10 +41,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from hostile_damage import CUT, OK_TYPED, REFUSE, Case
-from hostile_runner import ACCEPTED, CLASSES, FAILURES, Expected, classify
+from tests.support import REPO_ROOT
+from tests.support.hostile_damage import CUT, OK_TYPED, REFUSE, Case
+from tests.support.hostile_runner import ACCEPTED, CLASSES, FAILURES, Expected, classify
 
-TESTS = os.path.dirname(os.path.abspath(__file__))
 CI_RANDOM_FLIPS = 12  # per variant, on top of the named cases
 SOAK_RANDOM_FLIPS = 2000
 CASE_TIMEOUT_S = 20
@@ -69,7 +69,7 @@ def _python(code: str, *args: str, timeout: float) -> str:
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, "PYTHONPATH": TESTS},
+        env={**os.environ, "PYTHONPATH": REPO_ROOT},
         check=False,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
@@ -82,7 +82,12 @@ def pristine(scratch: str) -> dict[str, dict[str, object]]:
     variants = {}
     for mode in ("clean", "unclean"):
         root = os.path.join(scratch, f"pristine-{mode}")
-        out = _python("import hostile_dir; hostile_dir.writer_main()", root, mode, timeout=120)
+        out = _python(
+            "from tests.support import hostile_dir; hostile_dir.writer_main()",
+            root,
+            mode,
+            timeout=120,
+        )
         variants[mode] = {"root": root, "ledger": json.loads(out.splitlines()[-1])}
     return variants
 
@@ -105,7 +110,11 @@ def run_corpus(
     spec_path = os.path.join(scratch, "spec.json")
     with open(spec_path, "w") as file:
         json.dump(spec, file)
-    out = _python("import hostile_runner; hostile_runner.main()", spec_path, timeout=RUN_TIMEOUT_S)
+    out = _python(
+        "from tests.support import hostile_runner; hostile_runner.main()",
+        spec_path,
+        timeout=RUN_TIMEOUT_S,
+    )
     lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     header, outcomes = lines[0], lines[1:]
     assert len(outcomes) == header["cases"], "the runner finished every case"

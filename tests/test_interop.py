@@ -24,7 +24,9 @@ from kafka.record.default_records import DefaultRecordBatch as KafkaPythonBatch
 from kafka.record.default_records import DefaultRecordBatchBuilder as KafkaPythonBuilder
 from kafka.record.memory_records import MemoryRecords as KafkaPythonMemoryRecords
 
-from batches import (
+from eoslog.record import layout
+from eoslog.record.types import Record
+from tests.support.batches import (
     SAMPLE_RECORDS,
     TS,
     RecordSpec,
@@ -35,8 +37,6 @@ from batches import (
     forge,
     unpack_header,
 )
-from eoslog.record import layout
-from eoslog.record.types import Record
 
 
 def _noise(size: int, seed: int) -> bytes:

@@ -19,8 +19,8 @@ import textwrap
 import pytest
 
 import eoslog
-from invariants import check_log
-from killharness import run_child
+from tests.support.invariants import check_log
+from tests.support.killharness import run_child
 
 CI_TRIALS = 100
 SOAK_TRIALS = 2_000

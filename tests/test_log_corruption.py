@@ -40,7 +40,7 @@ from eoslog.errors import CorruptRecordError, KafkaException
 from eoslog.fs import PosixFileSystem
 from eoslog.log import checkpoints
 from eoslog.record import codec
-from invariants import check_log
+from tests.support.invariants import check_log
 
 TOPIC = "t"
 TS = 1_700_000_000_000

@@ -11,11 +11,11 @@ import pytest
 from kafka.record.util import calc_crc32c
 
 import eoslog
-import logtools
-from conftest import OpenBroker
 from eoslog.errors import InvalidRecordError, InvalidTimestampError
 from eoslog.log.partition import PartitionLog
 from eoslog.record import codec, layout
+from tests.support import logtools
+from tests.support.logtools import OpenBroker
 
 TS = logtools.TS
 HOUR_MS = 3_600_000

@@ -23,10 +23,10 @@ import lz4.frame
 import pytest
 
 import eoslog
-from batches import assemble, raw_record
 from eoslog import limits
 from eoslog.errors import CorruptRecordError
 from eoslog.record import layout, lz4frame, status
+from tests.support.batches import assemble, raw_record
 
 TOPIC = "t"
 SEGMENT = "00000000000000000000"

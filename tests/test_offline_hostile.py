@@ -15,9 +15,9 @@ from eoslog._ext import scan as native_scan
 from eoslog.errors import CorruptCheckpointError, CorruptRecordError
 from eoslog.log import checkpoints
 from eoslog.log.segment_reads import LOG_SUFFIX, file_name
-from fuzz import seeds
-from fuzz.inputs import run_checked
-from fuzz.targets import TARGETS
+from tests.fuzz import seeds
+from tests.fuzz.inputs import run_checked
+from tests.fuzz.targets import TARGETS
 
 TOPIC = "t"
 RECORDS = 30  # one batch each

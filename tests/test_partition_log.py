@@ -17,7 +17,6 @@ from collections.abc import Callable, Mapping
 import pytest
 
 import eoslog
-import logtools
 from eoslog.errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -27,6 +26,7 @@ from eoslog.errors import (
 )
 from eoslog.log.partition import AppendInfo, PartitionLog
 from eoslog.record import codec
+from tests.support import logtools
 
 TS = logtools.TS
 HOUR_MS = 3_600_000

@@ -13,7 +13,6 @@ from collections.abc import Callable
 import pytest
 
 import eoslog
-import logtools
 from eoslog import limits
 from eoslog._ext.producer_state import (
     APPEND_DUPLICATE,
@@ -35,6 +34,7 @@ from eoslog.errors import (
 from eoslog.log.partition import AppendInfo, PartitionLog
 from eoslog.log.producer_state import ProducerStateManager, marker_type
 from eoslog.record import codec
+from tests.support import logtools
 
 TS = logtools.TS
 INT32_MAX = (1 << 31) - 1

@@ -26,15 +26,14 @@ from collections.abc import Iterator
 import pytest
 
 import eoslog
-import logtools
 from eoslog import limits
 from eoslog.errors import KafkaStorageError
 from eoslog.fs_twin import RecordingFileSystem
 from eoslog.log.mapped_log import TEMP_SUFFIX
 from eoslog.log.partition import PartitionLog
-from invariants import check_log
+from tests.support import REPO_ROOT, logtools
+from tests.support.invariants import check_log
 
-TESTS = os.path.dirname(os.path.abspath(__file__))
 TS = logtools.TS
 # Each test batch is about 10 KiB (40 values of 256 bytes): several pages, so a cut between
 # two batches leaves the later one's pages wholly past the end of the file.
@@ -264,7 +263,7 @@ STRESS = textwrap.dedent(
     import collections, json, os, random, sys, threading
     sys.path.insert(0, sys.argv[4])
     import eoslog
-    import logtools
+    from tests.support import logtools
     from eoslog.errors import KafkaException
 
     path, seed, iterations = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -344,7 +343,7 @@ STRESS = textwrap.dedent(
 def run_stress(tmp_path: os.PathLike[str], seed: int, iterations: int) -> dict[str, object]:
     log_dir = os.path.join(tmp_path, "log")
     result = subprocess.run(
-        [sys.executable, "-c", STRESS, log_dir, str(seed), str(iterations), TESTS],
+        [sys.executable, "-c", STRESS, log_dir, str(seed), str(iterations), REPO_ROOT],
         capture_output=True,
         text=True,
         timeout=PROCESS_TIMEOUT_S,
@@ -380,7 +379,7 @@ CONTROL = textwrap.dedent(
     import sys
     sys.path.insert(0, sys.argv[3])
     import eoslog
-    import logtools
+    from tests.support import logtools
     from eoslog.log import mapped_log
 
     path, mode = sys.argv[1], sys.argv[2]
@@ -406,7 +405,7 @@ def test_the_harness_sees_a_sigbus_when_a_file_is_cut_under_a_view(
     """The control for the stress test: with the safety removed, touching a view after its
     file was cut kills the subprocess with SIGBUS, which the harness reports."""
     result = subprocess.run(
-        [sys.executable, "-c", CONTROL, os.path.join(tmp_path, "log"), mode, TESTS],
+        [sys.executable, "-c", CONTROL, os.path.join(tmp_path, "log"), mode, REPO_ROOT],
         capture_output=True,
         text=True,
         timeout=PROCESS_TIMEOUT_S,

@@ -27,16 +27,15 @@ from collections.abc import Callable, Iterator, Mapping
 import pytest
 
 import eoslog
-import logtools
 from eoslog import limits
 from eoslog.errors import CorruptCheckpointError
 from eoslog.fs import PosixFileSystem
 from eoslog.log import checkpoints
 from eoslog.log.partition import PartitionLog
 from eoslog.record import codec
+from tests.support import REPO_ROOT, logtools
 
 TS = logtools.TS
-TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 MARKER = ".kafka_cleanshutdown"
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_FILE = "log-start-offset-checkpoint"
@@ -94,12 +93,13 @@ def crash_after(data_dir: str, body: str) -> None:
         """
         import os, sys
         sys.path.insert(0, {tests!r})
-        import eoslog, logtools
+        import eoslog
+        from tests.support import logtools
         def single(i, timestamp=logtools.TS):
             return logtools.batch(logtools.values(i, 1), timestamps=timestamp)
         broker = eoslog.open({path!r}, clock_ms=lambda: logtools.TS, background=False)
         """
-    ).format(tests=TESTS_DIR, path=data_dir)
+    ).format(tests=REPO_ROOT, path=data_dir)
     script += textwrap.dedent(body) + "\nos._exit(0)\n"
     subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
 

@@ -21,13 +21,13 @@ from collections.abc import Callable, Iterator
 import pytest
 
 import eoslog
-import logtools
 from eoslog import cli
 from eoslog.errors import LogDirLockedError, NotASegmentFileError, RepairRefusedError
 from eoslog.fs import PosixFileSystem
 from eoslog.fs_twin import RecordingFileSystem
 from eoslog.log import checkpoints
 from eoslog.log.recovery import repair_truncate as repair_truncate_from_recovery
+from tests.support import logtools
 
 TS = logtools.TS
 MARKER = ".kafka_cleanshutdown"

@@ -25,11 +25,11 @@ import pytest
 
 import eoslog
 import eoslog.offline
-import logtools
 from eoslog.errors import KafkaStorageError
 from eoslog.fs import PosixFileSystem
 from eoslog.log import checkpoints
 from eoslog.record import primitives
+from tests.support import logtools
 
 TOPIC = "t"
 RECORDS = 40

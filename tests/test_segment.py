@@ -15,13 +15,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import logtools
 from eoslog._ext import scan
 from eoslog.errors import CorruptRecordError, IndexOffsetOverflowError
 from eoslog.fs import PosixFileSystem
 from eoslog.log import recovery
 from eoslog.log.config import LogConfig
 from eoslog.log.segment import LogSegment, first_offset_violation
+from tests.support import logtools
 
 RELATIVE_OFFSET_MAX = (1 << 31) - 1
 # Trials of the seeded corruption test: each seed is printed and named in its failure message.

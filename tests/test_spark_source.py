@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 import eoslog
-import scanlog
+from tests.support import scanlog
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is in the test extra")
 pytestmark = pytest.mark.spark

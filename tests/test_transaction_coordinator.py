@@ -13,7 +13,6 @@ from collections.abc import Iterator
 import pytest
 
 import eoslog
-import logtools
 from eoslog import limits
 from eoslog.broker import TRANSACTION_STATE_TOPIC
 from eoslog.coordinator import log_replay
@@ -27,6 +26,7 @@ from eoslog.errors import (
 )
 from eoslog.log.partition import PartitionLog
 from eoslog.record import codec
+from tests.support import logtools
 
 TS = logtools.TS
 TXN = "copier-0"

@@ -29,7 +29,7 @@ from eoslog.errors import (
     KafkaException,
     ProducerFencedError,
 )
-from txn_helpers import EPOCH, LIVE_STATES, NOW_MS, PID, meta_in, persist_and_complete
+from tests.support.txn_helpers import EPOCH, LIVE_STATES, NOW_MS, PID, meta_in, persist_and_complete
 
 S = TransactionState
 NEW_PID = 99

@@ -23,7 +23,7 @@ from eoslog.coordinator.transaction_state import TransactionState
 from eoslog.errors import KafkaException, KafkaStorageError
 from eoslog.fs_twin import RecordingFileSystem
 from eoslog.record import codec
-from invariants import copy_twin
+from tests.support.invariants import copy_twin
 
 ROOT = "/data"
 LOG_DIR = "/data/log"

@@ -16,7 +16,15 @@ from eoslog.coordinator.transaction_state import (
     TransactionState,
     TransitionTarget,
 )
-from txn_helpers import EPOCH, NOW_MS, PARTITIONS, PID, START_MS, meta_in, persist_and_complete
+from tests.support.txn_helpers import (
+    EPOCH,
+    NOW_MS,
+    PARTITIONS,
+    PID,
+    START_MS,
+    meta_in,
+    persist_and_complete,
+)
 
 S = TransactionState
 

@@ -11,13 +11,13 @@ import shutil
 import pytest
 
 import eoslog
-import logtools
-from conftest import OpenBroker
 from eoslog import crashpoints
 from eoslog.errors import InvalidProducerEpochError, TransactionCoordinatorFencedError
 from eoslog.log.partition import PartitionLog
 from eoslog.log.txn_index import AbortedTxn, TransactionIndex
 from eoslog.record import codec
+from tests.support import logtools
+from tests.support.logtools import OpenBroker
 
 TS = logtools.TS
 P1, P2 = 101, 202

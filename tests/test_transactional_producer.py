@@ -11,8 +11,6 @@ from typing import Any
 import pytest
 
 import eoslog
-import logtools
-from conftest import OpenBroker
 from eoslog import TopicPartition
 from eoslog.client.producer import Producer
 from eoslog.client.transaction_manager import (
@@ -37,6 +35,8 @@ from eoslog.errors import (
 )
 from eoslog.fs_twin import RecordingFileSystem
 from eoslog.record import pycodec
+from tests.support import logtools
+from tests.support.logtools import OpenBroker
 
 T = TxnState
 LINGER_NEVER_MS = 600_000  # batches close on size, count, commit or abort only

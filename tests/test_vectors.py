@@ -9,7 +9,6 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from batches import INT32_MAX, SAMPLE_RECORDS, TS, build, crc_of, expected_records
 from eoslog.errors import InvalidRecordError
 from eoslog.record import layout, status
 from eoslog.record.types import (
@@ -19,6 +18,7 @@ from eoslog.record.types import (
     decrement_sequence,
     increment_sequence,
 )
+from tests.support.batches import INT32_MAX, SAMPLE_RECORDS, TS, build, crc_of, expected_records
 
 
 def _hex(text: str) -> bytes:

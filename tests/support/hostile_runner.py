@@ -41,9 +41,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from hostile_cases import catalogue
-from hostile_damage import ABSOLUTE_BAIT, OK_TYPED, REFUSE, Case, Target
-from hostile_dir import APPENDED, Batch, attempt, read_layout, user_partitions
+from tests.support.hostile_cases import catalogue
+from tests.support.hostile_damage import ABSOLUTE_BAIT, OK_TYPED, REFUSE, Case, Target
+from tests.support.hostile_dir import APPENDED, Batch, attempt, read_layout, user_partitions
 
 FAILURES = (
     "crash",

@@ -11,8 +11,9 @@ import os
 import random
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
+import eoslog
 from eoslog.fs import FileHandle, PosixFileSystem
 from eoslog.log.segment import LogSegment
 from eoslog.record import codec
@@ -21,6 +22,9 @@ from eoslog.record.types import BatchHeader, Record
 # docs/format.md §11's base timestamp: 2023-11-14T22:13:20Z.
 TS = 1_700_000_000_000
 NO_TIMESTAMP = -1
+
+# What the `open_broker` fixture (tests/conftest.py) hands a test.
+OpenBroker = Callable[..., eoslog.Broker]
 
 
 def batch(

@@ -30,7 +30,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from hostile_dir import Batch, segments
+from tests.support.hostile_dir import Batch, segments
 
 OK_TYPED = frozenset({"ok", "typed"})
 TAIL = frozenset({"ok", "cut", "typed"})

@@ -24,8 +24,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-TESTS = os.path.dirname(os.path.abspath(__file__))
-SOURCE_ROOT = os.path.dirname(TESTS)
+from tests.support import REPO_ROOT
+
 CHILD_TIMEOUT_S = 60
 
 
@@ -54,7 +54,7 @@ def run_child(
         [sys.executable, "-c", script, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": TESTS},
+        env={**os.environ, "PYTHONPATH": REPO_ROOT},
     )
     assert process.stdout is not None and process.stderr is not None
     run = ChildRun()

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from eoslog.fs import PosixFileSystem
 from eoslog.log import checkpoints
-from hostile_damage import (
+from tests.support.hostile_damage import (
     ABORTED_COUNTS,
     ABSOLUTE_BAIT,
     CLEAN_MARKER,
@@ -69,7 +69,7 @@ from hostile_damage import (
     truncate_tail,
     txn_entry_field,
 )
-from hostile_dir import Batch
+from tests.support.hostile_dir import Batch
 
 ORDERS0 = "orders-0"
 ORDERS1 = "orders-1"
