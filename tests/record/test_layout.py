@@ -20,8 +20,9 @@ import pytest
 
 from eoslog import errors, limits
 from eoslog.record import control, layout, status
+from tests.support import REPO_ROOT
 
-ENGINE = Path(__file__).resolve().parents[1] / "engine"
+ENGINE = Path(REPO_ROOT) / "engine"
 
 # Constants the C side states but Python keeps in limits.py rather than layout.py (rule 6: a
 # named limit lives with the other limits).
