@@ -1,6 +1,6 @@
 """The command line: demo, dump-log and verify on real segment files, and what each does
 with paths that are not segments (typed one-line errors and exit statuses, no traceback).
-repair has its own file, test_repair.py."""
+repair has its own file, tests/log/test_repair.py."""
 
 from __future__ import annotations
 

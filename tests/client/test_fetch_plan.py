@@ -1,7 +1,7 @@
 """The read_committed filter in Cython (eoslog._ext.readcommitted, docs/format.md §6.4) against its
-readable twin (tests/fetch_reference.py plan_fetch_reference): the same plan, and the same error,
-for random fetches of transactional, idempotent and plain batches, markers of both types and
-random lists of aborted transactions."""
+readable twin (tests/support/fetch_reference.py plan_fetch_reference): the same plan, and the
+same error, for random fetches of transactional, idempotent and plain batches, markers of both
+types and random lists of aborted transactions."""
 
 from __future__ import annotations
 

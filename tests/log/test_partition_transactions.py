@@ -115,7 +115,7 @@ def test_an_abort_is_indexed_and_listed_for_every_read_committed_fetch_it_overla
 
 
 # --- a read in the middle of an append (regressions: the reverted zero-copy consume() met
-# these in tests/test_consumer_concurrency.py; each test stops the writer at one point) ----
+# these in tests/client/test_consumer_concurrency.py; each test stops the writer at one point) ----
 
 
 @pytest.mark.parametrize("isolation", ["read_committed", "read_uncommitted"])

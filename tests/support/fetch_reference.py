@@ -1,7 +1,8 @@
 """The read_committed filter's readable twin: plan_fetch_reference plans a fetch exactly as
 eoslog.client.fetch.plan_fetch (the Cython filter, pyext/readcommitted.pyx) does, one Python
-object per batch. Test-only: tests/test_fetch_plan.py and tests/test_derived_files.py hold the
-two together (docs/style.md rule 12)."""
+object per batch. Test-only: tests/client/test_fetch_plan.py and
+tests/reliability/f04_file_corruption/test_derived_files.py hold the two together (docs/style.md
+rule 12)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 `catalogue(layouts, seed, random_flips)` names each case `variant/kind/what`; the runner and
 the test build the same list from the same pristine layouts and seed. The expectation of each
-case follows the rules in tests/hostile_damage.py: damage to the last batch of a partition
+case follows the rules in tests/support/hostile_damage.py: damage to the last batch of a partition
 after an unclean stop may be cut (TAIL), a torn write (a batch truncated after an unclean stop)
 must be cut (CUT), everything else is "ok" or a typed error (OK_TYPED).
 """

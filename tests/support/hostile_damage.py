@@ -1,7 +1,7 @@
 """Family 14 (docs/reliability.md), part 2: the catalogue of damage.
 
 Each case is a small named function applied to a fresh copy of a pristine directory
-(tests/hostile_dir.py), with plain file I/O, never through the code under test. It returns
+(tests/support/hostile_dir.py), with plain file I/O, never through the code under test. It returns
 `cut_from`: for the partition whose tail it damaged, the first offset a legitimate torn-tail cut
 may lose (the damaged batch's base offset, or the first offset of the transaction a damaged
 marker ends), so the classifier can tell a reported cut from silent loss.

@@ -13,7 +13,7 @@ marker, untrimmed indexes, a stale recovery point).
 `attempt(root)` is what a user would do with a damaged copy: scan it offline (Spark's path),
 open it, read every user partition from the beginning with a read_committed consumer, read
 the committed offsets of both groups, append one record, and close. It records what it saw
-and the first error, which the runner (tests/hostile_runner.py) classifies.
+and the first error, which the runner (tests/support/hostile_runner.py) classifies.
 """
 
 from __future__ import annotations
@@ -183,8 +183,9 @@ def _write_ending(writer: _Writer, number: int) -> None:
 
 
 def writer_main() -> None:
-    """`python -c 'import hostile_dir; hostile_dir.writer_main()' ROOT clean|unclean`: write,
-    print the ledger, then close or stop uncleanly (os._exit with the broker open)."""
+    """`python -c 'from tests.support import hostile_dir; hostile_dir.writer_main()' ROOT
+    clean|unclean` (REPO_ROOT on PYTHONPATH): write, print the ledger, then close or stop
+    uncleanly (os._exit with the broker open)."""
     root, mode = sys.argv[1], sys.argv[2]
     ledger = write_directory(root, clean=mode == "clean")
     sys.stdout.write(json.dumps(ledger) + "\n")

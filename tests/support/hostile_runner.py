@@ -1,14 +1,14 @@
 """Family 14 (docs/reliability.md), part 4: running the cases and classifying what happened.
 
-One runner process (started by tests/test_hostile_files.py) imports eoslog once, then for
-each case copies the pristine directory into a sandbox, applies the damage, and forks a child
-that runs the attempt (tests/hostile_dir.py: scan, open, read, committed offsets, append,
-close) under an alarm (SIGALRM with its default action: a hang anywhere, C included, ends the
-child) and an RLIMIT_AS cap. The child's peak RSS comes from wait4. A crash or hang kills only
-that child, so the runner goes on with the next case. After the attempt the runner compares
-the sandbox with what it held before: every batch that was intact before must still be in
-place (data destroyed), and nothing outside the log directory may have changed (escape). An
-attempt that came out ok is followed by a second one on what it left.
+One runner process (started by tests/reliability/f14_hostile_files/test_hostile_files.py)
+imports eoslog once, then for each case copies the pristine directory into a sandbox, applies
+the damage, and forks a child that runs the attempt (tests/support/hostile_dir.py: scan, open,
+read, committed offsets, append, close) under an alarm (SIGALRM with its default action: a hang
+anywhere, C included, ends the child) and an RLIMIT_AS cap. The child's peak RSS comes from
+wait4. A crash or hang kills only that child, so the runner goes on with the next case. After
+the attempt the runner compares the sandbox with what it held before: every batch that was
+intact before must still be in place (data destroyed), and nothing outside the log directory may
+have changed (escape). An attempt that came out ok is followed by a second one on what it left.
 
 Outcome classes, worst first (the test asserts that only the last three occur):
 - crash, hang, allocation over bound (peak RSS over max(256 MiB, 4x the bytes on disk), or a
@@ -525,8 +525,9 @@ def warm_up(root: str, work: str) -> None:
 
 
 def main() -> None:
-    """`python -c 'import hostile_runner; hostile_runner.main()' SPEC_JSON`: run the cases the
-    spec names (all if none), printing one JSON line per case."""
+    """`python -c 'from tests.support import hostile_runner; hostile_runner.main()' SPEC_JSON`
+    (REPO_ROOT on PYTHONPATH): run the cases the spec names (all if none), printing one JSON
+    line per case."""
     with open(sys.argv[1]) as file:
         spec = json.load(file)
     work, timeout_s = spec["work"], spec["timeout_s"]

@@ -5,10 +5,10 @@ object per line, what it is about to do and what was acknowledged, flushing afte
 the parent records an acknowledgement only after the child has printed it, and the child
 prints it only after the call returned, so the parent's ledger never holds an unacknowledged
 write. The parent kills the child with SIGKILL at a random moment (or lets it finish), then
-reopens the directory itself and checks the invariants (tests/invariants.py).
+reopens the directory itself and checks the invariants (tests/support/invariants.py).
 
 A kill -9 leaves the page cache intact: these trials test process crashes, not power loss
-(the fs twin does that, tests/test_crash_images.py).
+(the fs twin does that, tests/reliability/f03_power_loss/test_crash_images.py).
 """
 
 from __future__ import annotations

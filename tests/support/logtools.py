@@ -1,7 +1,7 @@
 """Helpers for the log-layer tests (segments, partition logs, recovery, the broker).
 
 Batches are built with eoslog's own BatchBuilder at chosen offsets and timestamps; the codec has
-its own tests (test_differential.py and friends), so here it is a tool, not a subject. Damage is
+its own tests (tests/record/), so here it is a tool, not a subject. Damage is
 done to real files with plain `open()`, never through the code under test.
 """
 

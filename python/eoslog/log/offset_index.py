@@ -17,7 +17,7 @@ from eoslog.errors import CorruptIndexError, IndexFullError, InvalidOffsetError
 from eoslog.fs import FileSystem
 from eoslog.log.mapped_index import INDEX_BYTES_DEFAULT, MappedIndex, clamp_int64
 
-# engine/index.h holds the layout; eoslog._ext.index exports it (tests/test_layout.py).
+# engine/index.h holds the layout; eoslog._ext.index exports it (tests/record/test_layout.py).
 ENTRY_BYTES: Final = _index.OFFSET_ENTRY_BYTES
 _OFFSET_KEY: Final = _index.OFFSET_KEY
 _POSITION_KEY: Final = _index.POSITION_KEY

@@ -20,7 +20,7 @@ from eoslog.errors import CorruptIndexError, IndexFullError, InvalidOffsetError
 from eoslog.fs import FileSystem
 from eoslog.log.mapped_index import INDEX_BYTES_DEFAULT, MappedIndex
 
-# engine/index.h holds the layout; eoslog._ext.index exports it (tests/test_layout.py).
+# engine/index.h holds the layout; eoslog._ext.index exports it (tests/record/test_layout.py).
 ENTRY_BYTES: Final = _index.TIME_ENTRY_BYTES
 # Kafka's RecordBatch.NO_TIMESTAMP: the timestamp of an empty index's last entry.
 NO_TIMESTAMP: Final = -1

@@ -9,7 +9,7 @@ middle of appends, rolls, retention, truncation and checkpoint writes - it takes
 (unsynced writes applied, dropped or torn at 512 B / 4 KiB, directory entries lost without a
 directory fsync), and after the workload each image is reopened with eoslog.open(...,
 fs=image, background=False). Every image must open (a power loss is never "damage in the
-middle") and pass the invariant checker (tests/invariants.py) for the acknowledged records,
+middle") and pass the invariant checker (tests/support/invariants.py) for the acknowledged records,
 and no read may return a corrupt batch.
 
 Every run prints its seeds, image count and anomaly counters; a failure message names the seed

@@ -13,9 +13,9 @@ test), removes the clean-shutdown marker (an unclean reopen), opens it and check
   Never: a read that returns a wrong record, or silently skips one.
 - .log truncated at every byte of its last batch, written after the last fsync (the recovery
   point): open cuts exactly that batch and reports the bytes cut; everything before it reads
-  back. (Below the recovery point the same damage is refused: tests/test_recovery.py.)
+  back. (Below the recovery point the same damage is refused: tests/log/test_recovery.py.)
 - .index / .timeindex: a sample of bit flips per file: open (rebuilding what it must) and every
-  lookup answers as a scan of the .log does (tests/invariants.py, invariant 7).
+  lookup answers as a scan of the .log does (tests/support/invariants.py, invariant 7).
 - checkpoints and eoslog.meta: a sample of bit flips: open succeeds or raises a typed eoslog
   error (eoslog.meta carries a CRC: every flip is refused); never another exception.
 
@@ -440,7 +440,7 @@ def test_a_misdirected_write_in_the_middle_is_never_read_as_records(
     """A segment in the middle overwritten with the bytes of the first one (a misdirected
     write): well-formed batches with valid CRCs but the wrong offsets. Rescanned at open (a
     recovery point of 0: nothing known durable), it lies past the recovery point, where a
-    power loss may leave holes, so the open cuts there (tests/test_recovery.py: without a
+    power loss may leave holes, so the open cuts there (tests/log/test_recovery.py: without a
     trusted recovery point the same damage is refused);
     below the recovery point (not rescanned) it must be refused at open or by the reader,
     never skipped silently or read as records."""

@@ -2,7 +2,8 @@
 transactional + consumer-group workload, so that every call site of the transaction
 coordinator (`__transaction_state` appends and fsyncs), the markers, consumer offset commits
 (`__consumer_offsets`, plain and transactional), producer snapshots, checkpoints and
-`eoslog.meta` writes is faulted (tests/test_faults.py covers the plain partition log).
+`eoslog.meta` writes is faulted (test_faults_partition_log.py, beside this file, covers the
+plain partition log).
 
 The workload runs once on the recording twin (eoslog.fs_twin) to count its N calls; then for
 every k < N and the fault kinds of fault_plan (under "commit": EIO everywhere, ENOSPC and
@@ -20,7 +21,7 @@ transaction, another consumer commit): those calls may fail or succeed, but
   at the offsets its delivery callbacks reported) and its offsets; no record of an aborted
   transaction, nor of one whose commit failed unless all of its records are there
   (all-or-nothing); every acknowledged consumer commit; the partition-log invariants
-  (tests/invariants.py check_broker) for every acknowledged record.
+  (tests/support/invariants.py check_broker) for every acknowledged record.
 
 Each failure names (k, kind, call, step) and replays with run_workload(k, kind). The run
 prints the call count, the faulted runs per operation and the anomaly counters.
@@ -361,8 +362,8 @@ def check_restart(run: Run) -> list[tuple[str, str]]:
 def fault_plan(calls: list[tuple[str, str]], durability: str) -> list[tuple[int, str]]:
     """EIO at every call index (every call site); ENOSPC and a short write at every pwrite,
     ENOSPC at every truncate (an index preallocation). ENOSPC at other calls takes the same
-    path as EIO (tests/test_faults.py runs both everywhere on the plain log), so it is left
-    out to keep this family near a minute of CI. Under "always" (which differs from
+    path as EIO (test_faults_partition_log.py runs both everywhere on the plain log), so it is
+    left out to keep this family near a minute of CI. Under "always" (which differs from
     "commit" in when markers, offsets and data are fsynced) only the writes and fsyncs are
     faulted, with EIO."""
     plan = []

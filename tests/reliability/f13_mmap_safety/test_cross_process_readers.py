@@ -8,7 +8,7 @@ directory, open each .log read-only, pread it and decode it with the codec
 (decode_columns / iter_headers), and pread the index files, tolerating files that vanish and
 partial tails. Nothing may die: every process exits 0 (a SIGBUS would show as -SIGBUS), after at
 least CI_ITERATIONS reads by the subprocesses in total (soak: SOAK_ITERATIONS). At the end the
-owner closes and checks the invariants (tests/invariants.py) for every append it kept.
+owner closes and checks the invariants (tests/support/invariants.py) for every append it kept.
 
 Readers count what a lock-free reader may legitimately meet (a file gone between listdir and
 open, a partial tail, bytes of a batch being rewritten after truncate_to) and report it; only

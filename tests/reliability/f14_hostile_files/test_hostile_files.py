@@ -1,22 +1,21 @@
 """Family 14 (docs/reliability.md) and family 4 extended (issue 12): the hostile-file corpus.
 
-A realistic log directory (tests/hostile_dir.py: two user topics in small segments,
-idempotent and transactional producers with committed and aborted transactions, lz4 batches,
-control batches, a consumer group committing plainly and inside transactions, producer
-snapshots) is written twice by a subprocess: closed cleanly, and stopped uncleanly. Every case
-of the catalogue (tests/hostile_cases.py, damage in tests/hostile_damage.py) damages a fresh
-copy of one of them: every .log header field (flipped, or forged with the CRC recomputed) in
-data and control batches at the start, middle and tail, truncations of the tail, every derived
-file (.index, .timeindex, .txnindex, .snapshot, both checkpoints, the clean-shutdown marker,
-eoslog.meta forged with valid CRCs), the lock file, stray names, sparse 1 GiB files, symlinks
-out of the directory, an lz4 bomb, and seeded bit flips anywhere. The runner
-(tests/hostile_runner.py) opens and reads each copy in a child process with an alarm and a
-memory cap, and classifies the outcome.
+A realistic log directory (tests/support/hostile_dir.py: two user topics in small segments,
+idempotent and transactional producers with committed and aborted transactions, lz4 batches, control
+batches, a consumer group committing plainly and inside transactions, producer snapshots) is written
+twice by a subprocess: closed cleanly, and stopped uncleanly. Every case of the catalogue
+(tests/support/hostile_cases.py, damage in tests/support/hostile_damage.py) damages a fresh copy of
+one of them: every .log header field (flipped, or forged with the CRC recomputed) in data and
+control batches at the start, middle and tail, truncations of the tail, every derived file (.index,
+.timeindex, .txnindex, .snapshot, both checkpoints, the clean-shutdown marker, eoslog.meta forged
+with valid CRCs), the lock file, stray names, sparse 1 GiB files, symlinks out of the directory, an
+lz4 bomb, and seeded bit flips anywhere. The runner (tests/support/hostile_runner.py) opens and
+reads each copy in a child process with an alarm and a memory cap, and classifies the outcome.
 
 The test prints a table of outcome counts per file kind and the seed, and fails if any case
 ends in a class other than ok, ok after a reported torn-tail cut, or a typed error naming a
 file (docs/reliability.md family 14: silent wrong result 0, data destroyed 0, crash 0, hang 0,
-untyped error 0, allocation over max(256 MB, 4x bytes on disk) 0; tests/hostile_runner.py
+untyped error 0, allocation over max(256 MB, 4x bytes on disk) 0; tests/support/hostile_runner.py
 lists every class). Each failing case is listed with its name (variant/kind/what), how the
 offline scan and the broker fared on their own, and a detail. `HOSTILE_SEED=n` replays the
 random flips of a run, `HOSTILE_CASES=name1,name2` reruns only those cases, and
