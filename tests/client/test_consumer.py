@@ -33,7 +33,8 @@ from eoslog.client import consumer as consumer_module
 from eoslog.client import fetcher as fetcher_module
 from eoslog.client.fetch import plan_fetch
 from eoslog.errors import InvalidConfigError, KafkaException, OffsetOutOfRangeError
-from eoslog.log.partition import FetchResult, PartitionLog
+from eoslog.log.partition import PartitionLog
+from eoslog.log.partition_reads import FetchResult
 from eoslog.record import codec, layout
 from eoslog.record.columns import SPARK_SCHEMA, SPARK_SCHEMA_WITH_HEADERS
 from tests.support.batches import assemble, forge, raw_record

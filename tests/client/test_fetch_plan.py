@@ -9,6 +9,7 @@ import random
 
 import pytest
 
+from eoslog._ext import scan
 from eoslog.client.fetch import FetchPlan, plan_fetch
 from eoslog.errors import CorruptRecordError
 from eoslog.record import codec, layout
@@ -75,13 +76,17 @@ def test_the_cython_filter_plans_exactly_as_its_twin(seed: int) -> None:
     rng = random.Random(seed)
     data, aborted = random_fetch(rng)
     headers = [header for _, header in codec.iter_headers(data)]
+    rows = scan.scan_batches(data, verify_crc=False)[0]
     # A fetch starts at or below the last offset the log returned (inside a batch too).
     end = headers[-1].last_offset if headers else 0
     for fetch_offset in (0, rng.randint(0, end)):
         for listed in (aborted, None, aborted[: len(aborted) // 2]):
             for records_max in (None, rng.randint(1, 10)):
                 args = (data, fetch_offset, listed, records_max)
-                assert outcome(plan_fetch, *args) == outcome(plan_fetch_reference, *args), args
+                expected = outcome(plan_fetch_reference, *args)
+                assert outcome(plan_fetch, *args) == expected, args
+                # Planned from the rows a read scanned (FetchResult.batches): the same plan.
+                assert outcome(plan_fetch, *args, rows) == expected, args
 
 
 def test_aborted_batches_are_dropped_and_the_position_passes_the_marker() -> None:
@@ -93,6 +98,35 @@ def test_aborted_batches_are_dropped_and_the_position_passes_the_marker() -> Non
     uncommitted = plan_fetch(data, 0, None)
     assert plan.records < uncommitted.records
     assert plan.next_offset == uncommitted.next_offset
+
+
+def first_batch_size(data: bytes) -> int:
+    """The size of the first batch of `data`."""
+    return next(iter(codec.iter_headers(data)))[1].size_in_bytes
+
+
+def test_rows_that_do_not_tile_the_records_are_refused() -> None:
+    """Rows handed to the plan (FetchResult.batches) are trusted for positions only when
+    they lie end to end over the records; rows that end where the records end but do not
+    tile them are a caller's error."""
+    rng = random.Random(7)
+    data, aborted = random_fetch(rng)
+    while len(list(codec.iter_headers(data))) < 2:
+        data, aborted = random_fetch(rng)
+    rows = scan.scan_batches(data, verify_crc=False)[0]
+    longer_first = rows.copy()
+    longer_first["size"][0] += 1
+    for bad in (rows[1:], longer_first):
+        with pytest.raises(ValueError, match="does not follow"):
+            plan_fetch(data, 0, aborted, None, bad)
+    # Rows of other bytes (records replaced after the read) are not used: the plan scans,
+    # and finds the first batch again, out of order.
+    extended = data + data[: first_batch_size(data)]
+    scanned = outcome(plan_fetch, extended, 0, aborted, None)
+    assert outcome(plan_fetch, extended, 0, aborted, None, rows) == scanned
+    assert isinstance(scanned, tuple) and scanned[0] is CorruptRecordError
+    with pytest.raises(TypeError):
+        plan_fetch(data, 0, aborted, None, rows["position"].copy())
 
 
 @pytest.mark.parametrize("damage", ["bad length", "short control key"])

@@ -8,13 +8,18 @@ import struct
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka.record.util import calc_crc32c
 
 import eoslog
 from eoslog.errors import InvalidRecordError, InvalidTimestampError
+from eoslog.log.config import LogConfig
 from eoslog.log.partition import PartitionLog
+from eoslog.log.timestamps import check_client_timestamps
 from eoslog.record import codec, layout
 from tests.support import logtools
+from tests.support.batches import assemble, raw_record
 from tests.support.logtools import OpenBroker
 
 TS = logtools.TS
@@ -125,6 +130,49 @@ def test_create_time_records_outside_the_allowed_range_are_each_reported(
     assert caught.value.error.code() == 32  # type: ignore[attr-defined]
     inside = logtools.batch(logtools.values(0, 3), timestamps=[TS - HOUR_MS, TS, TS + HOUR_MS])
     assert log.append_batch(inside).last_offset == 2
+
+
+def _java_long(value: int) -> int:
+    return (value + (1 << 63)) % (1 << 64) - (1 << 63)
+
+
+_LONG = st.integers(-(1 << 63), (1 << 63) - 1)
+_NEAR = st.integers(TS - 3 * HOUR_MS, TS + 3 * HOUR_MS)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    timestamps=st.lists(st.one_of(st.just(-1), _NEAR, _LONG), min_size=1, max_size=6),
+    now=st.one_of(_NEAR, _LONG),
+    before=st.one_of(st.just(HOUR_MS), st.integers(0, (1 << 63) - 1)),
+    after=st.one_of(st.just(HOUR_MS), st.integers(0, (1 << 63) - 1)),
+)
+def test_the_timestamp_rule_reports_exactly_the_records_kafka_would(
+    timestamps: list[int], now: int, before: int, after: int
+) -> None:
+    """LogValidator.validateTimestamp per record, in Java's wrapping long arithmetic: a
+    record other than -1 is out of range when now - t > before or t - now > after. The check
+    decides most batches from validate_batch's smallest and largest timestamps without a
+    decode; the records it names must be the rule's, whatever the bounds."""
+    base = timestamps[0]
+    section = b"".join(
+        raw_record(offset_delta=i, timestamp_delta=_java_long(t - base), value=b"v")
+        for i, t in enumerate(timestamps)
+    )
+    raw = assemble(section, records_count=len(timestamps), base_timestamp=base, max_timestamp=base)
+    validated = codec.validate_batch(raw)
+    config = LogConfig(timestamp_before_max_ms=before, timestamp_after_max_ms=after)
+    expected = [
+        index
+        for index, t in enumerate(timestamps)
+        if t != -1 and (_java_long(now - t) > before or _java_long(t - now) > after)
+    ]
+    try:
+        check_client_timestamps(raw, validated, config, now)
+        found: list[int] = []
+    except InvalidTimestampError as error:
+        found = [index for index, _ in error.record_errors]  # type: ignore[attr-defined]
+    assert found == expected
 
 
 def test_a_client_batch_claiming_log_append_time_is_refused(open_broker: OpenBroker) -> None:

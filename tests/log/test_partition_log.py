@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 import pytest
 
 import eoslog
+from eoslog._ext import scan
 from eoslog.errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -198,6 +199,22 @@ def test_read_respects_max_bytes_but_returns_at_least_one_batch(open_broker: Ope
         data = bytes(log.read(0, max_bytes=max_bytes).records)
         assert len(logtools.headers(data)) == batches, max_bytes
         assert len(data) == batches * SINGLE_BYTES, max_bytes
+
+
+def test_a_read_of_several_batches_carries_their_scanned_rows(open_broker: OpenBroker) -> None:
+    """The rows the read scanned go with the fetch (FetchResult.batches), so that plan_fetch
+    does not scan the headers again: they must be exactly the records' batches."""
+    log = new_topic(open_broker())
+    for i in range(5):
+        log.append_batch(single(i))
+    result = log.read(1, max_bytes=3 * SINGLE_BYTES)
+    assert result.batches is not None
+    rescanned, stop, status = scan.scan_batches(result.records, verify_crc=True)
+    assert (stop, status) == (len(result.records), 0)
+    assert result.batches.tobytes() == rescanned.tobytes()
+    assert list(result.batches["base_offset"]) == [1, 2, 3]
+    # One batch is returned without a scan; the plan scans it itself.
+    assert log.read(4).batches is None
 
 
 def test_fetch_result_reports_high_watermark_last_stable_offset_and_log_start(

@@ -203,14 +203,19 @@ def test_iter_headers_finds_each_vector_in_a_run(codec: ModuleType, name: str) -
 
 
 @pytest.mark.parametrize(
-    ("data", "header", "max_timestamp", "delta_of_max"),
-    [(VECTOR_1, HEADER_1, TS, 0), (VECTOR_2, HEADER_2, TS + 5, 1)],
+    ("data", "header", "max_timestamp", "delta_of_max", "min_timestamp"),
+    [(VECTOR_1, HEADER_1, TS, 0, TS), (VECTOR_2, HEADER_2, TS + 5, 1, TS)],
     ids=["vector1", "vector2"],
 )
 def test_validate_batch_accepts_vectors_1_and_2_from_a_client(
-    codec: ModuleType, data: bytes, header: BatchHeader, max_timestamp: int, delta_of_max: int
+    codec: ModuleType,
+    data: bytes,
+    header: BatchHeader,
+    max_timestamp: int,
+    delta_of_max: int,
+    min_timestamp: int,
 ) -> None:
-    expected = ValidatedBatch(header, max_timestamp, delta_of_max)
+    expected = ValidatedBatch(header, max_timestamp, delta_of_max, min_timestamp)
     assert codec.validate_batch(data) == expected
     assert codec.validate_batch(data, from_client=True) == expected
     assert codec.validate_batch(data, from_client=False) == expected
@@ -218,7 +223,7 @@ def test_validate_batch_accepts_vectors_1_and_2_from_a_client(
 
 def test_validate_batch_accepts_the_abort_marker_from_the_coordinator(codec: ModuleType) -> None:
     validated = codec.validate_batch(VECTOR_3, from_client=False)
-    assert validated == ValidatedBatch(HEADER_3, TS + 10, 0)
+    assert validated == ValidatedBatch(HEADER_3, TS + 10, 0, TS + 10)
 
 
 def test_validate_batch_rejects_a_control_batch_from_a_client(codec: ModuleType) -> None:
