@@ -56,7 +56,7 @@ from eoslog.record import status as status_codes
 from eoslog.record.columns import ColumnarRecords, RecordHeaders
 from eoslog.record.types import BatchHeader, Record, ValidatedBatch
 
-# The C statement of the layout and status codes, for tests/test_layout.py to compare with
+# The C statement of the layout and status codes, for tests/record/test_layout.py to compare with
 # layout.py and status.py (docs/style.md rule 1).
 LAYOUT = {
     "BASE_OFFSET_OFFSET": EOS_BASE_OFFSET_OFFSET,

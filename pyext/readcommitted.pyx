@@ -2,8 +2,8 @@
 """The consumer's read_committed filter (docs/format.md §6.4; Kafka's CompletedFetch
 nextFetchedRecord / isBatchAborted), in Cython: which batches of a fetch reach the
 application. The contract is eoslog.client.fetch.plan_fetch, which wraps the result in a
-FetchPlan; the readable twin is tests/fetch_reference.py (tests/test_fetch_plan.py holds the
-two together).
+FetchPlan; the readable twin is tests/support/fetch_reference.py (tests/client/test_fetch_plan.py
+holds the two together).
 
 The batch headers are scanned in C (scan.scan_batches), or come scanned with the read
 (FetchResult.batches); the loop over them runs here without Python objects per batch, except for control batches (one per transaction), whose ABORT /

@@ -19,7 +19,8 @@ consumer moves to. The rules, in Kafka's consumer order (CF `nextFetchedRecord`)
   move backwards or loop. A break raises CorruptRecordError naming the batch's position.
 
 plan_fetch runs the Cython filter (pyext/readcommitted.pyx); its readable twin,
-plan_fetch_reference, lives with the tests that hold the two together (tests/fetch_reference.py).
+plan_fetch_reference, lives with the tests that hold the two together
+(tests/support/fetch_reference.py).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from eoslog._ext import index as _index
 from eoslog.errors import CorruptIndexError, IndexFullError, InvalidOffsetError
 from eoslog.log.mapped_index import MappedIndex, clamp_int64
 
-# engine/index.h holds the layout; eoslog._ext.index exports it (tests/test_layout.py).
+# engine/index.h holds the layout; eoslog._ext.index exports it (tests/record/test_layout.py).
 ENTRY_BYTES: Final = _index.OFFSET_ENTRY_BYTES
 _OFFSET_KEY: Final = _index.OFFSET_KEY
 _POSITION_KEY: Final = _index.POSITION_KEY

@@ -19,7 +19,7 @@ from eoslog._ext import index as _index
 from eoslog.errors import CorruptIndexError, IndexFullError, InvalidOffsetError
 from eoslog.log.mapped_index import MappedIndex
 
-# engine/index.h holds the layout; eoslog._ext.index exports it (tests/test_layout.py).
+# engine/index.h holds the layout; eoslog._ext.index exports it (tests/record/test_layout.py).
 ENTRY_BYTES: Final = _index.TIME_ENTRY_BYTES
 # Kafka's RecordBatch.NO_TIMESTAMP: the timestamp of an empty index's last entry.
 NO_TIMESTAMP: Final = -1
