@@ -36,6 +36,7 @@ from eoslog.errors import (
 )
 from eoslog.fs import FileSystem, PosixFileSystem, make_directories, remove_tree
 from eoslog.log import checkpoints, meta_file, recovery
+from eoslog.log.append_signal import AppendSignal
 from eoslog.log.checkpoints import AbortedCounts
 from eoslog.log.config import BROKER_KEYS, DAY_MS, LogConfig
 from eoslog.log.dir_lock import LOCK_FILE as LOCK_FILE
@@ -111,6 +112,9 @@ class Broker:
         self._checkpoint_lock = threading.Lock()
         self._checkpoints_final = False  # set by close() once the last checkpoints are written
         self._logs: dict[tuple[str, int], PartitionLog] = {}
+        # Every partition log bumps it when it publishes new data; consumers of this broker
+        # wait on it instead of sleep-polling (eoslog.log.append_signal).
+        self.append_signal = AppendSignal()
         self._topics: dict[str, TopicMetadata] = {}
         self._next_producer_id_block = 0
         self._coordinator_epoch = 0
@@ -282,6 +286,7 @@ class Broker:
             persist_recovery_point=self._write_recovery_points,
             producer_expiration_ms=self.settings["producer.id.expiration.ms"],
             verify_transaction=self._verify_transaction,
+            append_signal=self.append_signal,
         )
 
     def _read_meta(self) -> dict[str, TopicMetadata]:

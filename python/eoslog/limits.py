@@ -112,8 +112,9 @@ fetch_bytes_max_default: Final = 52_428_800
 partition_fetch_bytes_max_default: Final = 1_048_576
 # confluent's consume() refuses more than this many messages per call.
 consume_messages_max: Final = 1_000_000
-# The consumer's sleeps while waiting for data: start short for latency, grow to bound the
-# wake-ups (new data is seen at most this late).
+# The longest a waiting consumer goes without looking again: new data wakes it at once (the
+# broker's AppendSignal); these pauses bound the wait for what signals nothing (a group's
+# rebalance, a heartbeat), starting short and growing.
 poll_sleep_s_min: Final = 0.0005
 poll_sleep_s_max: Final = 0.010
 # Kafka's defaults (ConsumerConfig): max.poll.interval.ms 5 minutes, auto-commit every 5 s.

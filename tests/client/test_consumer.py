@@ -668,6 +668,67 @@ def test_consume_waits_for_num_messages_or_the_timeout(
     assert time.monotonic() - started < 5
 
 
+@pytest.fixture
+def pauses_of_an_hour(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A consumer that slept between looks would not see an append for an hour: only the
+    broker's append signal can end its wait in time."""
+    monkeypatch.setattr(limits, "poll_sleep_s_min", 3600.0)
+    monkeypatch.setattr(limits, "poll_sleep_s_max", 3600.0)
+
+
+@pytest.mark.usefixtures("pauses_of_an_hour")
+@pytest.mark.parametrize("read", ["poll", "consume_arrow"])
+def test_a_waiting_consumer_wakes_on_the_append_not_on_a_timer(
+    broker: eoslog.Broker, log: PartitionLog, read: str
+) -> None:
+    made = consumer(broker)
+    found: list[int] = []
+
+    def wait_for_one() -> None:
+        if read == "poll":
+            message = made.poll(60)
+            found.extend([] if message is None else [message.offset()])
+        else:
+            found.extend(made.consume_arrow(1, timeout=60).column("offset").to_pylist())
+
+    reader = threading.Thread(target=wait_for_one, daemon=True)  # a failure must not hang
+    reader.start()
+    for offset in range(3):  # one append may land before the reader waits: so may more
+        append(log, values(offset, 1))
+        reader.join(0.2)
+        if not reader.is_alive():
+            break
+    reader.join(30)
+    assert not reader.is_alive() and found == [0]
+
+
+@pytest.mark.usefixtures("pauses_of_an_hour")
+def test_every_record_appended_one_by_one_wakes_a_read_committed_consumer_at_its_commit(
+    broker: eoslog.Broker, log: PartitionLog
+) -> None:
+    """Produce, then commit, 200 times from another thread while the consumer waits for each
+    record: its LSO moves with the COMMIT marker, and that publication wakes it. A lost
+    wake-up would leave the consumer waiting an hour (the join's deadline fails the test)."""
+    made = consumer(broker, isolation_level="read_committed")
+    rounds = 200
+    got: list[int] = []
+    reader = threading.Thread(
+        target=lambda: [
+            got.append(message.offset())
+            for _ in range(rounds)
+            if (message := made.poll(60)) is not None
+        ],
+        daemon=True,  # a failure must not hang the run
+    )
+    reader.start()
+    for number in range(rounds):
+        append(log, values(number, 1), producer_id=7, transactional=True)
+        append_marker(log, layout.CONTROL_COMMIT, 7)
+    reader.join(60)
+    assert not reader.is_alive()
+    assert got == list(range(0, 2 * rounds, 2))  # each record, then its marker
+
+
 # --- assignment, partitions, lifecycle -------------------------------------------------------
 
 

@@ -12,10 +12,12 @@ return the Rebalance the consumer applies.
 Thread safety: like confluent's, a Consumer is used from one thread. Appends from other
 threads (or the same one) are safe: reads take no lock and see only whole batches.
 
-Waiting: poll() and consume() with a timeout sleep while nothing new is readable, checking the
-assigned logs' high watermark / LSO after sleeps that grow from limits.poll_sleep_s_min to
-limits.poll_sleep_s_max (no busy spin; new data is seen at most ~10 ms late). The partition
-log has no append notification yet.
+Waiting: poll(), consume() and consume_arrow() with a timeout wait while nothing new is
+readable on the broker's AppendSignal (eoslog.log.append_signal), which every partition log
+bumps when it publishes a new log end or LSO: an append in another thread wakes the waiting
+consumer at once. The wait also ends after a pause growing from limits.poll_sleep_s_min to
+limits.poll_sleep_s_max, so the group's steps (rebalances, heartbeats) go on while no data
+comes.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from eoslog.record.columns import spark_schema
 
 if TYPE_CHECKING:
     from eoslog.coordinator.group_coordinator import GroupCoordinator
+    from eoslog.log.append_signal import AppendSignal
     from eoslog.log.partition import PartitionLog
 
 
@@ -45,6 +48,7 @@ class LogSource(Protocol):
     """What the consumer needs of the Broker."""
 
     groups: GroupCoordinator
+    append_signal: AppendSignal
 
     def log(self, topic: str, partition: int) -> PartitionLog: ...
 
@@ -206,8 +210,9 @@ class Consumer:
         held = [0]  # decompressed bytes the messages taken keep alive
         sleep_s = limits.poll_sleep_s_min
         while True:
+            seen = self._broker.append_signal.generation  # before looking: no append missed
             if self._group is not None and not self._step_group(self._group):
-                if not self._wait(deadline, sleep_s):
+                if not self._wait(deadline, sleep_s, seen):
                     return out
                 sleep_s = min(sleep_s * 2, limits.poll_sleep_s_max)
                 continue
@@ -224,7 +229,7 @@ class Consumer:
                     return out
             if len(out) >= num_messages or held[0] >= limits.decompressed_batch_bytes_max:
                 return out
-            if not self._wait(deadline, sleep_s):
+            if not self._wait(deadline, sleep_s, seen):
                 return out
             sleep_s = min(sleep_s * 2, limits.poll_sleep_s_max)
 
@@ -246,8 +251,9 @@ class Consumer:
         budget = limits.decompressed_batch_bytes_max
         sleep_s = limits.poll_sleep_s_min
         while True:
+            seen = self._broker.append_signal.generation  # before looking: no append missed
             if self._group is not None and not self._step_group(self._group):
-                if not self._wait(deadline, sleep_s):
+                if not self._wait(deadline, sleep_s, seen):
                     return _one_batch(pieces, include_headers)
                 sleep_s = min(sleep_s * 2, limits.poll_sleep_s_max)
                 continue
@@ -272,7 +278,7 @@ class Consumer:
                     if not total:
                         raise
                     return _one_batch(pieces, include_headers)  # as in consume()
-            if total >= max_records or held >= budget or not self._wait(deadline, sleep_s):
+            if total >= max_records or held >= budget or not self._wait(deadline, sleep_s, seen):
                 return _one_batch(pieces, include_headers)
             sleep_s = min(sleep_s * 2, limits.poll_sleep_s_max)
 
@@ -465,15 +471,16 @@ class Consumer:
         self._turn = turn + 1
         return order[turn:] + order[:turn]
 
-    def _wait(self, deadline: float | None, sleep_s: float) -> bool:
-        """Sleep a little if there is time left; False once the deadline has passed."""
+    def _wait(self, deadline: float | None, pause_s: float, seen: int) -> bool:
+        """Wait until the broker publishes data past generation `seen` (an append, a marker),
+        at most pause_s; False once the deadline has passed."""
         if deadline is None:
-            time.sleep(sleep_s)
+            self._broker.append_signal.wait_for_change(seen, pause_s)
             return True
         left = deadline - time.monotonic()
         if left <= 0:
             return False
-        time.sleep(min(sleep_s, left))
+        self._broker.append_signal.wait_for_change(seen, min(pause_s, left))
         return True
 
 

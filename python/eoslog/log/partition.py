@@ -31,6 +31,7 @@ from eoslog.errors import (
 )
 from eoslog.fs import FileSystem
 from eoslog.log import recovery
+from eoslog.log.append_signal import AppendSignal
 from eoslog.log.checkpoints import AbortedCounts
 from eoslog.log.config import LogConfig
 from eoslog.log.partition_reads import (
@@ -108,6 +109,7 @@ class PartitionLog:
         persist_recovery_point: Callable[[], None] | None = None,
         producer_expiration_ms: int = 86_400_000,
         verify_transaction: Callable[[int, int, str, int], None] | None = None,
+        append_signal: AppendSignal | None = None,
     ) -> None:
         self.fs = fs
         self.directory = directory
@@ -133,6 +135,9 @@ class PartitionLog:
         # Asks the transaction coordinator whether a producer's first transactional batch
         # here belongs to its open transaction (KIP-890 part 1); raises if not.
         self._verify_transaction = verify_transaction
+        # Bumped after every publication of a new log end or LSO: readers waiting in this
+        # process wake on it (the broker shares one among its logs).
+        self._append_signal = append_signal or AppendSignal()
         # Counts truncations begun: a read that meets bytes a truncation cut under it reads
         # again instead of reporting damage.
         self._truncations = 0
@@ -269,6 +274,7 @@ class PartitionLog:
                 # Published last: a reader that sees the new log end sees the batch's open
                 # transaction too, so the LSO never passes it.
                 self._log_end_offset = last_offset + 1
+                self._append_signal.bump()
             if self._durability == "always":
                 self._group_sync.sync_through(last_offset + 1)
             return AppendInfo(base_offset, last_offset, append_time, False)
@@ -378,6 +384,8 @@ class PartitionLog:
                     self._log_end_offset = offset + 1
                 finally:
                     self._aborting_first_offset = None
+                # The new log end, and the LSO past the transaction the marker ends.
+                self._append_signal.bump()
             if self._durability == "always" or (sync and self._durability == "commit"):
                 self._group_sync.sync_through(offset + 1)
             return offset
