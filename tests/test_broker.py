@@ -15,7 +15,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -29,9 +29,9 @@ from eoslog.fs import PosixFileSystem
 from eoslog.fs_twin import RecordingFileSystem
 from eoslog.log.checkpoints import CLEAN_SHUTDOWN_FILE
 from tests.support import logtools
+from tests.support.logtools import OpenBroker
 
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
-OpenBroker = Callable[..., eoslog.Broker]
 # Small index files keep the byte-for-byte "nothing changed" comparisons cheap (a default index
 # file is preallocated to 10 MiB, and every broker has two internal topics).
 SMALL_INDEXES = {"log.index.size.max.bytes": 4096}

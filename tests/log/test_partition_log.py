@@ -28,10 +28,10 @@ from eoslog.errors import (
 from eoslog.log.partition import AppendInfo, PartitionLog
 from eoslog.record import codec
 from tests.support import logtools
+from tests.support.logtools import OpenBroker
 
 TS = logtools.TS
 HOUR_MS = 3_600_000
-OpenBroker = Callable[..., eoslog.Broker]
 
 
 def new_topic(

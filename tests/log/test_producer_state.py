@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import shutil
 import struct
-from collections.abc import Callable
 
 import pytest
 
@@ -35,6 +34,7 @@ from eoslog.log.partition import AppendInfo, PartitionLog
 from eoslog.log.producer_state import ProducerStateManager, marker_type
 from eoslog.record import codec
 from tests.support import logtools
+from tests.support.logtools import OpenBroker
 
 TS = logtools.TS
 INT32_MAX = (1 << 31) - 1
@@ -355,9 +355,6 @@ def test_stray_snapshots_go_but_the_clean_shutdown_one_above_every_segment_stays
 
 
 # --- the partition log (UL-T 76, 78; LV-T 71) -------------------------------------------------
-
-
-OpenBroker = Callable[..., eoslog.Broker]
 
 
 def idempotent(

@@ -22,7 +22,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 
 import pytest
 
@@ -34,6 +34,7 @@ from eoslog.log import checkpoints
 from eoslog.log.partition import PartitionLog
 from eoslog.record import codec
 from tests.support import REPO_ROOT, logtools
+from tests.support.logtools import OpenBroker
 
 TS = logtools.TS
 MARKER = ".kafka_cleanshutdown"
@@ -42,7 +43,6 @@ LOG_START_FILE = "log-start-offset-checkpoint"
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
 DAMAGE_SEEDS = range(12)
 GARBAGE_SEEDS = range(5)
-OpenBroker = Callable[..., eoslog.Broker]
 
 
 def single(index: int, timestamp: int = TS) -> bytes:

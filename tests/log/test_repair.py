@@ -16,7 +16,7 @@ import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
@@ -28,12 +28,12 @@ from eoslog.fs_twin import RecordingFileSystem
 from eoslog.log import checkpoints
 from eoslog.log.recovery import repair_truncate as repair_truncate_from_recovery
 from tests.support import logtools
+from tests.support.logtools import OpenBroker
 
 TS = logtools.TS
 MARKER = ".kafka_cleanshutdown"
 # The command an open's refusal names, in backquotes.
 REPAIR_COMMAND = re.compile(r"`(eoslog repair [^`]+)`")
-OpenBroker = Callable[..., eoslog.Broker]
 
 
 def single(index: int) -> bytes:
