@@ -9,9 +9,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from tests.support import REPO_ROOT
+
 from .inputs import INPUT_TIMEOUT_S
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(REPO_ROOT)
 FINDING_PREFIXES = ("crash-", "timeout-", "oom-", "leak-", "slow-unit-")
 
 
