@@ -26,10 +26,10 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from contenders import arrow_from_lists
 from eoslog.fs import PosixFileSystem
 from eoslog.log.partition_view import PartitionView
 from eoslog.record.columns import SPARK_SCHEMA
+from workload import arrow_from_lists
 
 SCHEMA_DDL = (
     "key binary, value binary, topic string, partition int, offset long, "
