@@ -43,7 +43,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
     write = terminalreporter.write_line
     terminalreporter.section("eoslog vs peers (medians; ratios of medians, not alternated)")
-    medians = {(f.group, f.name): f.median for f in _FIGURES}
+    rates = {(f.group, f.name): f.amount / f.median for f in _FIGURES}
     for figure in _FIGURES:
         per_unit = figure.amount / figure.median
         name = f"[{figure.group}] {figure.name}"
@@ -53,9 +53,9 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         )
     for target in [*TARGETS, *LOG_APPEND_TARGETS]:
         group = target.path if target in TARGETS else "log: append"
-        ours, peer = medians.get((group, target.ours)), medians.get((group, target.peer))
+        ours, peer = rates.get((group, target.ours)), rates.get((group, target.peer))
         if ours is not None and peer is not None:
-            ratio = peer / ours
+            ratio = ours / peer
             status = "met" if target.met(ratio) else "NOT met"
             shown = UNITS[target.unit](ratio)
             write(f"{target.path}: {target.figure}: {shown} (target {target.text()}: {status})")

@@ -316,6 +316,7 @@ class Inputs:
             contender.name,
             run=lambda _: runner(),
             check=lambda _, result: self.check(contender, result),
+            amount=self.records(contender),
         )
 
     def check(self, contender: Contender, result: Any) -> int:

@@ -154,6 +154,9 @@ class Contender:
     finish: Callable[[Any], None] = _ignore
     check: Callable[[Any, Any], Any] = _ignore
     timed: bool = True
+    # What one run handles (records, bytes). Speed ratios compare amount per second, so two
+    # contenders that run on different amounts (the codec's slow peer on a prefix) compare.
+    amount: float = 1.0
 
 
 @dataclass
@@ -175,8 +178,12 @@ class Runs(dict[str, Measured]):
         return [amount / s for s in self.seconds(name)]
 
     def speedup(self, ours: str, peer: str) -> list[float]:
-        """Per round: how many times the peer's time ours is faster (peer s / our s)."""
-        return per_round(self.seconds(peer), self.seconds(ours))
+        """Per round: how many times the peer's speed ours is (our rate / the peer's, of each
+        contender's amount per second; peer s / our s when the amounts are equal)."""
+        return per_round(
+            self.rates(ours, self[ours].contender.amount),
+            self.rates(peer, self[peer].contender.amount),
+        )
 
     def median(self, name: str) -> float:
         return statistics.median(self.seconds(name))
@@ -250,9 +257,9 @@ def alternate(
 # --- statistics and formats ---------------------------------------------------------------------
 
 
-def per_round(slower: Sequence[float], faster: Sequence[float]) -> list[float]:
-    """Per round: slower ÷ faster (of times: how many times faster; of rates: the reverse)."""
-    return [s / f for s, f in zip(slower, faster, strict=True)]
+def per_round(numerators: Sequence[float], denominators: Sequence[float]) -> list[float]:
+    """Per round: numerator ÷ denominator (of rates: how many times faster; of times: slower)."""
+    return [n / d for n, d in zip(numerators, denominators, strict=True)]
 
 
 def spread(values: Sequence[float], fmt: Callable[[float], str]) -> str:
