@@ -363,6 +363,7 @@ static void walk_start(walk_state *w, const uint8_t *records, size_t len, int32_
     w->flags = flags;
     w->out = out;
     out->max_timestamp = -1;
+    out->min_timestamp = -1;
     out->offset_delta_of_max_timestamp = 0;
     out->first_key_length = -1;
 }
@@ -389,6 +390,8 @@ static int walk_before(walk_state *w, const uint8_t *limit) {
             out->max_timestamp = timestamp;
             out->offset_delta_of_max_timestamp = offset_delta;
         }
+        if (timestamp != -1 && (out->min_timestamp == -1 || timestamp < out->min_timestamp))
+            out->min_timestamp = timestamp;
     }
     EOS_VERIFY(cursor <= end);
     w->cursor = cursor;
@@ -489,6 +492,19 @@ static inline int check_offset_delta(const eos_record *r, const eos_batch_header
     return EOS_OK;
 }
 
+/* The decoders' step: parse the record at *cursor, check its offset delta against the one
+ * before (check_offset_delta) and give its absolute offset (Java's wrapping long sum). */
+static inline int next_record(const uint8_t **cursor, const uint8_t *end,
+                              const eos_batch_header *h, int32_t *previous_delta, eos_record *r,
+                              int64_t *offset) {
+    int status = parse_record(cursor, end, r);
+    if (status != EOS_OK) return status;
+    status = check_offset_delta(r, h, previous_delta);
+    if (status != EOS_OK) return status;
+    *offset = wrapping_add(h->base_offset, r->offset_delta);
+    return EOS_OK;
+}
+
 int eos_decode_records(eos_columns *c, const uint8_t *records, size_t len,
                        const eos_batch_header *h, int64_t offset_min, int64_t offset_end) {
     const uint8_t *cursor = records, *end = records + len;
@@ -503,11 +519,9 @@ int eos_decode_records(eos_columns *c, const uint8_t *records, size_t len,
     int32_t previous_delta = -1;
     for (int32_t i = 0; i < h->records_count; i++) {
         eos_record r;
-        int status = parse_record(&cursor, end, &r);
+        int64_t offset;
+        int status = next_record(&cursor, end, h, &previous_delta, &r, &offset);
         if (status != EOS_OK) return status;
-        status = check_offset_delta(&r, h, &previous_delta);
-        if (status != EOS_OK) return status;
-        int64_t offset = wrapping_add(h->base_offset, r.offset_delta);
         if (offset < offset_min || offset >= offset_end) continue;
         int64_t key_size = r.key_length > 0 ? r.key_length : 0;
         int64_t value_size = r.value_length > 0 ? r.value_length : 0;
@@ -557,11 +571,9 @@ int eos_index_records(eos_record_ref *refs, int64_t capacity, int64_t *count,
     int32_t previous_delta = -1;
     for (int32_t i = 0; i < h->records_count; i++) {
         eos_record r;
-        int status = parse_record(&cursor, end, &r);
+        int64_t offset;
+        int status = next_record(&cursor, end, h, &previous_delta, &r, &offset);
         if (status != EOS_OK) return status;
-        status = check_offset_delta(&r, h, &previous_delta);
-        if (status != EOS_OK) return status;
-        int64_t offset = wrapping_add(h->base_offset, r.offset_delta);
         if (offset < offset_min || offset >= offset_end) continue;
         if (n >= capacity) return EOS_NEED_SPACE;
         eos_record_ref *ref = &refs[n++];

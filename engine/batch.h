@@ -62,6 +62,9 @@ int eos_utf8_valid(const uint8_t *p, size_t len);
 
 typedef struct {
     int64_t max_timestamp;
+    /* The smallest record timestamp other than -1 (NO_TIMESTAMP), or -1 when every record
+     * has none: with max_timestamp it bounds what the leader's timestamp rules check. */
+    int64_t min_timestamp;
     int32_t offset_delta_of_max_timestamp;
     int32_t first_key_length; /* the first record's key (control batches check it) */
 } eos_walk_result;
@@ -70,7 +73,8 @@ enum { EOS_WALK_CLIENT_RULES = 1 }; /* offset deltas 0..n-1 and UTF-8 header key
 
 /* Walk exactly `count` records of an uncompressed records section [records, records + len):
  * each well formed, nothing left over. With EOS_WALK_CLIENT_RULES also the stricter rules an
- * append applies. Reports the max record timestamp (CreateTime) for the time index. */
+ * append applies. Reports the max record timestamp (CreateTime) for the time index, and the
+ * min one other than -1 for the timestamp rules. */
 int eos_walk_records(const uint8_t *records, size_t len, int32_t count, int64_t base_timestamp,
                      int flags, eos_walk_result *out);
 

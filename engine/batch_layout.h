@@ -1,6 +1,6 @@
 /* The Kafka v2 record batch layout in C: byte offsets, sizes, attribute bits (docs/format.md §1-§3).
  *
- * python/eoslog/record/layout.py states the same numbers for Python; tests/test_layout.py
+ * python/eoslog/record/layout.py states the same numbers for Python; tests/record/test_layout.py
  * checks that the two agree, field by field (docs/style.md rule 1). All header integers are
  * big-endian. */
 #ifndef EOSLOG_BATCH_LAYOUT_H

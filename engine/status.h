@@ -1,6 +1,6 @@
 /* Status codes returned by the nogil kernels (docs/style.md rule 4: status inside, exceptions
  * outside). python/eoslog/record/status.py holds the same numbers and the messages;
- * tests/test_layout.py checks that the two agree. */
+ * tests/record/test_layout.py checks that the two agree. */
 #ifndef EOSLOG_STATUS_H
 #define EOSLOG_STATUS_H
 

@@ -31,6 +31,7 @@ cdef extern from "batch.h" nogil:
 
     ctypedef struct eos_walk_result:
         int64_t max_timestamp
+        int64_t min_timestamp
         int32_t offset_delta_of_max_timestamp
         int32_t first_key_length
 

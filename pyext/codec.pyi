@@ -3,7 +3,7 @@
 Implemented by eoslog._ext.codec (Cython over engine/) and eoslog.record.pycodec (the readable
 pure-Python twin). `eoslog.record.codec` is whichever of the two is in use
 (EOSLOG_NO_EXTENSIONS=1 selects the twin). For every input both return equal values and raise
-the same exception type with the same message; tests/test_differential.py checks this.
+the same exception type with the same message; tests/record/test_twins_differential.py checks this.
 
 Buffers: every function reading bytes takes any object with the buffer protocol (bytes,
 bytearray, memoryview, mmap, numpy array) and does not copy it. Positions are byte offsets in

@@ -56,7 +56,7 @@ from eoslog.record import status as status_codes
 from eoslog.record.columns import ColumnarRecords, RecordHeaders
 from eoslog.record.types import BatchHeader, Record, ValidatedBatch
 
-# The C statement of the layout and status codes, for tests/test_layout.py to compare with
+# The C statement of the layout and status codes, for tests/record/test_layout.py to compare with
 # layout.py and status.py (docs/style.md rule 1).
 LAYOUT = {
     "BASE_OFFSET_OFFSET": EOS_BASE_OFFSET_OFFSET,
@@ -253,10 +253,13 @@ def validate_batch(data, *, Py_ssize_t batch_bytes_max=limits.message_bytes_defa
             raise_for_status(EOS_BAD_CONTROL_RECORD, 0)
     header = header_object(&h)
     if h.attributes & EOS_TIMESTAMP_TYPE_MASK:
-        return ValidatedBatch(header, h.max_timestamp, h.last_offset_delta)
+        # Every record carries the header's time (what a decode reports for each).
+        return ValidatedBatch(header, h.max_timestamp, h.last_offset_delta, h.max_timestamp)
     if h.records_count == 0:
-        return ValidatedBatch(header, h.max_timestamp, 0)
-    return ValidatedBatch(header, walk.max_timestamp, walk.offset_delta_of_max_timestamp)
+        return ValidatedBatch(header, h.max_timestamp, 0, -1)
+    return ValidatedBatch(
+        header, walk.max_timestamp, walk.offset_delta_of_max_timestamp, walk.min_timestamp
+    )
 
 
 cdef int walk_section(_RecordsSection section, const eos_batch_header *h,

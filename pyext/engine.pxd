@@ -1,8 +1,9 @@
 # cython: language_level=3
 # Declarations of the C engine (engine/*.h) for the Cython modules in pyext/. Every function and
-# macro of crc32c.h, varint.h, murmur2.h, bytes_be.h, batch_layout.h and status.h is declared
-# here, once, so that primitives.pyx and codec.pyx agree on them. Nothing in engine/ touches Python objects, so
-# every declaration is nogil; extern functions are noexcept in Cython 3 (they return statuses).
+# macro of crc32c.h, varint.h, murmur2.h, bytes_be.h, batch_layout.h, scan.h and status.h is
+# declared here, once, so that the modules using them agree. Nothing in engine/ touches Python
+# objects, so every declaration is nogil; extern functions are noexcept in Cython 3 (they
+# return statuses).
 
 from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
@@ -134,3 +135,37 @@ cdef extern from "status.h" nogil:
         EOS_BAD_CONTROL_RECORD
         # Internal, never surfaced: the output columns need more room; grow and retry.
         EOS_NEED_SPACE
+
+
+cdef extern from "scan.h" nogil:
+    # One row of a scan (scan.BATCH_INFO is its numpy view, checked against sizeof).
+    ctypedef struct eos_batch_info:
+        int64_t position
+        int64_t base_offset
+        int64_t last_offset
+        int64_t max_timestamp
+        int64_t producer_id
+        int32_t size
+        int32_t records_count
+        int32_t base_sequence
+        int32_t partition_leader_epoch
+        int16_t attributes
+        int16_t producer_epoch
+        int32_t reserved
+
+    int eos_scan_batches(const uint8_t *buf, size_t len, size_t start, int verify_crc,
+                         eos_batch_info *out, size_t capacity, size_t *count, size_t *stop)
+    size_t eos_find_valid_batch(const uint8_t *buf, size_t len, size_t start)
+    int eos_find_batch(const uint8_t *buf, size_t len, size_t start, int64_t target,
+                       size_t *position, size_t *size)
+
+
+cdef inline const eos_batch_info *batch_info_rows(infos, dtype) except? NULL:
+    """The eos_batch_info rows of a contiguous array of `dtype` (scan.BATCH_INFO: a
+    scan_batches result or a slice of it); NULL for none. Valid while `infos` lives."""
+    if infos.dtype != dtype:
+        raise TypeError("expected an array of scan.BATCH_INFO rows")
+    if len(infos) == 0:
+        return NULL
+    cdef const uint8_t[::1] raw = infos.view("u1")
+    return <const eos_batch_info *>&raw[0]

@@ -73,7 +73,7 @@ TIME_OFFSET_KEY = EOS_INDEX_KEY_TIME_OFFSET
 # The entries as numpy reads them: big-endian fields at engine/index.h's offsets, in its entry
 # sizes (docs/format.md §5.4, §5.5, §6.1). The one Python statement of the layouts, for the
 # modules that check a whole file at once (eoslog.log.offset_index, time_index, txn_index);
-# tests/test_layout.py checks them against index.h.
+# tests/record/test_layout.py checks them against index.h.
 OFFSET_ENTRY_DTYPE = np.dtype({
     "names": ["relative", "position"],
     "formats": [">i4", ">i4"],

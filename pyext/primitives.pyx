@@ -2,7 +2,7 @@
 """CRC-32C and zigzag varints (docs/format.md §1.1, §2.1), over the C engine.
 
 The contract is pyext/primitives.pyi; eoslog.record.pyprimitives is the pure-Python twin and
-tests/test_primitives.py runs one suite against both. Every function may be called from any
+tests/record/test_primitives.py runs one suite against both. Every function may be called from any
 thread. Inputs are read through the buffer protocol without copying, and only for the duration
 of the call.
 """

@@ -3,6 +3,8 @@ eoslog.client.fetch (plan_fetch wraps this result in a FetchPlan)."""
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from typing_extensions import Buffer
 
 from eoslog.errors import CorruptRecordError
@@ -17,4 +19,5 @@ def plan_fetch(
     fetch_offset: int,
     aborted_transactions: Sequence[tuple[int, int]] | None,
     records_max: int | None = None,
+    batches: np.ndarray | None = None,
 ) -> tuple[list[tuple[int, int]], int, int, int]: ...

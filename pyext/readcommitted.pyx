@@ -2,16 +2,18 @@
 """The consumer's read_committed filter (docs/format.md §6.4; Kafka's CompletedFetch
 nextFetchedRecord / isBatchAborted), in Cython: which batches of a fetch reach the
 application. The contract is eoslog.client.fetch.plan_fetch, which wraps the result in a
-FetchPlan; the readable twin is tests/fetch_reference.py (tests/test_fetch_plan.py holds the
-two together).
+FetchPlan; the readable twin is tests/support/fetch_reference.py (tests/client/test_fetch_plan.py
+holds the two together).
 
-The batch headers are scanned in C (scan.scan_batches); the loop over them runs here without
-Python objects per batch, except for control batches (one per transaction), whose ABORT /
+The batch headers are scanned in C (scan.scan_batches), or come scanned with the read
+(FetchResult.batches); the loop over them runs here without Python objects per batch, except for control batches (one per transaction), whose ABORT /
 COMMIT type is read from their one record.
 """
 
 cimport cython
-from libc.stdint cimport int16_t, int32_t, int64_t
+from libc.stdint cimport int16_t, int64_t
+
+from engine cimport batch_info_rows, eos_batch_info
 
 import numpy as np
 
@@ -63,19 +65,33 @@ def check_skipped(records, Py_ssize_t position, Py_ssize_t end):
         raise CorruptRecordError(f"the batch at byte {position} of a fetch cannot be read whole")
 
 
-def plan_fetch(records, int64_t fetch_offset, aborted_transactions, records_max=None):
+def _rows_end_at(infos, Py_ssize_t size):
+    """Whether BATCH_INFO rows end exactly at byte `size` (none: at 0)."""
+    if infos.dtype != scan.BATCH_INFO:
+        raise TypeError("expected an array of scan.BATCH_INFO rows")
+    if len(infos) == 0:
+        return size == 0
+    last = infos[len(infos) - 1]
+    return int(last["position"]) + int(last["size"]) == size
+
+
+def plan_fetch(records, int64_t fetch_offset, aborted_transactions, records_max=None,
+               batches=None):
     """See eoslog.client.fetch.plan_fetch: the same plan as a tuple (runs, next_offset,
-    records, planned_bytes), with the same errors."""
-    infos, stop, status = scan.scan_batches(records, verify_crc=False)
-    if status != 0:
-        raise_for_status(status, stop)
+    records, planned_bytes), with the same errors. `batches`: the scan.BATCH_INFO rows of
+    `records` when the read already scanned them (FetchResult.batches), so the headers are
+    not scanned again. Rows that do not end where the records end are ignored (the records
+    are scanned); rows that end there must tile them from byte 0 (ValueError otherwise)."""
+    cdef Py_ssize_t records_size = len(memoryview(records).cast("B"))
+    infos = None if batches is None else np.ascontiguousarray(batches)
+    if infos is not None and not _rows_end_at(infos, records_size):
+        infos = None  # rows of other bytes (records replaced since the read): scan these
+    if infos is None:
+        infos, stop, status = scan.scan_batches(records, verify_crc=False)
+        if status != 0:
+            raise_for_status(status, stop)
+    cdef const eos_batch_info *rows = batch_info_rows(infos, scan.BATCH_INFO)
     cdef Py_ssize_t count = len(infos)
-    cdef const int64_t[:] positions = np.ascontiguousarray(infos["position"])
-    cdef const int64_t[:] base_offsets = np.ascontiguousarray(infos["base_offset"])
-    cdef const int64_t[:] last_offsets = np.ascontiguousarray(infos["last_offset"])
-    cdef const int64_t[:] producer_ids = np.ascontiguousarray(infos["producer_id"])
-    cdef const int16_t[:] attributes = np.ascontiguousarray(infos["attributes"])
-    cdef const int32_t[:] sizes = np.ascontiguousarray(infos["size"])
     cdef bint read_committed = aborted_transactions is not None
     pending = sorted(aborted_transactions or (), key=lambda entry: entry[1])
     cdef Py_ssize_t pending_index = 0, pending_count = len(pending)
@@ -92,10 +108,13 @@ def plan_fetch(records, int64_t fetch_offset, aborted_transactions, records_max=
     cdef bint dropped, control
     cdef Py_ssize_t i
     for i in range(count):
-        position = positions[i]
-        end = position + sizes[i]
-        last_offset = last_offsets[i]
-        base_offset = base_offsets[i]
+        position = rows[i].position
+        if position != end or rows[i].size <= 0 or position + rows[i].size > records_size:
+            # Rows given by a caller that do not tile the records (a scan's always do).
+            raise ValueError(f"batch row {i} does not follow the one before it in the records")
+        end = position + rows[i].size
+        last_offset = rows[i].last_offset
+        base_offset = rows[i].base_offset
         if (
             last_offset < base_offset
             or (i == 0 and not base_offset <= fetch_offset <= last_offset)
@@ -105,8 +124,8 @@ def plan_fetch(records, int64_t fetch_offset, aborted_transactions, records_max=
                 position, fetch_offset, base_offset, last_offset, previous_last if i else -1
             )
         previous_last = last_offset
-        producer_id = producer_ids[i]
-        attrs = attributes[i]
+        producer_id = rows[i].producer_id
+        attrs = rows[i].attributes
         control = (attrs & CONTROL_MASK) != 0
         if control:
             check_skipped(records, position, end)
@@ -130,7 +149,7 @@ def plan_fetch(records, int64_t fetch_offset, aborted_transactions, records_max=
             run_start = position
         next_offset = last_offset + 1
         if not dropped and not control:
-            first = base_offsets[i] if base_offsets[i] > fetch_offset else fetch_offset
+            first = base_offset if base_offset > fetch_offset else fetch_offset
             if last_offset + 1 > first:
                 planned += last_offset + 1 - first
             if limit >= 0 and planned >= limit:

@@ -2,33 +2,14 @@
 """Scanning runs of whole batches (engine/scan.c) for the partition log: recovery, index
 rebuilding and offset lookups. One numpy record per batch; no Python object per batch."""
 
-from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint64_t
+from libc.stdint cimport int64_t, uint8_t, uint64_t
 
 import numpy as np
 
-from engine cimport EOS_OK
-
-
-cdef extern from "scan.h" nogil:
-    ctypedef struct eos_batch_info:
-        int64_t position
-        int64_t base_offset
-        int64_t last_offset
-        int64_t max_timestamp
-        int64_t producer_id
-        int32_t size
-        int32_t records_count
-        int32_t base_sequence
-        int32_t partition_leader_epoch
-        int16_t attributes
-        int16_t producer_epoch
-        int32_t reserved
-
-    int eos_scan_batches(const uint8_t *buf, size_t len, size_t start, int verify_crc,
-                         eos_batch_info *out, size_t capacity, size_t *count, size_t *stop)
-    size_t eos_find_valid_batch(const uint8_t *buf, size_t len, size_t start)
-    int eos_find_batch(const uint8_t *buf, size_t len, size_t start, int64_t target,
-                       size_t *position, size_t *size)
+from engine cimport (
+    EOS_OK, batch_info_rows, eos_batch_info, eos_find_batch, eos_find_valid_batch,
+    eos_scan_batches,
+)
 
 
 # The numpy view of eos_batch_info, field for field (scan.h); checked against sizeof below.
@@ -117,17 +98,6 @@ def find_batch(data, int64_t target, Py_ssize_t start=0, Py_ssize_t end=-1):
     return status, <Py_ssize_t>position, <Py_ssize_t>batch_size
 
 
-cdef const eos_batch_info *info_rows(infos) except? NULL:
-    """The eos_batch_info rows of a BATCH_INFO array (a contiguous one: scan_batches' or a
-    slice of it)."""
-    if infos.dtype != BATCH_INFO:
-        raise TypeError("expected a BATCH_INFO array")
-    if len(infos) == 0:
-        return NULL
-    cdef const uint8_t[::1] raw = infos.view(np.uint8)
-    return <const eos_batch_info *>&raw[0]
-
-
 def first_offset_violation(infos, int64_t next_offset):
     """Index of the first batch whose offsets do not continue the previous batch's (the first
     must start at next_offset), or one whose last offset lies below its base; -1 if none.
@@ -135,7 +105,7 @@ def first_offset_violation(infos, int64_t next_offset):
     length, which the CRC does not cover. Sums wrap as Java's long (and numpy's int64) do.
     Native because a fetch runs it on every read (a numpy pass cost ~4% of consume())."""
     infos = np.ascontiguousarray(infos)
-    cdef const eos_batch_info *rows = info_rows(infos)
+    cdef const eos_batch_info *rows = batch_info_rows(infos, BATCH_INFO)
     cdef Py_ssize_t i, n = len(infos)
     cdef int64_t expected = next_offset
     for i in range(n):
@@ -148,7 +118,7 @@ def first_offset_violation(infos, int64_t next_offset):
 def first_starting_at_or_past(infos, int64_t offset):
     """Index of the first batch whose base offset is >= offset, or -1."""
     infos = np.ascontiguousarray(infos)
-    cdef const eos_batch_info *rows = info_rows(infos)
+    cdef const eos_batch_info *rows = batch_info_rows(infos, BATCH_INFO)
     cdef Py_ssize_t i, n = len(infos)
     for i in range(n):
         if rows[i].base_offset >= offset:

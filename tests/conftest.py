@@ -22,9 +22,8 @@ from types import ModuleType
 
 import pytest
 
-import batches
 import eoslog
-import logtools
+from tests.support import batches, logtools
 
 TS = logtools.TS
 
@@ -82,7 +81,7 @@ def make_batch(codec: ModuleType) -> Callable[..., bytes]:
 
 # --- a broker in a temporary directory with a driven clock ----------------------------------
 
-OpenBroker = Callable[..., eoslog.Broker]
+OpenBroker = logtools.OpenBroker
 
 
 @pytest.fixture

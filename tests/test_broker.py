@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterator
 import pytest
 
 import eoslog
-import logtools
 from eoslog.errors import (
     InvalidConfigError,
     KafkaStorageError,
@@ -29,6 +28,7 @@ from eoslog.errors import (
 from eoslog.fs import PosixFileSystem
 from eoslog.fs_twin import RecordingFileSystem
 from eoslog.log.checkpoints import CLEAN_SHUTDOWN_FILE
+from tests.support import logtools
 
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
 OpenBroker = Callable[..., eoslog.Broker]

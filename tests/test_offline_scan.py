@@ -15,13 +15,13 @@ import pyarrow.compute as pc
 import pytest
 
 import eoslog
-import scanlog
 from eoslog import offline
 from eoslog.errors import KafkaStorageError, OffsetOutOfRangeError
 from eoslog.fs import PosixFileSystem
 from eoslog.log.offset_index import OffsetIndex
 from eoslog.log.partition_view import PartitionView
 from eoslog.log.time_index import TimeIndex
+from tests.support import REPO_ROOT, scanlog
 
 SEED = int(os.environ.get("EOSLOG_SCAN_SEED", "7"))
 
@@ -150,7 +150,8 @@ WRITER = textwrap.dedent(
     """
     import sys
     sys.path.insert(0, sys.argv[3])
-    import eoslog, scanlog
+    import eoslog
+    from tests.support import scanlog
     broker = eoslog.open(sys.argv[1], durability="none")
     for round in range(int(sys.argv[2])):
         tail, _ = scanlog.fill(broker, 1000 + round, transactions=15)
@@ -163,8 +164,7 @@ WRITER = textwrap.dedent(
 def test_scans_while_a_subprocess_writes_are_prefixes_of_the_final_view(tmp_path) -> None:  # type: ignore[no-untyped-def]
     path = str(tmp_path)
     eoslog.open(path).close()
-    tests_dir = os.path.dirname(__file__)
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, path, "12", tests_dir])
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, path, "12", REPO_ROOT])
     seen = []
     try:
         while writer.poll() is None:

@@ -39,7 +39,8 @@ from eoslog.errors import (
     UnstableOffsetCommitError,
     UnsupportedCompressionTypeError,
 )
-from eoslog.log.partition import AppendInfo, FetchResult
+from eoslog.log.partition import AppendInfo
+from eoslog.log.partition_reads import FetchResult
 from eoslog.log.recovery import repair_truncate
 from eoslog.offline import scan
 

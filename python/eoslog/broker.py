@@ -34,7 +34,7 @@ from eoslog.errors import (
     TopicAlreadyExistsError,
     UnknownTopicOrPartitionError,
 )
-from eoslog.fs import FileSystem, PosixFileSystem
+from eoslog.fs import FileSystem, PosixFileSystem, make_directories, remove_tree
 from eoslog.log import checkpoints, meta_file, recovery
 from eoslog.log.checkpoints import AbortedCounts
 from eoslog.log.config import BROKER_KEYS, DAY_MS, LogConfig
@@ -119,7 +119,7 @@ class Broker:
         # that could not be undone): close() then writes no clean-shutdown marker.
         self._storage_failure: KafkaStorageError | None = None
         try:
-            _make_directories(self.fs, self.path)
+            make_directories(self.fs, self.path)
             self._dir_lock = lock_log_directory(self.fs, self.path)
         except LogDirLockedError:
             self._close_own_fs()
@@ -192,7 +192,7 @@ class Broker:
         clean = checkpoints.take_clean_shutdown(self.fs, self.path)
         for entry in self.fs.list_directories(self.path):
             if _DELETE_DIRECTORY.fullmatch(entry):
-                _remove_tree(self.fs, os.path.join(self.path, entry))
+                remove_tree(self.fs, os.path.join(self.path, entry))
         recovery_points, recovery_problem = checkpoints.read_believed_offsets(
             self.fs, os.path.join(self.path, checkpoints.RECOVERY_POINT_FILE)
         )
@@ -371,7 +371,7 @@ class Broker:
             # A directory no topic owns (left by a failed create) must not be loaded.
             stale = os.path.join(self.path, f"{name}-{partition}")
             if self.fs.exists(stale):
-                _remove_tree(self.fs, stale)
+                remove_tree(self.fs, stale)
         self._topics[name] = metadata
         self._write_meta()
         for partition in range(metadata.num_partitions):
@@ -404,7 +404,7 @@ class Broker:
             directories = set(self.fs.list_directories(self.path))
             for partition in range(partitions):
                 if f"{name}-{partition}" in directories:
-                    _remove_tree(self.fs, os.path.join(self.path, f"{name}-{partition}"))
+                    remove_tree(self.fs, os.path.join(self.path, f"{name}-{partition}"))
             self.fs.sync_dir(self.path)
         except (OSError, KafkaStorageError) as error:
             self._storage_failure = KafkaStorageError(f"{cause}; undoing it failed: {error}")
@@ -457,7 +457,7 @@ class Broker:
                 del self._topics[name]
                 self._write_meta()
                 for directory in doomed:
-                    _remove_tree(self.fs, directory)
+                    remove_tree(self.fs, directory)
                 self.fs.sync_dir(self.path)
             except OSError as error:
                 raise KafkaStorageError(f"deleting topic {name!r} failed: {error}") from error
@@ -692,36 +692,6 @@ def _delete_directory_name(topic: str, partition: int) -> str:
         name
     )
     return name
-
-
-# How deep _remove_tree goes: eoslog makes no subdirectories, so anything deeper is a plant.
-_REMOVE_DEPTH_MAX: Final = 8
-
-
-def _remove_tree(fs: FileSystem, directory: str, depth: int = 0) -> None:
-    """Remove a partition directory, its files and (stray) subdirectories, and its entry.
-    A symlink inside is removed itself, never followed (fs.unlink); a symlink at `directory`
-    is refused by listdir (UnsafePathError)."""
-    subdirectories = set(fs.list_directories(directory))
-    for name in fs.listdir(directory):
-        path = os.path.join(directory, name)
-        if name not in subdirectories:
-            fs.unlink(path)
-        elif depth < _REMOVE_DEPTH_MAX:
-            _remove_tree(fs, path, depth + 1)
-        else:
-            raise KafkaStorageError(f"{path} lies more than {_REMOVE_DEPTH_MAX} directories deep")
-    fs.rmdir(directory)
-
-
-def _make_directories(fs: FileSystem, path: str) -> None:
-    missing = []
-    while not fs.exists(path):
-        missing.append(path)
-        path = os.path.dirname(path)
-    for directory in reversed(missing):
-        fs.mkdir(directory)
-        fs.sync_dir(os.path.dirname(directory))
 
 
 def open(

@@ -12,7 +12,8 @@ At the end the parent checks that the output is exactly the transformed input, p
 partition, in order, with no record lost or duplicated, and that the group's committed
 offsets are the input's end offsets.
 
-copy() is the copier's loop; tests/test_eos_copier.py runs it under its kill harness.
+copy() is the copier's loop; tests/reliability/f06_eos_copier/test_eos_copier.py runs it under
+its kill harness.
 """
 
 from __future__ import annotations

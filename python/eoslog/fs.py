@@ -48,7 +48,7 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Final, NoReturn, Protocol
 
-from eoslog.errors import KafkaException, UnsafePathError
+from eoslog.errors import KafkaException, KafkaStorageError, UnsafePathError
 
 if TYPE_CHECKING:
     # Only for annotations: typing_extensions is not a run-time dependency.
@@ -254,6 +254,38 @@ _FILE_NO_FOLLOW = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 # path at each call, which tripled the cost of opening 1,000 segments. Beyond it the least
 # recently opened are closed and reopened when needed.
 DIRECTORY_FDS_MAX: Final = 64
+
+
+# How deep remove_tree goes: eoslog makes no subdirectories in a partition, so anything
+# deeper is a plant.
+_REMOVE_DEPTH_MAX: Final = 8
+
+
+def remove_tree(fs: FileSystem, directory: str, depth: int = 0) -> None:
+    """Remove a directory (a partition's), its files and (stray) subdirectories, and its entry.
+    A symlink inside is removed itself, never followed (fs.unlink); a symlink at `directory`
+    is refused by listdir (UnsafePathError)."""
+    subdirectories = set(fs.list_directories(directory))
+    for name in fs.listdir(directory):
+        path = os.path.join(directory, name)
+        if name not in subdirectories:
+            fs.unlink(path)
+        elif depth < _REMOVE_DEPTH_MAX:
+            remove_tree(fs, path, depth + 1)
+        else:
+            raise KafkaStorageError(f"{path} lies more than {_REMOVE_DEPTH_MAX} directories deep")
+    fs.rmdir(directory)
+
+
+def make_directories(fs: FileSystem, path: str) -> None:
+    """Create `path` and its missing parents, each made durable in its parent (sync_dir)."""
+    missing = []
+    while not fs.exists(path):
+        missing.append(path)
+        path = os.path.dirname(path)
+    for directory in reversed(missing):
+        fs.mkdir(directory)
+        fs.sync_dir(os.path.dirname(directory))
 
 
 class _Directories:

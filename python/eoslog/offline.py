@@ -25,7 +25,7 @@ from eoslog import limits
 from eoslog.errors import KafkaStorageError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from eoslog.fs import FileSystem, PosixFileSystem
 from eoslog.log import checkpoints
-from eoslog.log.partition import ISOLATION_LEVELS
+from eoslog.log.partition_reads import ISOLATION_LEVELS
 from eoslog.log.partition_view import PartitionView
 from eoslog.log.txn_index import AbortedTxn
 from eoslog.record.columns import spark_schema

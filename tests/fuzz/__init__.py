@@ -9,7 +9,8 @@
   `<target>-<what>.bin`, the input, and a one-line `.txt` saying what it triggers; a fixed
   finding's input moves into its target's corpus (none is open today). Replay one under
   the fuzzing process's bounds with `python -m tests.fuzz.runner <target> <file>.bin`.
-- tests/test_fuzz.py replays the corpus in pytest and runs each target for a bounded time.
+- tests/reliability/f12_fuzzing/test_fuzz.py replays the corpus in pytest and runs each target
+  for a bounded time.
 
 Outcome classes: an input may make a reader return or raise a typed eoslog error
 (`eoslog.errors.KafkaException`, or the documented ValueError of a reader whose contract says

@@ -1,5 +1,6 @@
 """Starting a fuzz run in a child process (libFuzzer exits the process it runs in): the
-command line tests/test_fuzz.py and the soak share (see tests/fuzz/runner.py)."""
+command line tests/reliability/f12_fuzzing/test_fuzz.py and the soak share (see
+tests/fuzz/runner.py)."""
 
 from __future__ import annotations
 

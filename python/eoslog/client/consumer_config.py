@@ -15,7 +15,7 @@ from typing import Final
 from eoslog import limits
 from eoslog.coordinator.assignors import ASSIGNORS
 from eoslog.errors import InvalidConfigError
-from eoslog.log.partition import ISOLATION_LEVELS
+from eoslog.log.partition_reads import ISOLATION_LEVELS
 
 RESET_POLICIES: Final = {
     "earliest": "earliest",

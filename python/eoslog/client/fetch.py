@@ -19,7 +19,8 @@ consumer moves to. The rules, in Kafka's consumer order (CF `nextFetchedRecord`)
   move backwards or loop. A break raises CorruptRecordError naming the batch's position.
 
 plan_fetch runs the Cython filter (pyext/readcommitted.pyx); its readable twin,
-plan_fetch_reference, lives with the tests that hold the two together (tests/fetch_reference.py).
+plan_fetch_reference, lives with the tests that hold the two together
+(tests/support/fetch_reference.py).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from eoslog._ext import readcommitted
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    import numpy as np
     from typing_extensions import Buffer
 
 
@@ -52,18 +54,21 @@ def plan_fetch(
     fetch_offset: int,
     aborted_transactions: Sequence[tuple[int, int]] | None,
     records_max: int | None = None,
+    batches: np.ndarray | None = None,
 ) -> FetchPlan:
     """Plan the delivery of the whole batches in `records` (a FetchResult's bytes) for a
     fetch from `fetch_offset`, in the Cython filter (eoslog._ext.readcommitted), without a
     Python object per batch. `aborted_transactions` is FetchResult.aborted_transactions:
     (producer id, first offset) pairs under read_committed, None under read_uncommitted.
     With records_max, planning stops after the batch that brings the records to at least
-    that many (the rest stays in the log for the next fetch).
+    that many (the rest stays in the log for the next fetch). `batches`: the records'
+    scan.BATCH_INFO rows when the read scanned them already (FetchResult.batches), so the
+    headers are scanned once per fetch.
 
     Raises CorruptRecordError for a bad batch header (iter_headers' rules), offsets out of
     order (module doc) or a batch left out unread (a control batch, an aborted one) that
     fails its CRC (readcommitted.check_skipped), and InvalidRecordError for a control batch
     whose record key is shorter than 4 bytes."""
     return FetchPlan(
-        *readcommitted.plan_fetch(records, fetch_offset, aborted_transactions, records_max)
+        *readcommitted.plan_fetch(records, fetch_offset, aborted_transactions, records_max, batches)
     )

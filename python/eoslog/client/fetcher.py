@@ -49,7 +49,8 @@ from eoslog.record import codec
 if TYPE_CHECKING:
     from eoslog.client.consumer_config import ConsumerConfig
     from eoslog.coordinator.group_coordinator import GroupCoordinator
-    from eoslog.log.partition import FetchResult, PartitionLog
+    from eoslog.log.partition import PartitionLog
+    from eoslog.log.partition_reads import FetchResult
 
 # What a partition's buffered records are held as: MessageBatch for consume() and poll(),
 # FetchedRecords (Arrow-layout columns) for consume_arrow(), with or without headers. A
@@ -430,6 +431,8 @@ def _planned(result: FetchResult, offset: int, records_wanted: int | None = None
     offset order: the position would move backwards or loop) name the segment file and the
     byte of it (FetchResult.in_file)."""
     try:
-        return plan_fetch(result.records, offset, result.aborted_transactions, records_wanted)
+        return plan_fetch(
+            result.records, offset, result.aborted_transactions, records_wanted, result.batches
+        )
     except KafkaException as error:
         raise result.in_file(error) from error

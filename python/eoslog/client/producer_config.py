@@ -17,6 +17,8 @@ from eoslog import limits
 from eoslog.errors import InvalidConfigError
 from eoslog.record import layout
 
+# Kafka's int32 config fields (retries, the timeouts) are bounded by Java's Integer.MAX_VALUE.
+_INT32_MAX: Final = (1 << 31) - 1
 COMPRESSIONS: Final = {"none": layout.COMPRESSION_NONE, "lz4": layout.COMPRESSION_LZ4}
 
 # Keys confluent-kafka-python users commonly pass that mean nothing for an in-process log;
@@ -46,7 +48,7 @@ class ProducerSettings:
     acks: int = -1
     client_id: str = "rdkafka"  # librdkafka's default client.id
     queue_messages_max: int = limits.queue_messages_max_default
-    retries: int = (1 << 31) - 1  # librdkafka's default: retry until delivery.timeout.ms
+    retries: int = _INT32_MAX  # librdkafka's default: retry until delivery.timeout.ms
     retry_backoff_ms: int = limits.retry_backoff_ms_default
     delivery_timeout_ms: int = limits.delivery_timeout_ms_default
     max_block_ms: int = limits.block_ms_max_default
@@ -102,7 +104,7 @@ def parse(config: Mapping[str, object]) -> ProducerSettings:
         queue_messages_max=values.get(  # type: ignore[arg-type]
             "queue.buffering.max.messages", limits.queue_messages_max_default
         ),
-        retries=values.get("retries", (1 << 31) - 1),  # type: ignore[arg-type]
+        retries=values.get("retries", _INT32_MAX),  # type: ignore[arg-type]
         retry_backoff_ms=values.get(  # type: ignore[arg-type]
             "retry.backoff.ms", limits.retry_backoff_ms_default
         ),
@@ -187,7 +189,6 @@ def _callback(key: str, value: object) -> object:
     return value
 
 
-_INT32_MAX: Final = (1 << 31) - 1
 _PARSERS: Final[dict[str, Callable[[str, object], object]]] = {
     "enable.idempotence": _boolean,
     "transactional.id": _optional_text,

@@ -12,7 +12,8 @@ from eoslog.record import codec
 from eoslog.record.types import BatchHeader, Record
 
 if TYPE_CHECKING:
-    from eoslog.log.partition import FetchResult, PartitionLog
+    from eoslog.log.partition import PartitionLog
+    from eoslog.log.partition_reads import FetchResult
 
 
 def batches(log: PartitionLog) -> Iterator[tuple[BatchHeader, list[Record]]]:

@@ -33,8 +33,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Final
 
 from eoslog import crashpoints, limits
-from eoslog._ext.producer_state import NO_OFFSET
 from eoslog.coordinator import log_replay, marker_checks
+from eoslog.coordinator.marker_writer import MarkerListener, MarkerWriter, marker_applied
 from eoslog.coordinator.producer_ids import ProducerIdManager
 from eoslog.coordinator.transaction_decisions import (
     Decision,
@@ -83,8 +83,6 @@ if TYPE_CHECKING:
 
 S = TransactionState
 LogOf = Callable[[str, int], "PartitionLog"]
-# Told of every marker written: (topic, partition, producer id, commit, marker offset).
-MarkerListener = Callable[[str, int, int, bool, int], None]
 
 # The states of a transaction in progress: the ids limits.open_transactions_max counts.
 _IN_PROGRESS: Final = frozenset(
@@ -110,8 +108,6 @@ class TransactionCoordinator:
         marker_listener: MarkerListener | None = None,
     ) -> None:
         self._state_logs = state_logs
-        # The group coordinator: a marker in `__consumer_offsets` ends pending offsets.
-        self._marker_listener = marker_listener
         self._log_of = log_of
         self._all_logs = all_logs
         self._producer_ids = producer_ids
@@ -134,11 +130,14 @@ class TransactionCoordinator:
         # state log's queue and appends serialize on its lock.
         self._deferred: dict[PartitionLog, list[tuple[bytes, bytes | None]]] = {}
         self._append_locks = {state_log: threading.Lock() for state_log in state_logs}
-        # Under "commit": markers written but not yet fsynced, as (log, offset). Every
-        # fsync of a state log makes them durable first (_sync_state_log), so a Complete*
-        # record is never durable before the markers it reports.
-        self._unsynced_markers: list[tuple[PartitionLog, int]] = []
-        self._markers_lock = threading.Lock()
+        # Every fsync of a state log makes the markers written so far durable first
+        # (_sync_state_log), so a Complete* record is never durable before its markers.
+        self._markers = MarkerWriter(
+            coordinator_epoch=coordinator_epoch,
+            durability=durability,
+            state_logs=state_logs,
+            listener=marker_listener,
+        )
 
     # --- loading ---------------------------------------------------------------------------
 
@@ -181,7 +180,7 @@ class TransactionCoordinator:
         for log, producer_id, epoch in self._open_transactions():
             end = decided.get((producer_id, epoch + 1))
             if end is not None and (log.topic, log.partition) in end[1]:
-                self._write_recovered_marker(log, producer_id, epoch + 1, end[0])
+                self._markers.write(log, producer_id, epoch + 1, end[0])
 
     def _open_transactions(self) -> list[tuple[PartitionLog, int, int]]:
         """(log, producer id, epoch) of every transaction open in a partition (at open)."""
@@ -216,7 +215,7 @@ class TransactionCoordinator:
             partition = (log.topic, log.partition)
             end = decided.get((producer_id, epoch + 1))
             if end is not None and partition in end[1]:
-                self._write_recovered_marker(log, producer_id, epoch + 1, end[0])
+                self._markers.write(log, producer_id, epoch + 1, end[0])
                 continue
             meta = self._by_producer.get(producer_id)
             if meta is not None:
@@ -248,19 +247,7 @@ class TransactionCoordinator:
             else:
                 target = meta.prepare_epoch_bump(meta.txn_timeout_ms, None, self._clock_ms())
             self._persist(meta, target)  # durable before the marker is written
-        self._write_recovered_marker(log, producer_id, epoch + 1, commit=False)
-
-    def _write_recovered_marker(
-        self, log: PartitionLog, producer_id: int, marker_epoch: int, commit: bool
-    ) -> None:
-        crashpoints.hit("marker.before")
-        offset = log.append_marker(
-            producer_id, marker_epoch, self.coordinator_epoch, commit, sync=self._sync_markers
-        )
-        self._marker_written(log, offset)
-        if self._marker_listener is not None:
-            self._marker_listener(log.topic, log.partition, producer_id, commit, offset)
-        crashpoints.hit("marker.after")
+        self._markers.write(log, producer_id, epoch + 1, commit=False)
 
     # --- requests --------------------------------------------------------------------------
 
@@ -600,33 +587,7 @@ class TransactionCoordinator:
     def sync_markers(self) -> None:
         """Make every marker written so far durable (under "commit", markers are written
         without an fsync of their own). Any thread."""
-        with self._markers_lock:
-            pending, self._unsynced_markers = self._unsynced_markers, []
-        try:
-            for log, offset in pending:
-                log.flush_through(offset + 1)
-        except BaseException as error:
-            with self._markers_lock:
-                self._unsynced_markers[:0] = pending
-            if isinstance(error, KafkaStorageError):
-                # A marker may now be lost for good, and only its Prepare* record stands for
-                # it: no state log may become durable past it (its close or a roll would
-                # fsync the deferred Complete*, and recovery would take the transaction as
-                # finished without the marker). Fail-stop them; the next open recovers.
-                for state_log in self._state_logs:
-                    state_log.fail_stop(error)
-            raise
-
-    @property
-    def _sync_markers(self) -> bool:
-        """Whether append_marker fsyncs: under "commit" the coordinator defers it (see
-        _write_markers); under "always" every append is durable at once."""
-        return self._durability == "always"
-
-    def _marker_written(self, log: PartitionLog, offset: int) -> None:
-        if self._durability == "commit":
-            with self._markers_lock:
-                self._unsynced_markers.append((log, offset))
+        self._markers.sync()
 
     def _finish_unfinished_end(self, meta: TransactionMetadata) -> None:
         """Finish an end that a crash or a failed marker write left in Prepare* (id lock
@@ -659,23 +620,12 @@ class TransactionCoordinator:
                 log = self._log_of(topic, partition)
             except UnknownTopicOrPartitionError:
                 continue  # a deleted topic counts as done (§3.7 step 2)
-            if recovering and _marker_applied(log, meta.producer_id, meta.producer_epoch):
+            if recovering and marker_applied(log, meta.producer_id, meta.producer_epoch):
                 continue
-            crashpoints.hit("marker.before")
             try:
-                offset = log.append_marker(
-                    meta.producer_id,
-                    meta.producer_epoch,
-                    self.coordinator_epoch,
-                    commit,
-                    sync=self._sync_markers,
-                )
+                self._markers.write(log, meta.producer_id, meta.producer_epoch, commit)
             except (InvalidProducerEpochError, TransactionCoordinatorFencedError):
                 return
-            self._marker_written(log, offset)
-            if self._marker_listener is not None:
-                self._marker_listener(topic, partition, meta.producer_id, commit, offset)
-            crashpoints.hit("marker.after")
         # The end is decided once Prepare* is durable (Kafka's EndTxn answers then too).
         # Complete* is applied now but its record is deferred to the next append to this
         # state partition (the id's next AddPartitions, usually: one batch for both) or
@@ -687,20 +637,6 @@ class TransactionCoordinator:
         # Prepare* record (_end_unaccounted_transactions).
         self._persist(meta, meta.prepare_complete(self._clock_ms()), defer=True)
         crashpoints.hit("coordinator.complete.after")
-
-
-def _marker_applied(log: PartitionLog, producer_id: int, marker_epoch: int) -> bool:
-    """Whether the marker at `marker_epoch` already reached `log`, as recovery can tell: the
-    producer's entry there is past it, or at it with a newer transaction open. Only data
-    of a later transaction carries the marker's epoch (every TV2 end bumps the epoch), and
-    the coordinator writes every marker of an end before the producer learns that epoch; a
-    partition file is durable as a prefix, so that data survives only with the marker."""
-    entry = log.producer_state.entry(producer_id)
-    if entry is None:
-        return False
-    return entry.epoch > marker_epoch or (
-        entry.epoch == marker_epoch and entry.current_txn_first_offset != NO_OFFSET
-    )
 
 
 def _check_transactional_id(transactional_id: object) -> None:

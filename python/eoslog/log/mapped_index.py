@@ -107,6 +107,11 @@ class MappedIndex:
             self._open_writable()
         else:
             self._open_read_only(missing_ok)
+        self._refresh_last()
+
+    def _refresh_last(self) -> None:
+        """Refresh what a subclass caches of the last entry: called once the entries are
+        loaded, truncated or remapped."""
 
     def _open_writable(self) -> None:
         created = not self._fs.exists(self._path)
@@ -253,10 +258,11 @@ class MappedIndex:
         return slot if self._entries.entry(slot)[column] == relative_target else slot + 1
 
     def _truncate_to_entries(self, count: int) -> None:
-        """Keep the first count entries; subclasses refresh what they cache of the last."""
+        """Keep the first count entries."""
         self._require_handle()
         self._dirty = True
         self._entries.truncate(count)
+        self._refresh_last()
 
     def truncate(self) -> None:
         """Drop every entry (the file keeps its size)."""
@@ -287,6 +293,7 @@ class MappedIndex:
             raise
         self._length = rounded
         self._entries.attach(self._map(handle, rounded), count)
+        self._refresh_last()
         return True
 
     def reset(self) -> None:

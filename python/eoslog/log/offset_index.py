@@ -14,10 +14,9 @@ import numpy as np
 
 from eoslog._ext import index as _index
 from eoslog.errors import CorruptIndexError, IndexFullError, InvalidOffsetError
-from eoslog.fs import FileSystem
-from eoslog.log.mapped_index import INDEX_BYTES_DEFAULT, MappedIndex, clamp_int64
+from eoslog.log.mapped_index import MappedIndex, clamp_int64
 
-# engine/index.h holds the layout; eoslog._ext.index exports it (tests/test_layout.py).
+# engine/index.h holds the layout; eoslog._ext.index exports it (tests/record/test_layout.py).
 ENTRY_BYTES: Final = _index.OFFSET_ENTRY_BYTES
 _OFFSET_KEY: Final = _index.OFFSET_KEY
 _POSITION_KEY: Final = _index.POSITION_KEY
@@ -36,24 +35,7 @@ class OffsetIndex(MappedIndex):
 
     __slots__ = ("_last_offset",)
 
-    def __init__(
-        self,
-        fs: FileSystem,
-        path: str,
-        base_offset: int,
-        *,
-        max_index_bytes: int = INDEX_BYTES_DEFAULT,
-        writable: bool = True,
-        missing_ok: bool = False,
-    ) -> None:
-        super().__init__(
-            fs,
-            path,
-            base_offset,
-            max_index_bytes=max_index_bytes,
-            writable=writable,
-            missing_ok=missing_ok,
-        )
+    def _refresh_last(self) -> None:
         self._last_offset = self._read_last_offset()
 
     def _entries_in_use(self, image: bytes) -> int:
@@ -136,10 +118,6 @@ class OffsetIndex(MappedIndex):
         changes when offset is past the last entry."""
         self._require_handle()
         self._truncate_to_entries(self._entries_below(_OFFSET_KEY, 0, offset))
-
-    def _truncate_to_entries(self, count: int) -> None:
-        super()._truncate_to_entries(count)
-        self._last_offset = self._read_last_offset()
 
     def sanity_check(self) -> None:
         """CorruptIndexError if the last entry is below the base offset (an entry at the base

@@ -14,18 +14,16 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import re
 import struct
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from eoslog import crashpoints, limits
 from eoslog._ext.producer_state import APPEND_DUPLICATE, NO_OFFSET, ProducerStateTable
 from eoslog.errors import (
     CorruptRecordError,
     InvalidProducerEpochError,
-    KafkaException,
     KafkaStorageError,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
@@ -35,9 +33,14 @@ from eoslog.fs import FileSystem
 from eoslog.log import recovery
 from eoslog.log.checkpoints import AbortedCounts
 from eoslog.log.config import LogConfig
+from eoslog.log.partition_reads import (
+    ISOLATION_LEVELS,
+    FetchResult,
+    Published,
+    read_published,
+)
 from eoslog.log.producer_state import ProducerStateManager, aborted_txn
 from eoslog.log.segment import LogSegment
-from eoslog.log.segment_reads import LOG_SUFFIX
 from eoslog.log.sync import GroupSync
 from eoslog.log.timestamps import check_client_timestamps
 from eoslog.record import codec, layout
@@ -48,9 +51,6 @@ if TYPE_CHECKING:
 
     from eoslog.record.types import BatchHeader
 
-# Kafka's fetch isolation levels (FetchRequest IsolationLevel), defined here once: the
-# consumer's configuration and eoslog.scan check theirs against it too.
-ISOLATION_LEVELS: Final = ("read_committed", "read_uncommitted")
 _OFFSET = struct.Struct(">q")
 _EPOCH = struct.Struct(">i")
 
@@ -60,78 +60,6 @@ class AppendInfo(NamedTuple):
     last_offset: int
     log_append_time_ms: int  # -1 for CreateTime topics
     duplicate: bool
-
-
-# How a decoder's error names the batch it is about, by its byte in the buffer decoded: a
-# suffix (eoslog.errors.error_for_status, and the few messages written by hand in pyext/), or
-# the plan's "the batch at byte N of a fetch ..." (pyext/readcommitted.pyx offsets_break).
-_BATCH_AT = re.compile(r" \((?:next )?batch at (?:byte )?(\d+)\)$|^the batch at byte (\d+) ")
-
-
-class FetchResult(NamedTuple):
-    # Whole v2 batches: a read-only view into the segment's mapped .log (valid as long as kept).
-    records: memoryview
-    aborted_transactions: list[tuple[int, int]] | None  # (producer id, first offset)
-    high_watermark: int
-    last_stable_offset: int
-    log_start_offset: int
-    # Where `records` came from: the segment's .log and the byte of it where they begin, so
-    # an error found decoding them can name the file and byte (in_file). "" for no records.
-    file: str = ""
-    position: int = 0
-
-    def in_file(self, error: KafkaException, offset_in_records: int = 0) -> KafkaException:
-        """`error`, raised decoding these records, as the same class naming the .log and the
-        byte of it the damage is at: "<file> at byte <position>: <reason>". A decoder knows
-        only the byte in the buffer it was given (a fetch's records, or a slice of them at
-        `offset_in_records`), which alone would send a reader to the wrong place."""
-        return error_in_file(error, self.file, self.position + offset_in_records)
-
-
-def error_in_file(error: KafkaException, file: str, position: int) -> KafkaException:
-    """`error`, found decoding bytes read from `position` of `file`, as the same class
-    naming that file and the byte of it the damage is at (module _BATCH_AT)."""
-    reason = str(error)
-    if not file or file in reason:
-        return type(error)(reason)  # a new one: callers raise it `from error`
-    found = _BATCH_AT.search(reason)
-    if found is None:
-        return type(error)(f"{file}, in the batches read from byte {position}: {reason}")
-    at = position + int(found.group(1) or found.group(2))
-    kept = "the batch " if found.group(2) else ""  # the prefix form: keep its subject
-    rest = reason[: found.start()] + kept + reason[found.end() :]
-    return type(error)(f"{file} at byte {at}: {rest}")
-
-
-def _aborted_in(
-    segments: list[LogSegment],
-    number: int,
-    fetch_offset: int,
-    position: int,
-    fetch_size: int,
-    log_end_offset: int,
-) -> list[tuple[int, int]]:
-    """The aborted transactions a read_committed fetch must be told about (docs/format.md §6.3):
-    those overlapping [fetch_offset, upper bound) from the segment it was served from on,
-    where the upper bound is the offset of the first index entry past the fetched bytes,
-    else the next segment's base, else the log end."""
-    segment = segments[number]
-    upper = segment.offset_index.fetch_upper_bound_offset(position, fetch_size)
-    if upper is not None:
-        upper_bound = upper[0]
-    elif number + 1 < len(segments):
-        upper_bound = segments[number + 1].base_offset
-    else:
-        upper_bound = log_end_offset
-    found: list[tuple[int, int]] = []
-    for later in segments[number:]:
-        if later.txn_index.is_empty:
-            continue
-        entries, complete = later.txn_index.collect_aborted(fetch_offset, upper_bound)
-        found.extend((entry.producer_id, entry.first_offset) for entry in entries)
-        if complete:
-            break
-    return found
 
 
 class _StorageGuard:
@@ -299,7 +227,7 @@ class PartitionLog:
                     f"{self.config.segment_bytes}"
                 )
             header = validated.header
-            check_client_timestamps(raw, header, self.config, self._clock_ms())
+            check_client_timestamps(raw, validated, self.config, self._clock_ms())
             view = memoryview(raw).cast("B")
             with self._lock:
                 self._check_writable()
@@ -641,37 +569,14 @@ class PartitionLog:
         # them, so everything below `end` lies in the segments captured after it. The LSO is
         # read before the log end too: it never passes the end read after it.
         start = self._log_start_offset
-        committed = isolation_level == "read_committed"
         stable = self.last_stable_offset
         end = self._log_end_offset
-        segments, bases = self._segments, self._bases
-        bound = min(stable, end) if committed else end
-        aborted: list[tuple[int, int]] | None = [] if committed else None
+        published = Published(start, stable, end, self._segments, self._bases)
         if not start <= offset <= end:
             raise OffsetOutOfRangeError(
                 f"offset {offset} is outside [{start}, {end}] of {self.topic}-{self.partition}"
             )
-        if offset < bound:
-            index = max(bisect.bisect_right(bases, offset) - 1, 0)
-            for number, segment in enumerate(segments[index:], start=index):
-                # Cut at the bound, not only when a transaction is open: the segment's size
-                # may already cover a batch the log end captured above does not (append
-                # publishes the size first), an open transaction's first batch included.
-                found = segment.read(
-                    offset, max_bytes, segment.size, contiguous=True, offset_end=bound
-                )
-                if found is not None:
-                    records = found[0]
-                    if aborted is not None:
-                        aborted = _aborted_in(segments, number, offset, found[1], len(records), end)
-                    return FetchResult(
-                        records, aborted, end, stable, start, segment.path(LOG_SUFFIX), found[1]
-                    )
-                if segment.size > 0:
-                    # The log is contiguous: the segment whose range holds `offset` must hold
-                    # a batch with it. None means its batches skip the offset.
-                    raise segment.corruption(0, f"no batch holds offset {offset}")
-        return FetchResult(memoryview(b""), aborted, end, stable, start)
+        return read_published(published, offset, max_bytes, isolation_level == "read_committed")
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """The first record with timestamp >= timestamp_ms: (offset, timestamp), or None."""

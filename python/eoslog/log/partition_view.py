@@ -28,7 +28,7 @@ import bisect
 import contextlib
 import os
 from collections.abc import Iterator
-from typing import Final, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -36,13 +36,13 @@ from eoslog import limits
 from eoslog._ext import index as _index
 from eoslog._ext import readcommitted
 from eoslog.errors import (
+    CorruptIndexError,
     CorruptRecordError,
     CorruptSnapshotError,
     KafkaException,
-    KafkaStorageError,
 )
 from eoslog.fs import FileHandle, FileSystem
-from eoslog.log import checkpoint_checks, checkpoints, recovery
+from eoslog.log import checkpoint_checks, checkpoints, recovery, view_open
 from eoslog.log.offset_index import OffsetIndex
 from eoslog.log.producer_state import ProducerStateManager, snapshot_disagreement
 from eoslog.log.segment import LogSegment, first_offset_violation
@@ -52,8 +52,6 @@ from eoslog.log.segment_reads import (
     TIME_INDEX_SUFFIX,
     TXN_INDEX_SUFFIX,
     SegmentReads,
-    file_name,
-    parse_file_name,
 )
 from eoslog.log.time_index import TimeIndex
 from eoslog.log.txn_index import (
@@ -65,10 +63,6 @@ from eoslog.log.txn_index import (
 )
 from eoslog.record import codec, layout
 from eoslog.record.columns import ColumnarRecords
-
-# An offset past this leaves no log end offset an int64 can hold (Kafka's offsets are int64):
-# a batch claiming one is damage.
-_OFFSET_LIMIT: Final = (1 << 63) - 1
 
 
 class _HeaderOnly(NamedTuple):
@@ -106,11 +100,11 @@ class SegmentFiles(SegmentReads):
 
     def aborted_transactions(self) -> list[AbortedTxn] | None:
         """The entries of this segment's .txnindex, read in bounded chunks (txn_index.
-        read_entries), or None when they cannot be believed: a malformed entry, a partial one
-        at the end or an empty file (the owner writes a segment's entries before a snapshot
-        past it, and creates the file with its first entry), or a directory in its place.
-        The caller then derives the aborted transactions from the batch headers; trusting
-        what precedes the damage could show aborted records."""
+        read_entries), or None when they cannot be believed: a malformed entry (an unknown
+        version too), a partial one at the end or an empty file (the owner writes a segment's
+        entries before a snapshot past it, and creates the file with its first entry), or a
+        directory in its place. The caller then derives the aborted transactions from the
+        batch headers; trusting what precedes the damage could show aborted records."""
         path = self.path(TXN_INDEX_SUFFIX)
         try:
             handle = self.fs.open(path, read_only=True)
@@ -125,7 +119,10 @@ class SegmentFiles(SegmentReads):
             handle.close()
         if damaged_at is not None or size == 0 or len(image) != size:
             return None
-        return _index.decode_aborted_txns(image, AbortedTxn)
+        try:
+            return _index.decode_aborted_txns(image, AbortedTxn)
+        except CorruptIndexError:
+            return None  # an entry of a version no reader knows (docs/format.md §6.1)
 
 
 class PartitionView:
@@ -155,10 +152,10 @@ class PartitionView:
         marker = os.path.join(root, checkpoints.CLEAN_SHUTDOWN_FILE)
         # Read before the sizes are captured: the owner writes a recovery point only after
         # everything below it was synced, so the captured log must reach it.
-        recovery_point = _recovery_point(fs, root, topic, partition)
-        self._aborted_counts = _aborted_counts(fs, root, topic, partition)
+        recovery_point = view_open.recovery_point(fs, root, topic, partition)
+        self._aborted_counts = view_open.aborted_counts(fs, root, topic, partition)
         marked_before = fs.exists(marker)
-        handles = _open_segments(fs, directory)
+        handles = view_open.open_segments(fs, directory)
         sizes = [handle.size() for _, handle in handles]
         # The owner takes the marker when it opens and writes it back when it has closed:
         # there before and after the sizes were captured, no owner was appending meanwhile,
@@ -234,13 +231,15 @@ class PartitionView:
         # about where the valid batches end, and the walk starts at the segment start, whose
         # first batch must begin at the base offset.
         position = last.scan_position(1 << 62)
-        end, next_offset, broken = _valid_prefix(last, position, None)
+        end, next_offset, broken = view_open.valid_prefix(last, position, None)
         if end == position:
-            end, next_offset, broken = _valid_prefix(last, 0, last.base_offset)
+            end, next_offset, broken = view_open.valid_prefix(last, 0, last.base_offset)
         if end < last.size:
             valid_after = broken or last.valid_batch_after(end, last.size)
             if clean or not recovery.may_cut(recovery_point, next_offset, valid_after):
-                raise last.corruption(end, _why_not_torn(clean, recovery_point, next_offset))
+                raise last.corruption(
+                    end, view_open.why_not_torn(clean, recovery_point, next_offset)
+                )
         last.size = end
         return next_offset
 
@@ -319,7 +318,7 @@ class PartitionView:
             if self._bases[number] >= start:
                 break
             entries = self.segment(number).aborted_transactions()
-            if entries is None or not _as_counted(
+            if entries is None or not view_open.as_counted(
                 self._bases[number], entries, self._aborted_counts
             ):
                 # A derived file is never believed over the log (above), nor one holding
@@ -404,9 +403,9 @@ class PartitionView:
 
     def read_batches(
         self, start: int, stop: int, chunk_bytes: int = limits.offline_read_chunk_bytes
-    ) -> Iterator[tuple[memoryview, int, SegmentFiles, int]]:
-        """(bytes, first offset, segment, byte in its .log) of runs of whole batches holding
-        the offsets [start, stop):
+    ) -> Iterator[tuple[memoryview, int, SegmentFiles, int, np.ndarray]]:
+        """(bytes, first offset, segment, byte in its .log, the bytes' scan.BATCH_INFO rows) of
+        runs of whole batches holding the offsets [start, stop):
         the first run begins with the batch holding `start`; batches beginning at or past
         `stop` are left out. CorruptRecordError where the bytes below a segment's captured
         size are not whole batches, or where their offsets do not follow each other
@@ -446,7 +445,7 @@ class PartitionView:
             keep = int(np.count_nonzero(below))
             if keep:
                 end = int(infos["position"][keep - 1]) + int(infos["size"][keep - 1])
-                yield data[:end], offset, segment, position
+                yield data[:end], offset, segment, position, infos[:keep]
                 offset = int(infos["last_offset"][keep - 1]) + 1
                 position += end
             if keep < len(infos):
@@ -469,7 +468,9 @@ class PartitionView:
         appear; aborted transactional batches are dropped whole (docs/format.md §6.4). A batch
         decompressing past decompressed_bytes_max raises CorruptRecordError (decode_columns)."""
         returned = start - 1  # the last offset yielded
-        for data, offset, segment, file_position in self.read_batches(start, stop, chunk_bytes):
+        for data, offset, segment, file_position, batches in self.read_batches(
+            start, stop, chunk_bytes
+        ):
             skips = None
             if aborted is not None:
                 # Kafka's rule for the aborted transactions a fetch from `offset` is told
@@ -480,7 +481,7 @@ class PartitionView:
                     if txn.last_offset >= offset and txn.first_offset < stop
                 ]
                 with _naming_the_file(segment, file_position):
-                    runs = readcommitted.plan_fetch(data, offset, pending)[0]
+                    runs = readcommitted.plan_fetch(data, offset, pending, None, batches)[0]
                 skips = _gaps(runs, len(data))
             # One call decodes the whole read around the dropped batches, so a read yields
             # one batch of columns, not one per run between aborted batches.
@@ -508,92 +509,6 @@ class PartitionView:
                     )
                     yield columns
                 position = columns.end_position
-
-
-def _why_not_torn(clean: bool, recovery_point: int | None, next_offset: int) -> str:
-    """Why damage at the end of the log (at next_offset) is not a torn tail the view may
-    leave out (recovery's table)."""
-    if clean:
-        return (
-            f"the bytes from offset {next_offset} on are not whole valid batches, but the "
-            f"directory was shut down cleanly ({checkpoints.CLEAN_SHUTDOWN_FILE}), so "
-            "everything in it was durable"
-        )
-    if recovery_point is not None:
-        return (
-            f"the bytes from offset {next_offset} on are not whole valid batches, but offsets "
-            f"below the recovery point {recovery_point} were durable"
-        )
-    return (
-        f"the bytes from offset {next_offset} on are not whole valid batches, and a valid "
-        "batch follows them: this is not a torn tail"
-    )
-
-
-def _recovery_point(fs: FileSystem, root: str, topic: str, partition: int) -> int | None:
-    """The partition's entry in the owner's recovery-point checkpoint, or None when the file
-    or the entry is missing or unreadable (then nothing is known durable: the owner's rule)."""
-    path = os.path.join(root, checkpoints.RECOVERY_POINT_FILE)
-    try:
-        offsets, _ = checkpoints.read_believed_offsets(fs, path)
-    except OSError:
-        return None  # replaced or made unreadable under us: nothing is known durable
-    return offsets.get((topic, partition))
-
-
-def _aborted_counts(
-    fs: FileSystem, root: str, topic: str, partition: int
-) -> checkpoints.AbortedCounts | None:
-    """The partition's line in the owner's aborted-transaction checkpoint, or None when the
-    file or the line is missing or unreadable (then no .txnindex is believed: every aborted
-    transaction is derived from the batch headers, as the owner's open rescans)."""
-    try:
-        counts, _ = checkpoints.read_believed_aborted_counts(fs, root)
-    except OSError:
-        return None
-    return counts.get((topic, partition))
-
-
-def _as_counted(
-    base_offset: int, entries: list[AbortedTxn], counted: checkpoints.AbortedCounts | None
-) -> bool:
-    """Whether a segment's .txnindex entries agree with the owner's count
-    (AbortedCounts.agrees); without a count nothing is known: False."""
-    return counted is not None and counted.agrees(
-        base_offset, lambda below: sum(1 for entry in entries if entry.last_offset < below)
-    )
-
-
-def _valid_prefix(
-    segment: SegmentFiles, position: int, expected: int | None
-) -> tuple[int, int, bool]:
-    """Walk the .log from `position` (a batch boundary) to its captured size, checking each
-    batch's framing, CRC and offsets (each batch continues the previous one; the first
-    begins at `expected`, if given). Returns (where the valid batches end, the offset after
-    them, whether they end at a whole batch with a valid CRC whose offsets break the order:
-    valid data after the damage)."""
-    next_offset = expected
-    while position < segment.size:
-        infos, stop, status, _ = segment.scan_chunk(
-            position, segment.size, limits.tail_check_chunk_bytes, verify_crc=True
-        )
-        if len(infos) == 0:
-            break
-        if next_offset is None:
-            next_offset = int(infos["base_offset"][0])
-        bad = first_offset_violation(infos, next_offset)
-        beyond = np.flatnonzero(infos["last_offset"] >= _OFFSET_LIMIT)
-        if len(beyond) and (bad is None or int(beyond[0]) < bad):
-            bad = int(beyond[0])
-        if bad is not None:
-            if bad:
-                next_offset = int(infos["last_offset"][bad - 1]) + 1
-            return position + int(infos["position"][bad]), next_offset, True
-        next_offset = int(infos["last_offset"][-1]) + 1
-        position += stop
-        if status != 0:
-            break
-    return position, segment.base_offset if next_offset is None else next_offset, False
 
 
 def _checked_record_offsets(
@@ -676,36 +591,3 @@ def _batches_read_at(
         # Below the captured size everything was written as whole batches.
         raise segment.corruption(position + stop, "no whole batch starts there")
     return memoryview(data), infos
-
-
-def _open_segments(fs: FileSystem, directory: str) -> list[tuple[int, FileHandle]]:
-    """(base offset, read-only handle) of each segment, oldest first. A segment that vanishes
-    before it is opened is skipped when it is the oldest (retention); anywhere else the
-    listing is taken again."""
-    for _ in range(limits.view_open_attempts_max):
-        # Only `<20 ASCII digits, within int64>.log` is a segment (segment_reads.
-        # parse_file_name): `.log.deleted`, `.log.swap` and stray names are not.
-        # A directory under a segment's name is a stray too (the owner ignores it).
-        subdirectories = set(fs.list_directories(directory))
-        parsed = [
-            parse_file_name(name) for name in fs.listdir(directory) if name not in subdirectories
-        ]
-        bases = sorted(found[0] for found in parsed if found is not None and found[1] == LOG_SUFFIX)
-        opened: list[tuple[int, FileHandle]] = []
-        complete = True
-        for base in bases:
-            try:
-                handle = fs.open(
-                    os.path.join(directory, file_name(base, LOG_SUFFIX)), read_only=True
-                )
-            except FileNotFoundError:
-                if opened:
-                    complete = False
-                    break
-                continue
-            opened.append((base, handle))
-        if complete:
-            return opened
-        for _, handle in opened:
-            handle.close()
-    raise KafkaStorageError(f"{directory}: the segment files kept changing while being opened")

@@ -16,7 +16,7 @@ recovery, index rebuilds) preads, and maps nothing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 import numpy as np
 
@@ -52,6 +52,18 @@ class _Unloaded:
 
 
 _UNLOADED: Final = _Unloaded()
+
+
+class SegmentRead(NamedTuple):
+    """What LogSegment.read returns."""
+
+    # Whole batches: a read-only view into the mapped .log (or a copy of its unmapped tail).
+    records: memoryview
+    # The byte of the .log where they begin.
+    position: int
+    # Their scan.BATCH_INFO rows (positions relative to `records`) when the read scanned
+    # them, so that a fetch plans without scanning again; None for a read of one batch.
+    batches: np.ndarray | None = None
 
 
 def first_offset_violation(infos: np.ndarray, next_offset: int) -> int | None:
@@ -265,10 +277,10 @@ class LogSegment(SegmentReads):
         *,
         contiguous: bool = False,
         offset_end: int | None = None,
-    ) -> tuple[memoryview, int] | None:
+    ) -> SegmentRead | None:
         """Whole batches from the first whose last offset is >= start_offset (Kafka's rule: in
         a log with gaps that is the next batch after the gap), at most max_bytes (but at least
-        that first batch) and never past max_position. (records, position) or None.
+        that first batch) and never past max_position: a SegmentRead, or None.
 
         offset_end: batches beginning at or past this offset are left out (None when the first
         one does). A partition passes its log end or last stable offset: the segment's size is
@@ -301,14 +313,14 @@ class LogSegment(SegmentReads):
             return None
         if max_bytes <= size or position + size >= end:
             self._check_below_end(view, position, offset_end)
-            return view[position : position + size], position  # just the first batch
+            return SegmentRead(view[position : position + size], position)  # the first batch
         return self._readable_batches(
             view[position : min(position + max_bytes, end)], size, contiguous, offset_end, position
-        ), position
+        )
 
     def _read_copied(
         self, start_offset: int, max_bytes: int, end: int, contiguous: bool, offset_end: int | None
-    ) -> tuple[memoryview, int] | None:
+    ) -> SegmentRead | None:
         """read() by pread, for the few MiB at the growing end of the active segment that
         are not mapped yet (a copy costs less there than a new mapping: mapped_log)."""
         found = self._locate(start_offset, end)
@@ -322,11 +334,11 @@ class LogSegment(SegmentReads):
             return None
         if max_bytes <= size or position + size >= end:
             self._check_below_end(buffer, at, offset_end, position)
-            return memoryview(buffer)[at : at + size], position
+            return SegmentRead(memoryview(buffer)[at : at + size], position)
         data = memoryview(self.log.pread(min(max_bytes, end - position), position))
         if len(data) < size:  # the file is shorter than the log's end: cut under us
             raise self.corruption(position + len(data), "the file ends in a batch")
-        return self._readable_batches(data, size, contiguous, offset_end, position), position
+        return self._readable_batches(data, size, contiguous, offset_end, position)
 
     def _check_below_end(
         self, buffer: bytes | memoryview, at: int, offset_end: int | None, position: int = -1
@@ -354,11 +366,11 @@ class LogSegment(SegmentReads):
         contiguous: bool,
         offset_end: int | None,
         position: int,
-    ) -> memoryview:
+    ) -> SegmentRead:
         """The whole batches at the start of `data` (at `position` of the .log), whose first
         batch is `size` bytes, up to the first beginning at or past offset_end (the first
-        batch is below it). The last batch kept must end below offset_end
-        (_check_below_end)."""
+        batch is below it), with the rows the scan found for them. The last batch kept must
+        end below offset_end (_check_below_end)."""
         infos, stop, _ = scan.scan_batches(data, verify_crc=False)
         keep = len(infos)
         if contiguous and len(infos) > 1:
@@ -387,7 +399,13 @@ class LogSegment(SegmentReads):
             self._check_below_end(data, last, offset_end, position + last)
         # A bad header or a partial batch at `stop` is left out here; the next read starts
         # there and raises.
-        return data[: max(stop, size)]
+        records = data[: max(stop, size)]
+        # The rows go with the records when they describe exactly them (always, unless the
+        # first batch alone is kept past a bad header): the fetch plans from them unscanned.
+        tiled = keep > 0 and int(infos["position"][keep - 1]) + int(infos["size"][keep - 1]) == len(
+            records
+        )
+        return SegmentRead(records, position, infos[:keep] if tiled else None)
 
     # --- truncation, recovery support, lifecycle --------------------------------------------
 

@@ -17,10 +17,9 @@ import numpy as np
 
 from eoslog._ext import index as _index
 from eoslog.errors import CorruptIndexError, IndexFullError, InvalidOffsetError
-from eoslog.fs import FileSystem
-from eoslog.log.mapped_index import INDEX_BYTES_DEFAULT, MappedIndex
+from eoslog.log.mapped_index import MappedIndex
 
-# engine/index.h holds the layout; eoslog._ext.index exports it (tests/test_layout.py).
+# engine/index.h holds the layout; eoslog._ext.index exports it (tests/record/test_layout.py).
 ENTRY_BYTES: Final = _index.TIME_ENTRY_BYTES
 # Kafka's RecordBatch.NO_TIMESTAMP: the timestamp of an empty index's last entry.
 NO_TIMESTAMP: Final = -1
@@ -41,24 +40,7 @@ class TimeIndex(MappedIndex):
 
     __slots__ = ("_last_entry",)
 
-    def __init__(
-        self,
-        fs: FileSystem,
-        path: str,
-        base_offset: int,
-        *,
-        max_index_bytes: int = INDEX_BYTES_DEFAULT,
-        writable: bool = True,
-        missing_ok: bool = False,
-    ) -> None:
-        super().__init__(
-            fs,
-            path,
-            base_offset,
-            max_index_bytes=max_index_bytes,
-            writable=writable,
-            missing_ok=missing_ok,
-        )
+    def _refresh_last(self) -> None:
         self._last_entry = self._read_last_entry()
 
     def _entries_in_use(self, image: bytes) -> int:
@@ -140,16 +122,6 @@ class TimeIndex(MappedIndex):
         (as Kafka; when offsets repeat, which of the equal entries it lands on decides)."""
         self._require_handle()
         self._truncate_to_entries(self._entries_below(_TIME_OFFSET_KEY, 1, offset))
-
-    def _truncate_to_entries(self, count: int) -> None:
-        super()._truncate_to_entries(count)
-        self._last_entry = self._read_last_entry()
-
-    def resize(self, new_size: int) -> bool:
-        resized = super().resize(new_size)
-        if resized:
-            self._last_entry = self._read_last_entry()
-        return resized
 
     def sanity_check(self) -> None:
         """CorruptIndexError if the last timestamp is below the first, the last offset is

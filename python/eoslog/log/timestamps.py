@@ -5,8 +5,11 @@ On a CreateTime topic a record timestamp other than -1 must lie within
 [now - message.timestamp.before.max.ms, now + message.timestamp.after.max.ms]; every record
 out of range is reported (Kafka's RecordValidationException wrapping InvalidTimestampException,
 one record error each). A client never claims LogAppendTime: a batch that does is refused too.
-Both limits default to Long.MAX_VALUE, which turns the range check off; the records are then
-not decoded at all.
+Both limits default to Long.MAX_VALUE, which turns the range check off.
+
+The records are decoded only when the batch may break the rule: validate_batch's walk already
+found the smallest and largest record timestamps (ValidatedBatch), and when both lie in range
+every record does. Only a batch that fails is decoded, to name each record out of range.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from eoslog import limits
 from eoslog.errors import InvalidTimestampError
 from eoslog.log.config import LogConfig
 from eoslog.record import codec
-from eoslog.record.types import BatchHeader
+from eoslog.record.types import ValidatedBatch
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer
@@ -29,14 +32,19 @@ TIMESTAMP_LIMIT_OFF_MS: Final = (1 << 63) - 1
 
 
 def check_client_timestamps(
-    raw: Buffer, header: BatchHeader, config: LogConfig, now_ms: int
+    raw: Buffer, validated: ValidatedBatch, config: LogConfig, now_ms: int
 ) -> None:
     """InvalidTimestampError (with .record_errors: [(record index, message)]) if the batch
-    breaks the timestamp rules; nothing else is checked or changed."""
+    `raw`, which validate_batch returned `validated` for, breaks the timestamp rules; nothing
+    else is checked or changed."""
     errors: list[tuple[int, str]] = []
-    if not config.log_append_time and (
-        config.timestamp_before_max_ms != TIMESTAMP_LIMIT_OFF_MS
-        or config.timestamp_after_max_ms != TIMESTAMP_LIMIT_OFF_MS
+    if (
+        not config.log_append_time
+        and (
+            config.timestamp_before_max_ms != TIMESTAMP_LIMIT_OFF_MS
+            or config.timestamp_after_max_ms != TIMESTAMP_LIMIT_OFF_MS
+        )
+        and not _bounds_in_range(validated, config, now_ms)
     ):
         timestamps = codec.decode_columns(raw, verify_crc=False).timestamp_ms
         stamped = np.asarray(timestamps, dtype=np.int64)
@@ -51,7 +59,7 @@ def check_client_timestamps(
                     f"{now_ms} + {config.timestamp_after_max_ms}]",
                 )
             )
-    if not errors and header.timestamp_type == 1:
+    if not errors and validated.header.timestamp_type == 1:
         raise InvalidTimestampError(
             "Invalid timestamp type in message: the producer should not set the timestamp "
             "type to LogAppendTime"
@@ -61,3 +69,20 @@ def check_client_timestamps(
         raise InvalidTimestampError(
             f"{len(errors)} record(s) with an invalid timestamp: {shown}", record_errors=errors
         )
+
+
+def _bounds_in_range(validated: ValidatedBatch, config: LogConfig, now_ms: int) -> bool:
+    """Whether every record timestamp t other than -1 surely lies in the allowed range, from
+    the batch's smallest and largest alone: now - t <= now - smallest and t - now <=
+    largest - now (largest may be a -1 itself, which only widens the bound). Java computes
+    the rule in wrapping long arithmetic; when both bounds pass, each lies in
+    [-(2**63 - 1), 2**63 - 1] (the limits are longs and the two sum to largest - smallest >=
+    0), so no record's difference wraps either and the bounds decide exactly. Otherwise
+    False: the caller decodes and checks each record."""
+    smallest, largest = validated.min_timestamp, validated.max_timestamp
+    if smallest == NO_TIMESTAMP:
+        return True  # no record carries a timestamp: nothing is checked
+    return (
+        now_ms - smallest <= config.timestamp_before_max_ms
+        and largest - now_ms <= config.timestamp_after_max_ms
+    )

@@ -37,7 +37,7 @@ from eoslog.errors import CorruptIndexError, InvalidOffsetError
 from eoslog.fs import FileHandle, FileSystem
 from eoslog.record import control
 
-# engine/index.h holds the layout; eoslog._ext.index exports it (tests/test_layout.py). The
+# engine/index.h holds the layout; eoslog._ext.index exports it (tests/record/test_layout.py). The
 # entry's fields as numpy reads them, for the checks made while the file is read (docs/format.md
 # §6.1: a version int16, then four int64, big-endian, unpadded).
 ENTRY_BYTES: Final = _index.TXN_ENTRY_BYTES

@@ -6,7 +6,7 @@ lookups, the offline tools).
 A control record's key is version int16 (0) + type int16 (ABORT 0, COMMIT 1); an
 end-transaction marker's value is version int16 (0) + coordinator epoch int32. The numbers are
 layout's (CONTROL_*, END_TXN_MARKER_*), which engine/batch_layout.h states for C, where
-pyext/codec.pyx's build_control_batch writes the same bytes; tests/test_layout.py checks that
+pyext/codec.pyx's build_control_batch writes the same bytes; tests/record/test_layout.py checks that
 the three agree (docs/style.md rule 1).
 
 Pure functions, safe in any thread. Readers decide what a key or value too short to hold its

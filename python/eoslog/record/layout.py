@@ -1,8 +1,8 @@
 """The Kafka v2 record batch layout: byte offsets, sizes and attribute bits (docs/format.md §1-§3).
 
 This is the Python statement of the layout; engine/batch_layout.h is the C statement of the
-same numbers, and tests/test_layout.py checks field by field that the two agree (docs/style.md
-rule 1). Every integer in the header is big-endian.
+same numbers, and tests/record/test_layout.py checks field by field that the two agree
+(docs/style.md rule 1). Every integer in the header is big-endian.
 """
 
 from __future__ import annotations

@@ -120,15 +120,18 @@ def _check_client_rules(header: BatchHeader) -> None:
         fail(status.TRANSACTIONAL_WITHOUT_PRODUCER)
 
 
-def _max_timestamp(header: BatchHeader, spans: list[RecordSpan]) -> tuple[int, int]:
-    """(max timestamp, offset delta of the first record carrying it), as the time index needs."""
+def _timestamps(header: BatchHeader, spans: list[RecordSpan]) -> tuple[int, int, int]:
+    """(max timestamp, offset delta of the first record carrying it, min timestamp other than
+    -1 or -1): ValidatedBatch's fields, as the time index and the timestamp rules need."""
     if header.timestamp_type == layout.TIMESTAMP_LOG_APPEND_TIME:
-        return header.max_timestamp, header.last_offset_delta
+        return header.max_timestamp, header.last_offset_delta, header.max_timestamp
     if not spans:
-        return header.max_timestamp, 0
+        return header.max_timestamp, 0, -1
     timestamps = [record_timestamp(header, span) for span in spans]
     largest = max(timestamps)
-    return largest, spans[timestamps.index(largest)].offset_delta
+    stamped = [timestamp for timestamp in timestamps if timestamp != -1]
+    smallest = min(stamped) if stamped else -1
+    return largest, spans[timestamps.index(largest)].offset_delta, smallest
 
 
 def _validate(view: memoryview, batch_bytes_max: int, from_client: bool) -> ValidatedBatch:
@@ -143,8 +146,7 @@ def _validate(view: memoryview, batch_bytes_max: int, from_client: bool) -> Vali
     # The topic's max.message.bytes bounds decompression too: a bomb stops at that limit.
     decompressed_bytes_max = limits.decompressed_bytes_max_for(batch_bytes_max)
     _, spans = walk_records(view, 0, header, True, decompressed_bytes_max)
-    max_timestamp, offset_delta = _max_timestamp(header, spans)
-    return ValidatedBatch(header, max_timestamp, offset_delta)
+    return ValidatedBatch(header, *_timestamps(header, spans))
 
 
 def validate_batch(

@@ -1,7 +1,7 @@
 """Status codes shared by the native kernels and the pure-Python twin (docs/style.md rule 4).
 
 The C engine returns these integers from `nogil` code (engine/status.h holds the same
-numbers; tests/test_layout.py checks that the two agree). Exactly one function,
+numbers; tests/record/test_layout.py checks that the two agree). Exactly one function,
 `eoslog.errors.raise_for_status`, turns a code into an exception, so both twins raise the same
 type with the same message for the same input.
 """

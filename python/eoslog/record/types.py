@@ -96,3 +96,8 @@ class ValidatedBatch(NamedTuple):
     # §5.7).
     max_timestamp: int
     offset_delta_of_max_timestamp: int
+    # The smallest record timestamp other than -1 (NO_TIMESTAMP), -1 when no record has one
+    # (LogAppendTime: the header's max timestamp, as for max_timestamp). With max_timestamp
+    # it bounds what the leader's timestamp range rule checks (eoslog.log.timestamps), so an
+    # append decodes no record to apply it.
+    min_timestamp: int

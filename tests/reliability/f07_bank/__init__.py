@@ -1,0 +1,1 @@
+"""docs/reliability.md family 7: the bank invariant under kill -9."""

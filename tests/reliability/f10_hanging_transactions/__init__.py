@@ -1,0 +1,1 @@
+"""docs/reliability.md family 10: hanging transactions, a producer killed mid-transaction."""
