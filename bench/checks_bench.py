@@ -6,8 +6,9 @@ build, e.g. the commit before the checks), alternated round by round in one run.
         [--records N] [--segments S] [--rounds R] [--tmp DIR] [--output PATH] [--quick]
 
 Every measurement runs in a fresh child process of the interpreter under test
-(contenders.child_contender), so each side imports its own eoslog. Targets (scenarios.py): clean
-open < 200 ms; the read-path checks cost <= 3% of consume throughput. Printed, never asserted.
+(contenders_checks.child_contender), so each side imports its own eoslog. Targets
+(scenarios.py): clean open < 200 ms; the read-path checks cost <= 3% of consume throughput.
+Printed, never asserted.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ sys.path.insert(0, str(FilePath(__file__).resolve().parent))
 import eoslog
 import harness
 import prose
-from contenders import child_contender
-from harness import Section
+from contenders_checks import child_contender
+from report import Report, Section
 from scenarios import (
     CHECKS,
     CHECKS_BUILDS,
@@ -53,7 +54,7 @@ def source_of(python: str) -> str:
     return done.stdout.strip()
 
 
-def measure(args: argparse.Namespace, root: str) -> harness.Report:
+def measure(args: argparse.Namespace, root: str) -> Report:
     builds = dict(zip(CHECKS_BUILDS, (sys.executable, args.baseline_python), strict=True))
     opened = build_segments(os.path.join(root, "open"), value_pool(), args.segments).root
     read = os.path.join(root, "read")
@@ -108,7 +109,7 @@ def measure(args: argparse.Namespace, root: str) -> harness.Report:
         rounds=args.rounds,
     )
     sections = [Section("Results", lines, targets)]
-    return harness.Report(
+    return Report(
         prose.CHECKS_TITLE, method, PACKAGES, sections, targets_heading=CHECKS_TARGETS_HEADING
     )
 

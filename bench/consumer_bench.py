@@ -3,11 +3,11 @@ in one run, and write bench/RESULTS-consumer.md.
 
     python bench/consumer_bench.py [--records N] [--rounds R] [--tmp DIR] [--quick]
 
-The standard workload (key null, value 100 B, 1,000 records per batch, one partition) written
-with `append_batch`, then read back from offset 0 by every contender of contenders.py's
-`consume_contenders` (the floors, consume(), consume_arrow(), a SQLite scan, memcpy),
-alternating round by round. Targets (scenarios.py): consume() >= 70% of the floor;
-consume_arrow() >= 3x the SQLite scan and >= 50% of memcpy bandwidth in payload bytes.
+The standard workload (key null, value 100 B, 1,000 records per batch, one partition) written with
+`append_batch`, then read back from offset 0 by every contender of contenders_consumer.py's
+`consume_contenders` (the floors, consume(), consume_arrow(), a SQLite scan, memcpy), alternating
+round by round. Targets (scenarios.py): consume() >= 70% of the floor; consume_arrow() >= 3x the
+SQLite scan and >= 50% of memcpy bandwidth in payload bytes.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ sys.path.insert(0, str(FilePath(__file__).resolve().parent))
 import eoslog
 import harness
 import prose
-from contenders import ARROW_RECORDS, CONSUME_MESSAGES, read_back
-from harness import Section
+from contenders_consumer import ARROW_RECORDS, CONSUME_MESSAGES, read_back
+from report import Report, Section
 from scenarios import (
     CONSUMER,
     CONSUMER_CONTENDERS,
@@ -36,7 +36,7 @@ from workload import Workload, write_batches
 PACKAGES = ("eoslog", "numpy", "pyarrow")
 
 
-def measure(args: argparse.Namespace, root: str) -> harness.Report:
+def measure(args: argparse.Namespace, root: str) -> Report:
     print(f"building {args.records:,} records under {root} ...", flush=True)
     broker = eoslog.open(os.path.join(root, "log"), durability="none", background=False)
     try:
@@ -69,9 +69,7 @@ def measure(args: argparse.Namespace, root: str) -> harness.Report:
         rounds=args.rounds,
         gc=args.gc,
     )
-    return harness.Report(
-        prose.CONSUMER_TITLE, method, PACKAGES, [Section("Results", lines, targets)]
-    )
+    return Report(prose.CONSUMER_TITLE, method, PACKAGES, [Section("Results", lines, targets)])
 
 
 if __name__ == "__main__":

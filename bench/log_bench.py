@@ -5,7 +5,7 @@ write bench/RESULTS-log.md.
                               [--quick] [--profile] [--keep]
 
 Four paths (docs/bench.md targets), each on data built once in a fresh directory under --tmp,
-eoslog and its peer alternating round by round in this process (contenders.py has the timed
+eoslog and its peer alternating round by round in this process (contenders_log.py has the timed
 bodies, workload.py the data):
 
 1. append: `PartitionLog.append_batch` of prebuilt ~1 MiB batches (full validation,
@@ -38,12 +38,13 @@ import numpy as np
 
 sys.path.insert(0, str(FilePath(__file__).resolve().parent))
 
-import contenders
+import contenders_log
 import eoslog
 import harness
 import prose
 from eoslog import limits
-from harness import Runs, Section, median_spread, pct, spread
+from harness import Runs, median_spread, pct, spread
+from report import Report, Section
 from scenarios import (
     LOG,
     LOG_APPEND_TARGETS,
@@ -88,9 +89,9 @@ def measure_append(args: argparse.Namespace, root: str, pool: Sequence[bytes]) -
     directory = os.path.join(root, "append")
     broker = eoslog.open(directory, durability="none", background=False)
     try:
-        sides = contenders.append_contenders(broker, directory, batches, records)
+        sides = contenders_log.append_contenders(broker, directory, batches, records)
         runs = harness.alternate(sides, args.rounds, args.timer, quiet=True)
-        parts = harness.alternate(contenders.append_parts(batches), args.rounds, args.timer)
+        parts = harness.alternate(contenders_log.append_parts(batches), args.rounds, args.timer)
         if args.profile:
             state = sides[0].prepare()
             harness.profile("append_batch", lambda: sides[0].run(state))
@@ -107,7 +108,7 @@ def measure_append(args: argparse.Namespace, root: str, pool: Sequence[bytes]) -
             batch_bytes=len(batches[0]),
             value_bytes=VALUE_BYTES,
             build_seconds=build_seconds,
-            max_message_bytes=contenders.APPEND_MAX_MESSAGE_BYTES,
+            max_message_bytes=contenders_log.APPEND_MAX_MESSAGE_BYTES,
         ),
         "",
     ]
@@ -175,10 +176,10 @@ def read_rounds(
     try:
         log = broker.log(partition.topic, 0)
         check_rng = random.Random(SEED)
-        contenders.check_reads(
+        contenders_log.check_reads(
             log, table, [check_rng.randrange(partition.records) for _ in range(100)]
         )
-        sides = contenders.read_contenders(log, table, schedule, args.timer)
+        sides = contenders_log.read_contenders(log, table, schedule, args.timer)
         runs = harness.alternate(sides, args.rounds, args.timer)
         if args.profile:
             offsets = [check_rng.randrange(partition.records) for _ in range(2_000)]
@@ -302,8 +303,8 @@ def measure_recovery(
     if partition is None:
         partition = read_partition(root, pool, args.read_records, LOG_READ_BATCH_RECORDS)
     files = partition.log_files()
-    sides = contenders.open_contenders(
-        partition, True, lambda: contenders.read_files_raw(files), "raw"
+    sides = contenders_log.open_contenders(
+        partition, True, lambda: contenders_log.read_files_raw(files), "raw"
     )
     phases = open_phases(harness.alternate(sides, args.rounds, args.timer, quiet=True), "raw")
     if args.profile:
@@ -362,8 +363,8 @@ def measure_recovery(
 def measure_open(args: argparse.Namespace, root: str, pool: Sequence[bytes]) -> Section:
     partition = build_segments(os.path.join(root, "open"), pool, args.segments)
     files = len(os.listdir(partition.directory))
-    sides = contenders.open_contenders(
-        partition, False, lambda: contenders.open_files_raw(partition.directory), "floor"
+    sides = contenders_log.open_contenders(
+        partition, False, lambda: contenders_log.open_files_raw(partition.directory), "floor"
     )
     phases = open_phases(harness.alternate(sides, args.rounds, args.timer, quiet=True), "floor")
     if args.profile:
@@ -404,7 +405,7 @@ def _ms(values: Sequence[float]) -> list[str]:
     return [fmt(statistics.median(values)), spread(values, fmt)]
 
 
-def measure(args: argparse.Namespace, root: str) -> harness.Report:
+def measure(args: argparse.Namespace, root: str) -> Report:
     pool = value_pool()
     sections = []
     read = None
@@ -422,7 +423,7 @@ def measure(args: argparse.Namespace, root: str) -> harness.Report:
         print("measuring open ...", flush=True)
         sections.append(measure_open(args, root, pool))
     method = prose.LOG_METHOD.format(rounds=args.rounds, gc=args.gc)
-    return harness.Report(prose.LOG_TITLE, method, PACKAGES, sections)
+    return Report(prose.LOG_TITLE, method, PACKAGES, sections)
 
 
 if __name__ == "__main__":

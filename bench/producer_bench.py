@@ -6,8 +6,8 @@ bench/RESULTS-producer.md.
 The docs/bench.md standard workload (value 100 B of JSON-like text, key null, 1,000 records per
 batch, one partition), produced by eoslog's `produce()` and `produce_batch()` (durability
 "none" and "commit"), confluent-kafka's idempotent producer on librdkafka's mock cluster, and
-SQLite in WAL mode (synchronous NORMAL and FULL); the contenders are in contenders.py, the
-scenario table (contenders, sizes, targets) in scenarios.py.
+SQLite in WAL mode (synchronous NORMAL and FULL); the contenders are in
+contenders_producer.py, the scenario table (contenders, sizes, targets) in scenarios.py.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ sys.path.insert(0, str(FilePath(__file__).resolve().parent))
 
 import harness
 import prose
-from contenders import confluent_producer, eoslog_producer, sqlite_insert
-from harness import Section, median_spread, x
+from contenders_producer import confluent_producer, eoslog_producer, sqlite_insert
+from harness import median_spread, x
+from report import Report, Section
 from scenarios import CONFLUENT_IDEMPOTENT, PRODUCER, PRODUCER_TARGETS
 from workload import BATCH_RECORDS, VALUE_BYTES, make_values
 
@@ -29,7 +30,7 @@ PACKAGES = ("eoslog", "confluent-kafka", "numpy")
 
 
 def scenario(root: str, values: list[bytes]) -> dict[str, harness.Contender]:
-    """PRODUCER_CONTENDERS, each bound to its contender of contenders.py."""
+    """PRODUCER_CONTENDERS, each bound to its contender of contenders_producer.py."""
     return {
         c.name: c
         for c in (
@@ -44,7 +45,7 @@ def scenario(root: str, values: list[bytes]) -> dict[str, harness.Contender]:
     }
 
 
-def measure(args: argparse.Namespace, root: str) -> harness.Report:
+def measure(args: argparse.Namespace, root: str) -> Report:
     values = make_values(args.records)
     table = scenario(root, values)
     runs = harness.alternate(
@@ -71,7 +72,7 @@ def measure(args: argparse.Namespace, root: str) -> harness.Report:
         rounds=args.rounds,
         gc=args.gc,
     )
-    return harness.Report(prose.PRODUCER_TITLE, method, PACKAGES, sections)
+    return Report(prose.PRODUCER_TITLE, method, PACKAGES, sections)
 
 
 if __name__ == "__main__":

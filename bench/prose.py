@@ -153,7 +153,7 @@ Workload: {records:,} records, key null, value 100 B JSON-like text, 1,000 recor
 partition ({segments} segments of ≤ 32 MiB), `durability="none"`, read_committed, no \
 transactions (the aborted-data variant is txn_bench.py's read section). Page cache warm.
 
-Contenders (bench/contenders.py, `consume_contenders`): the floor \
+Contenders (bench/contenders_consumer.py, `consume_contenders`): the floor \
 `[(offset, value) for offset, value in zip(offsets, values)]` (one object per record, made by \
 Python code); the same with `list(zip(...))` (no Python code per record); \
 `consume({consume_messages}, timeout=0)` until every record is read, every Message kept; the \

@@ -3,8 +3,8 @@ layer (test_bench.py) measure, at which sizes, and against which docs/bench.md t
 
 An area's `Area` gives its command line (default rounds, sizes at full and --quick scale,
 paths); its targets are `harness.Target` rows (a bound and a unit, and for a ratio the two
-contenders it compares). The timed bodies are in contenders.py, the data in workload.py, the
-prose in prose.py.
+contenders it compares). The timed bodies are in contenders_<area>.py, the data in workload.py,
+the prose in prose.py.
 """
 
 from __future__ import annotations

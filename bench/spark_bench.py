@@ -28,11 +28,12 @@ sys.path.insert(0, str(FilePath(__file__).resolve().parent))
 import eoslog
 import harness
 import prose
-from contenders import check_committed, spark_contenders
+from contenders_spark import check_committed, spark_contenders
 from eoslog import offline
 from eoslog.fs import PosixFileSystem
 from eoslog.log.partition_view import PartitionView
-from harness import Runs, Section, median_spread
+from harness import Runs, median_spread
+from report import BENCH_DIR, Report, Section
 from scenarios import (
     SPARK,
     SPARK_ABORT_EVERY,
@@ -88,7 +89,7 @@ def start_spark() -> Any:
     )
     session.sparkContext.setLogLevel("ERROR")
     for module in ("workload.py", "spark_sources.py"):
-        session.sparkContext.addPyFile(str(harness.BENCH_DIR / module))
+        session.sparkContext.addPyFile(str(BENCH_DIR / module))
     eoslog_spark.register(session)
     session.dataSource.register(spark_sources.AiokafkaSegmentsSource)
     session.dataSource.register(spark_sources.PrebuiltArrowSource)
@@ -221,7 +222,7 @@ def measure_lso(
     return Section(prose.SPARK_LSO_TITLE, lines)
 
 
-def measure(args: argparse.Namespace, root: str) -> harness.Report:
+def measure(args: argparse.Namespace, root: str) -> Report:
     print(f"writing {args.records:,} records, 1/{SPARK_ABORT_EVERY} aborted ...", flush=True)
     path = os.path.join(root, "log")
     broker = eoslog.open(path, durability="none", background=False)
@@ -250,7 +251,7 @@ def measure(args: argparse.Namespace, root: str) -> harness.Report:
         measure_lso(args, path, committed, root, scan_ms),
     ]
     method = prose.SPARK_METHOD.format(rounds=args.rounds, gc=args.gc)
-    return harness.Report(prose.SPARK_TITLE, method, PACKAGES, sections)
+    return Report(prose.SPARK_TITLE, method, PACKAGES, sections)
 
 
 if __name__ == "__main__":

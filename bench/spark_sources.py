@@ -1,6 +1,6 @@
 """The peers of the eoslog Spark source in bench/spark_bench.py: two PySpark data sources over
 the same log directory, shipped to Spark's Python workers with SparkContext.addPyFile (with
-contenders.py and workload.py, whose aiokafka-to-Arrow column building they share; so
+workload.py, whose aiokafka-to-Arrow column building they share with contenders_codec.py; so
 cloudpickle pickles these classes by reference and a worker's module state survives between
 tasks).
 

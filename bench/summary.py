@@ -5,7 +5,7 @@ them.
 
 Each bench script (write_results.py, log_bench.py, producer_bench.py, consumer_bench.py,
 txn_bench.py, spark_bench.py) measures its paths against their peers in one run and writes its
-own RESULTS-<area>.md with a "## Targets (docs/bench.md)" table (harness.render writes it).
+own RESULTS-<area>.md with a "## Targets (docs/bench.md)" table (report.render writes it).
 This script measures nothing: it reads those tables as they are, and writes
 
 - bench/RESULTS.md: one table of every target with its measured figure and status, each row
@@ -29,7 +29,7 @@ from pathlib import Path as FilePath
 
 sys.path.insert(0, str(FilePath(__file__).resolve().parent))
 
-from harness import BENCH_DIR, TARGETS_HEADING
+from report import BENCH_DIR, TARGETS_HEADING
 
 # A target as docs/bench.md writes it: a comparison, a number and an optional unit.
 TARGET_RE = re.compile(r"([≥≤<>])\s*([0-9][0-9.,]*)\s*(×|%|µs|ms|GB/s)?")

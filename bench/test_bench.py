@@ -1,12 +1,12 @@
 """pytest-benchmark over the scenario tables (`make bench`): micro benchmarks, one group per path.
 
-Each test takes one contender of contenders.py, the same as the bench scripts run (the codec's
-paths; the log's append, random read, recovery and clean open), gives it the same checked
-warm-up (harness.warm_up), then lets pytest-benchmark time it: `prepare` as the setup, `run`
-timed with the cyclic GC off, `finish` as the teardown. pytest-benchmark runs one contender's
-rounds after another's, so the ratios conftest.py prints at the end are ratios of medians,
-indicative only; the published figures come from the scripts, which alternate the contenders
-(`make bench-results`). Nothing is asserted about speed.
+Each test takes one contender of contenders_codec.py or contenders_log.py, the same as the bench
+scripts run (the codec's paths; the log's append, random read, recovery and clean open), gives it
+the same checked warm-up (harness.warm_up), then lets pytest-benchmark time it: `prepare` as the
+setup, `run` timed with the cyclic GC off, `finish` as the teardown. pytest-benchmark runs one
+contender's rounds after another's, so the ratios conftest.py prints at the end are ratios of
+medians, indicative only; the published figures come from the scripts, which alternate the
+contenders (`make bench-results`). Nothing is asserted about speed.
 
 Environment: EOSLOG_BENCH_RECORDS and EOSLOG_BENCH_KEY_BYTES=8 (the codec workload),
 EOSLOG_BENCH_ROUNDS (default 5), EOSLOG_BENCH_GC=on, EOSLOG_BENCH_TMP (default /tmp), and the
@@ -27,11 +27,11 @@ from typing import Any
 
 import pytest
 
-import contenders
+import contenders_log
 import eoslog
 import harness
 from conftest import Figure, record
-from contenders import CONTENDERS, Contender, Inputs, unavailable
+from contenders_codec import CONTENDERS, Contender, Inputs, unavailable
 from scenarios import LOG_READ_BATCH_RECORDS, LOG_READ_SEGMENT_BYTES
 from workload import (
     BatchTable,
@@ -156,7 +156,9 @@ def test_log_append(benchmark: Any, root: str, pool: list[bytes], name: str) -> 
     directory = os.path.join(root, "append")
     broker = eoslog.open(directory, durability="none", background=False)
     try:
-        sides = contenders.append_contenders(broker, directory, batches, per_batch * len(batches))
+        sides = contenders_log.append_contenders(
+            broker, directory, batches, per_batch * len(batches)
+        )
         (side,) = [s for s in sides if s.name == name]
         bench(benchmark, side, "log: append", sum(len(b) for b in batches), quiet=True)
     finally:
@@ -171,8 +173,8 @@ def test_log_read(benchmark: Any, read_partition: Partition, name: str) -> None:
     table = BatchTable.of(read_partition)
     try:
         log = broker.log(read_partition.topic, 0)
-        contenders.check_reads(log, table, offsets[:10])
-        sides = contenders.read_contenders(log, table, lambda _: (offsets, 3600.0), TIMER)
+        contenders_log.check_reads(log, table, offsets[:10])
+        sides = contenders_log.read_contenders(log, table, lambda _: (offsets, 3600.0), TIMER)
         (side,) = [s for s in sides if s.name == name]
         bench(benchmark, side, "log: random-offset read (calls timed one by one)", READ_CALLS)
     finally:
@@ -183,8 +185,8 @@ def test_log_read(benchmark: Any, read_partition: Partition, name: str) -> None:
 @pytest.mark.parametrize("name", ["eoslog open", "eoslog close", "raw"])
 def test_log_recovery(benchmark: Any, read_partition: Partition, name: str) -> None:
     files = read_partition.log_files()
-    sides = contenders.open_contenders(
-        read_partition, True, lambda: contenders.read_files_raw(files), "raw"
+    sides = contenders_log.open_contenders(
+        read_partition, True, lambda: contenders_log.read_files_raw(files), "raw"
     )
     (side,) = [s for s in sides if s.name == name]
     bench(benchmark, side, "log: recovery", read_partition.log_bytes, quiet=True)
@@ -193,8 +195,8 @@ def test_log_recovery(benchmark: Any, read_partition: Partition, name: str) -> N
 @pytest.mark.parametrize("name", ["eoslog open", "eoslog close", "floor"])
 def test_log_open(benchmark: Any, segments_partition: Partition, name: str) -> None:
     directory = segments_partition.directory
-    sides = contenders.open_contenders(
-        segments_partition, False, lambda: contenders.open_files_raw(directory), "floor"
+    sides = contenders_log.open_contenders(
+        segments_partition, False, lambda: contenders_log.open_files_raw(directory), "floor"
     )
     (side,) = [s for s in sides if s.name == name]
     bench(benchmark, side, "log: clean open", 1, quiet=True)

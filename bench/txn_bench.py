@@ -4,12 +4,12 @@ bench/RESULTS-txn.md (the transaction rows of docs/bench.md's targets).
     python bench/txn_bench.py [--records N] [--rounds R] [--latency-samples S] [--quick]
                               [--paths produce,latency,read] [--tmp DIR] [--profile]
 
-Three sections (scenarios.py has their contenders and targets, contenders.py the timed bodies),
-each alternating its contenders round by round: transactional produce() every 1,000 records
-against confluent-kafka's transactional producer on the mock cluster and SQLite; single-record
-transaction latency against a 4 KiB write + fdatasync; read_committed consume() and
-consume_arrow() with a third of the transactions aborted, against a SQLite scan, memcpy and
-the one-object-per-record floor.
+Three sections (scenarios.py has their contenders and targets; contenders_producer.py,
+contenders_txn.py and contenders_consumer.py the timed bodies), each alternating its contenders
+round by round: transactional produce() every 1,000 records against confluent-kafka's transactional
+producer on the mock cluster and SQLite; single-record transaction latency against a 4 KiB write +
+fdatasync; read_committed consume() and consume_arrow() with a third of the transactions aborted,
+against a SQLite scan, memcpy and the one-object-per-record floor.
 """
 
 from __future__ import annotations
@@ -24,11 +24,14 @@ import numpy as np
 
 sys.path.insert(0, str(FilePath(__file__).resolve().parent))
 
-import contenders
+import contenders_consumer
+import contenders_producer
+import contenders_txn
 import eoslog
 import harness
 import prose
-from harness import Section, median_spread, us, x
+from harness import median_spread, us, x
+from report import Report, Section
 from scenarios import (
     CONFLUENT_TRANSACTIONAL,
     TXN,
@@ -59,14 +62,14 @@ def measure_produce(args: argparse.Namespace, root: str) -> Section:
     values = make_values(args.records)
     config = {"segment.bytes": TXN_SEGMENT_BYTES}
     sides = [
-        contenders.eoslog_producer(
+        contenders_producer.eoslog_producer(
             TXN_PRODUCE_NONE, root, values, "none", transactional=True, config=config
         ),
-        contenders.eoslog_producer(
+        contenders_producer.eoslog_producer(
             TXN_PRODUCE_COMMIT, root, values, "commit", transactional=True, config=config
         ),
-        contenders.confluent_producer(CONFLUENT_TRANSACTIONAL, values, transactional=True),
-        contenders.sqlite_insert(TXN_SQLITE, root, values, "NORMAL"),
+        contenders_producer.confluent_producer(CONFLUENT_TRANSACTIONAL, values, transactional=True),
+        contenders_producer.sqlite_insert(TXN_SQLITE, root, values, "NORMAL"),
     ]
     runs = harness.alternate(sides, args.rounds, args.timer, label="produce")
     rows = harness.rate_rows(runs, TXN_PRODUCE_CONTENDERS, args.records, harness.seconds3)
@@ -74,8 +77,8 @@ def measure_produce(args: argparse.Namespace, root: str) -> Section:
         prose.TXN_PRODUCE.format(
             records=args.records,
             value_bytes=VALUE_BYTES,
-            txn_records=contenders.TXN_RECORDS,
-            transactions=args.records // contenders.TXN_RECORDS,
+            txn_records=contenders_producer.TXN_RECORDS,
+            transactions=args.records // contenders_producer.TXN_RECORDS,
         ),
         "",
         *harness.table(["contender", "median records/s", "min – max", "median s"], rows),
@@ -96,9 +99,9 @@ def measure_latency(args: argparse.Namespace, root: str) -> Section:
     value = make_values(1)[0]
     samples = args.latency_samples
     sides = [
-        contenders.transaction_latency(TXN_LATENCY_NONE, root, value, "none", samples),
-        contenders.transaction_latency(TXN_LATENCY_COMMIT, root, value, "commit", samples),
-        contenders.fsync_latency(TXN_LATENCY_FSYNC, root, samples),
+        contenders_txn.transaction_latency(TXN_LATENCY_NONE, root, value, "none", samples),
+        contenders_txn.transaction_latency(TXN_LATENCY_COMMIT, root, value, "commit", samples),
+        contenders_txn.fsync_latency(TXN_LATENCY_FSYNC, root, samples),
     ]
     # The runs warm up inside (LATENCY_WARMUP calls each); the disk is quiet before each.
     runs = harness.alternate(sides, args.rounds, args.timer, quiet=True, warmup=False)
@@ -117,7 +120,7 @@ def measure_latency(args: argparse.Namespace, root: str) -> Section:
         for c, f in zip(found[TXN_LATENCY_COMMIT], found[TXN_LATENCY_FSYNC], strict=True)
     ]
     lines = [
-        prose.TXN_LATENCY.format(samples=samples, warmup=contenders.LATENCY_WARMUP),
+        prose.TXN_LATENCY.format(samples=samples, warmup=contenders_txn.LATENCY_WARMUP),
         "",
         *harness.table(["contender", "p50", "p99", "p99.9"], rows),
         "",
@@ -131,12 +134,12 @@ def measure_read(args: argparse.Namespace, root: str) -> Section:
     print(f"read: producing {args.records:,} records, 1/{TXN_ABORT_EVERY} aborted ...", flush=True)
     broker = eoslog.open(os.path.join(root, "read"), durability="none", background=False)
     try:
-        config = {**contenders.PRODUCER_CONFIG, "transactional.id": "bench-txn"}
+        config = {**contenders_producer.PRODUCER_CONFIG, "transactional.id": "bench-txn"}
         committed = write_transactions(
             broker, args.records, 1, TXN_SEGMENT_BYTES, config, abort_every=TXN_ABORT_EVERY
         )
         sqlite_path = os.path.join(root, "committed.sqlite")
-        runs, gib_s = contenders.read_back(
+        runs, gib_s = contenders_consumer.read_back(
             broker, committed, sqlite_path, TXN_READ_CONTENDERS, args.rounds, args.timer
         )
     finally:
@@ -147,7 +150,7 @@ def measure_read(args: argparse.Namespace, root: str) -> Section:
             records=args.records,
             value_bytes=VALUE_BYTES,
             transactions=committed.transactions,
-            txn_records=contenders.TXN_RECORDS,
+            txn_records=contenders_producer.TXN_RECORDS,
             aborted=committed.aborted,
             abort_every=TXN_ABORT_EVERY,
             segments=committed.segments,
@@ -172,7 +175,7 @@ def profile_transactions(root: str) -> None:
     """cProfile of 200 single-record transactions per durability (printed, not written)."""
     value = make_values(1)[0]
     for durability in ("none", "commit"):
-        side = contenders.transaction_latency(durability, root, value, durability, 200)
+        side = contenders_txn.transaction_latency(durability, root, value, durability, 200)
         state = side.prepare()
         try:
             harness.profile(
@@ -183,7 +186,7 @@ def profile_transactions(root: str) -> None:
             side.finish(state)
 
 
-def measure(args: argparse.Namespace, root: str) -> harness.Report:
+def measure(args: argparse.Namespace, root: str) -> Report:
     sections = []
     if "produce" in args.paths:
         sections.append(measure_produce(args, root))
@@ -194,7 +197,7 @@ def measure(args: argparse.Namespace, root: str) -> harness.Report:
     if args.profile:
         profile_transactions(root)
     method = prose.TXN_METHOD.format(rounds=args.rounds, gc=args.gc)
-    return harness.Report(prose.TXN_TITLE, method, PACKAGES, sections)
+    return Report(prose.TXN_TITLE, method, PACKAGES, sections)
 
 
 if __name__ == "__main__":

@@ -3,12 +3,13 @@
     python bench/write_results.py [--records N] [--rounds R] [--key-bytes 8] [--paths a,b]
                                   [--quick]
 
-The scenarios are contenders.py's table (paths, contenders, targets). For each path every
-contender runs once as a warm-up whose result is checked against the workload, then all
-contenders run alternately, round after round (A B C, A B C, ...), so a slow phase of this
-shared machine hits every contender alike. Per contender: median and min-max of records/s
-over the rounds. Per pair: the median of the per-round ratios. A physical-limits line
-(CRC32C and memcpy on 1 MiB) is measured in the same run.
+The scenarios are scenarios.py's codec table (paths, contenders, targets), the contenders
+contenders_codec.py's. For each path every contender runs once as a warm-up whose result is
+checked against the workload, then all contenders run alternately, round after round
+(A B C, A B C, ...), so a slow phase of this shared machine hits every contender alike. Per
+contender: median and min-max of records/s over the rounds. Per pair: the median of the
+per-round ratios. A physical-limits line (CRC32C and memcpy on 1 MiB) is measured in the same
+run.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ sys.path.insert(0, str(FilePath(__file__).resolve().parent))
 
 import harness
 import prose
-from contenders import Contender, Inputs, contenders_of, unavailable
-from harness import Runs, Section, millions, spread, x
+from contenders_codec import Contender, Inputs, contenders_of, unavailable
+from harness import Runs, millions, spread, x
+from report import Report, Section
 from scenarios import CODEC, TABLES, TARGETS
 from workload import Workload
 
@@ -195,7 +197,7 @@ def limits_lines(limits: Runs, results: dict[str, PathResult]) -> list[str]:
     return lines
 
 
-def measure(args: argparse.Namespace, root: str) -> harness.Report:
+def measure(args: argparse.Namespace, root: str) -> Report:
     workload = Workload.build(args.records, args.key_bytes)
     inputs = Inputs(workload)
     print(f"workload: {workload.describe()}", flush=True)
@@ -212,7 +214,7 @@ def measure(args: argparse.Namespace, root: str) -> harness.Report:
         sample_seconds=harness.SAMPLE_SECONDS_MIN,
         gc=args.gc,
     )
-    return harness.Report(
+    return Report(
         prose.CODEC_TITLE,
         method,
         PACKAGES,
