@@ -39,12 +39,15 @@ FUZZ_SECONDS ?= 600
 fuzz: install-test
 	$(BIN)/python -m tests.fuzz --seconds $(FUZZ_SECONDS)
 
+# Micro benchmarks: pytest-benchmark over the contenders of bench/contenders.py (codec, log),
+# bench/test_bench.py; ratios of medians, indicative. The published figures: bench-results.
 bench: install-test
 	$(BIN)/python -m pytest bench -q --benchmark-only
 
 # Regenerate bench/RESULTS-*.md (medians and ratios against the peers, measured in one run):
-# codec, partition log, producer, consumer, transactions, Spark scans; then gather every target
-# row into bench/RESULTS.md and bench/targets.png.
+# codec, partition log, producer, consumer, transactions, Spark scans, each script on
+# bench/harness.py (`--quick` checks one in a minute); then gather every target row into
+# bench/RESULTS.md and bench/targets.png.
 bench-results: install-test
 	$(BIN)/python bench/write_results.py
 	$(BIN)/python bench/log_bench.py

@@ -1,9 +1,9 @@
-"""Benchmark-session plumbing: after pytest-benchmark's tables, a summary in records/s and
-eoslog's ratios to each peer next to the docs/bench.md targets (printed, never asserted)."""
+"""Benchmark-session plumbing for test_bench.py: after pytest-benchmark's tables, each group's
+medians and eoslog's ratios to its peers next to the docs/bench.md targets of the scenario
+tables (ratios of medians, not alternated: indicative only; printed, never asserted)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,31 +11,20 @@ import pytest
 
 
 @dataclass(frozen=True)
-class Measured:
-    path: str
+class Figure:
+    group: str
     name: str
-    library: str
-    records: int
-    seconds_median: float
-    seconds_min: float
-    seconds_max: float
-
-    @property
-    def rate_median(self) -> float:
-        return self.records / self.seconds_median
+    median: float  # seconds per run
+    low: float
+    high: float
+    amount: float  # what one run handles: records, bytes or calls
 
 
-_MEASURED: list[Measured] = []
+_FIGURES: list[Figure] = []
 
 
-@pytest.fixture
-def record_rate() -> Callable[..., None]:
-    def record(contender: Any, records: int, median: float, low: float, high: float) -> None:
-        _MEASURED.append(
-            Measured(contender.path, contender.name, contender.library, records, median, low, high)
-        )
-
-    return record
+def record(figure: Figure) -> None:
+    _FIGURES.append(figure)
 
 
 def pytest_configure(config: Any) -> None:
@@ -47,38 +36,27 @@ def pytest_configure(config: Any) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if not _MEASURED:
+    if not _FIGURES:
         return
-    from contenders import TARGETS
+    from harness import UNITS
+    from scenarios import LOG_APPEND_TARGETS, TARGETS
 
     write = terminalreporter.write_line
-    terminalreporter.section("eoslog vs peers (records/s; ratios of medians, not alternated)")
-    by_path: dict[str, list[Measured]] = {}
-    for measured in _MEASURED:
-        by_path.setdefault(measured.path, []).append(measured)
-    for path, rows in by_path.items():
-        write(f"[{path}]")
-        for row in rows:
-            low, high = row.records / row.seconds_max / 1e6, row.records / row.seconds_min / 1e6
-            spread = f"{low:.2f}-{high:.2f}"
-            write(
-                f"  {row.name:<24} {row.rate_median / 1e6:8.2f} M rec/s  (min-max {spread})"
-                f"  over {row.records:,} records"
-            )
-        for ours in (row for row in rows if row.library == "eoslog"):
-            for peer in (row for row in rows if row.library != "eoslog"):
-                ratio = ours.rate_median / peer.rate_median
-                target = next(
-                    (
-                        t
-                        for t in TARGETS
-                        if (t.path, t.contender, t.peer) == (path, ours.name, peer.name)
-                    ),
-                    None,
-                )
-                verdict = ""
-                if target is not None:
-                    status = "met" if ratio >= target.ratio_min else "NOT met"
-                    verdict = f"  target >= {target.ratio_min:g}x: {status}"
-                write(f"  {ours.name} / {peer.name}: {ratio:.2f}x{verdict}")
-    write("Published ratios (alternated rounds): python bench/write_results.py")
+    terminalreporter.section("eoslog vs peers (medians; ratios of medians, not alternated)")
+    rates = {(f.group, f.name): f.amount / f.median for f in _FIGURES}
+    for figure in _FIGURES:
+        per_unit = figure.amount / figure.median
+        name = f"[{figure.group}] {figure.name}"
+        write(
+            f"{name:<56} {figure.median * 1e3:10.3f} ms/run "
+            f"({figure.low * 1e3:.3f} – {figure.high * 1e3:.3f}); {per_unit:,.0f} per s"
+        )
+    for target in [*TARGETS, *LOG_APPEND_TARGETS]:
+        group = target.path if target in TARGETS else "log: append"
+        ours, peer = rates.get((group, target.ours)), rates.get((group, target.peer))
+        if ours is not None and peer is not None:
+            ratio = ours / peer
+            status = "met" if target.met(ratio) else "NOT met"
+            shown = UNITS[target.unit](ratio)
+            write(f"{target.path}: {target.figure}: {shown} (target {target.text()}: {status})")
+    write("Published ratios (alternated rounds): make bench-results")

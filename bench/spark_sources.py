@@ -1,6 +1,6 @@
 """The peers of the eoslog Spark source in bench/spark_bench.py: two PySpark data sources over
 the same log directory, shipped to Spark's Python workers with SparkContext.addPyFile (with
-contenders.py and workload.py, whose aiokafka-to-Arrow column building they share; so
+workload.py, whose aiokafka-to-Arrow column building they share with contenders_codec.py; so
 cloudpickle pickles these classes by reference and a worker's module state survives between
 tasks).
 
@@ -26,10 +26,10 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from contenders import arrow_from_lists
 from eoslog.fs import PosixFileSystem
 from eoslog.log.partition_view import PartitionView
 from eoslog.record.columns import SPARK_SCHEMA
+from workload import arrow_from_lists
 
 SCHEMA_DDL = (
     "key binary, value binary, topic string, partition int, offset long, "

@@ -4,9 +4,9 @@ them.
     python bench/summary.py [--bench-dir DIR] [--no-plot]
 
 Each bench script (write_results.py, log_bench.py, producer_bench.py, consumer_bench.py,
-txn_bench.py, ...) measures its paths against their peers in one run and writes its own
-RESULTS-<area>.md with a "## Targets (docs/bench.md)" table. This script measures nothing: it reads
-those tables as they are, and writes
+txn_bench.py, spark_bench.py) measures its paths against their peers in one run and writes its
+own RESULTS-<area>.md with a "## Targets (docs/bench.md)" table (report.render writes it).
+This script measures nothing: it reads those tables as they are, and writes
 
 - bench/RESULTS.md: one table of every target with its measured figure and status, each row
   linked to the file (and so the run, date and machine) it comes from;
@@ -27,8 +27,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path as FilePath
 
-BENCH_DIR = FilePath(__file__).resolve().parent
-TARGETS_HEADING = "## Targets (docs/bench.md)"
+sys.path.insert(0, str(FilePath(__file__).resolve().parent))
+
+from report import BENCH_DIR, TARGETS_HEADING
+
 # A target as docs/bench.md writes it: a comparison, a number and an optional unit.
 TARGET_RE = re.compile(r"([≥≤<>])\s*([0-9][0-9.,]*)\s*(×|%|µs|ms|GB/s)?")
 FIRST_NUMBER_RE = re.compile(r"-?[0-9][0-9.,]*")

@@ -14,13 +14,20 @@ iterates the same lists.
 
 from __future__ import annotations
 
+import bisect
+import mmap
 import os
 import random
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
 
 from eoslog.record import layout
+from eoslog.record.columns import SPARK_SCHEMA
 
 RECORDS_DEFAULT = 1_000_000
 RECORDS_ENV = "EOSLOG_BENCH_RECORDS"
@@ -274,3 +281,339 @@ def segment_prefix(segment: bytes, batches: int) -> bytes:
 def header_of(batch: bytes | bytearray | memoryview, position: int = 0) -> tuple[int, ...]:
     """The 13 header fields of the batch at `position` (layout.HEADER_STRUCT order)."""
     return tuple(layout.HEADER_STRUCT.unpack_from(batch, position))
+
+
+TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
+
+
+def arrow_from_lists(
+    keys: list[bytes | None],
+    values: list[bytes | None],
+    offsets: list[int],
+    timestamps: list[int],
+    timestamp_types: list[int],
+    topic: str = "t",
+    partition: int = 0,
+) -> pa.RecordBatch:
+    """Spark-schema Arrow from per-record lists (timestamps in ms)."""
+    n = len(offsets)
+    columns = [
+        pa.array(keys, pa.binary()),
+        pa.array(values, pa.binary()),
+        pa.repeat(pa.scalar(topic, pa.string()), n),
+        pa.repeat(pa.scalar(partition, pa.int32()), n),
+        pa.array(offsets, pa.int64()),
+        pa.array(np.asarray(timestamps, dtype=np.int64) * 1000, type=TIMESTAMP_TYPE),
+        pa.array(timestamp_types, pa.int32()),
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=SPARK_SCHEMA)
+
+
+# --- partitions on disk (the log, consumer, transaction and Spark benchmarks) -------------------
+
+MIB = 1 << 20
+# Distinct values the log benchmarks' batches are cut from: each batch takes another window.
+VALUE_POOL = 1 << 17
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
+# The many-segments partition of the clean-open benchmarks: one ~3.3 KB batch fills a 4 KiB
+# segment, so every batch rolls a new segment.
+SEGMENT_BYTES_SMALL = 4096
+SEGMENT_BATCH_RECORDS = 30
+_BATCH_HEAD = struct.Struct(">qi")  # base offset, batch length
+_LAST_OFFSET_DELTA = struct.Struct(">i")
+
+
+def value_pool() -> list[bytes]:
+    return make_values(VALUE_POOL)
+
+
+def window(pool: Sequence[bytes], k: int, size: int) -> Sequence[bytes]:
+    start = (k * size) % (len(pool) - size)
+    return pool[start : start + size]
+
+
+def build_append_batches(
+    pool: Sequence[bytes], count: int, batch_bytes_max: int = MIB
+) -> tuple[list[bytes], int]:
+    """`count` batches of as many records as fit in `batch_bytes_max` (uncompressed, key null,
+    one CreateTime per batch), each cut from a different window of the pool; and the records
+    per batch."""
+    from eoslog.record import codec
+
+    batches: list[bytes] = []
+    per_batch = 0
+    timestamp = TIMESTAMP_BASE_MS
+    for k in range(count):
+        builder = codec.BatchBuilder(batch_bytes_max=batch_bytes_max)
+        appended = builder.append_values(window(pool, k, 10_000), None, timestamp)
+        if per_batch and appended != per_batch:
+            raise AssertionError(f"batch {k} holds {appended} records, not {per_batch}")
+        per_batch = appended
+        timestamp += appended
+        batches.append(builder.build())
+    return batches, per_batch
+
+
+@dataclass
+class Partition:
+    """A partition built by a bench run: where it is and what it holds."""
+
+    root: str  # the log directory
+    topic: str
+    records: int
+    batches: int
+    batch_bytes: int  # of the first batch
+    segments: int
+    log_bytes: int
+    build_seconds: float  # appends + close (the final flush)
+
+    @property
+    def directory(self) -> str:
+        return os.path.join(self.root, f"{self.topic}-0")
+
+    def log_files(self) -> list[str]:
+        names = sorted(n for n in os.listdir(self.directory) if n.endswith(".log"))
+        return [os.path.join(self.directory, n) for n in names]
+
+
+def build_partition(
+    root: str,
+    topic: str,
+    pool: Sequence[bytes],
+    *,
+    records: int,
+    batch_records: int,
+    config: dict[str, object],
+) -> Partition:
+    """Append `records` records in batches of `batch_records` (built with append_values,
+    one CreateTime per batch) to a new topic with `config`, then close the broker."""
+    import time
+
+    import eoslog
+    from eoslog.record import codec
+
+    if records % batch_records:
+        raise ValueError(f"{records} records is not a multiple of {batch_records}")
+    start = time.perf_counter()
+    broker = eoslog.open(root, durability="none", background=False)
+    try:
+        broker.create_topic(topic, 1, config)
+        log = broker.log(topic, 0)
+        first = 0
+        for k in range(records // batch_records):
+            builder = codec.BatchBuilder()
+            builder.append_values(
+                window(pool, k, batch_records), None, TIMESTAMP_BASE_MS + k * batch_records
+            )
+            raw = builder.build()
+            first = first or len(raw)
+            log.append_batch(raw)
+        if log.log_end_offset != records:
+            raise AssertionError(f"log end {log.log_end_offset}, expected {records}")
+        segments = len(log.segments)
+    finally:
+        broker.close()
+    build_seconds = time.perf_counter() - start
+    directory = os.path.join(root, f"{topic}-0")
+    log_bytes = sum(
+        os.path.getsize(os.path.join(directory, n))
+        for n in os.listdir(directory)
+        if n.endswith(".log")
+    )
+    os.sync()  # no timed run shares the disk with this build's write-back
+    return Partition(
+        root, topic, records, records // batch_records, first, segments, log_bytes, build_seconds
+    )
+
+
+def build_segments(root: str, pool: Sequence[bytes], segments: int) -> Partition:
+    """A partition of `segments` segments of SEGMENT_BYTES_SMALL, one batch each."""
+    partition = build_partition(
+        root,
+        "segments",
+        pool,
+        records=segments * SEGMENT_BATCH_RECORDS,
+        batch_records=SEGMENT_BATCH_RECORDS,
+        config={"segment.bytes": SEGMENT_BYTES_SMALL},
+    )
+    if partition.segments != segments:
+        raise AssertionError(f"{partition.segments} segments, expected {segments}")
+    return partition
+
+
+def remove_recovery_markers(root: str) -> None:
+    """What an unclean stop with no checkpoint leaves: every segment is rescanned."""
+    for name in (CLEAN_SHUTDOWN_FILE, RECOVERY_POINT_FILE):
+        path = os.path.join(root, name)
+        if os.path.exists(path):
+            os.unlink(path)
+
+
+@dataclass
+class BatchTable:
+    """Every batch of a partition, from an independent walk of the .log files (8-byte base
+    offset and 4-byte length per entry, struct only): the read floor's in-memory index."""
+
+    last_offsets: list[int]
+    fds: list[int]
+    views: list[memoryview]  # per batch: the whole segment, mapped read-only
+    positions: list[int]
+    sizes: list[int]
+    open_fds: list[int]
+    maps: list[mmap.mmap]
+
+    @classmethod
+    def of(cls, partition: Partition) -> BatchTable:
+        table = cls([], [], [], [], [], [], [])
+        for path in partition.log_files():
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            table.open_fds.append(fd)
+            size = os.fstat(fd).st_size
+            mapped = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
+            table.maps.append(mapped)
+            view = memoryview(mapped)
+            position = 0
+            while position + layout.HEADER_SIZE <= size:
+                head = os.pread(fd, layout.HEADER_SIZE, position)
+                base_offset, batch_length = _BATCH_HEAD.unpack_from(head, 0)
+                (delta,) = _LAST_OFFSET_DELTA.unpack_from(head, layout.LAST_OFFSET_DELTA_OFFSET)
+                batch_size = layout.LOG_OVERHEAD + batch_length
+                table.last_offsets.append(base_offset + delta)
+                table.fds.append(fd)
+                table.views.append(view)
+                table.positions.append(position)
+                table.sizes.append(batch_size)
+                position += batch_size
+        return table
+
+    def read(self, offset: int) -> bytes:
+        """The floor's read: the batch holding offset, from a known position."""
+        i = bisect.bisect_left(self.last_offsets, offset)
+        return os.pread(self.fds[i], self.sizes[i], self.positions[i])
+
+    def read_mapped(self, offset: int) -> memoryview:
+        """The zero-copy floor: the same batch as a slice of the mapped segment."""
+        i = bisect.bisect_left(self.last_offsets, offset)
+        position = self.positions[i]
+        return self.views[i][position : position + self.sizes[i]]
+
+    def close(self) -> None:
+        for view in set(self.views):
+            view.release()
+        self.views.clear()
+        for mapped in self.maps:
+            mapped.close()
+        self.maps.clear()
+        for fd in self.open_fds:
+            os.close(fd)
+        self.open_fds.clear()
+
+
+# --- topics read back (the consumer, transaction and Spark benchmarks) --------------------------
+
+READ_TOPIC = "bench"
+
+
+@dataclass
+class Committed:
+    """A topic written for the read benchmarks, and what read_committed must return from it."""
+
+    records: int  # written, aborted ones included
+    transactions: int
+    aborted: int
+    segments: int
+    offsets: list[list[int]]  # per partition, committed
+    values: list[list[bytes]]
+    timestamps: list[list[int]]
+
+    @property
+    def committed(self) -> int:
+        return sum(len(offsets) for offsets in self.offsets)
+
+
+def write_batches(broker: Any, workload: Workload, segment_bytes: int) -> Committed:
+    """The workload's batches (eoslog_batches: `append` per record) appended to a new topic
+    of one partition, no transactions."""
+    broker.create_topic(READ_TOPIC, 1, config={"segment.bytes": segment_bytes})
+    log = broker.log(READ_TOPIC, 0)
+    for raw in eoslog_batches(workload.chunks):
+        log.append_batch(raw)
+    offsets = list(range(workload.records))
+    return Committed(
+        workload.records,
+        0,
+        0,
+        len(log.segments),
+        [offsets],
+        [workload.values],
+        [workload.timestamps],
+    )
+
+
+def write_transactions(
+    broker: Any,
+    records: int,
+    partitions: int,
+    segment_bytes: int,
+    producer_config: dict[str, object],
+    transaction_records: int = BATCH_RECORDS,
+    abort_every: int = 3,
+) -> Committed:
+    """The read_committed variant of the standard workload: `records` values produced with
+    `produce_batch()` in transactions of `transaction_records`, transaction i to partition
+    i mod `partitions`, every `abort_every`-th aborted (docs/bench.md: 1/3); the producer's
+    configuration (a transactional.id included) is `producer_config`."""
+    values = make_values(records)
+    broker.create_topic(READ_TOPIC, partitions, config={"segment.bytes": segment_bytes})
+    producer = broker.producer(producer_config)
+    producer.init_transactions()
+    offsets: list[list[int]] = [[] for _ in range(partitions)]
+    committed: list[list[bytes]] = [[] for _ in range(partitions)]
+    ends = [0] * partitions
+    aborted = transactions = 0
+    for start in range(0, records, transaction_records):
+        chunk = values[start : start + transaction_records]
+        partition = transactions % partitions
+        producer.begin_transaction()
+        producer.produce_batch(READ_TOPIC, chunk, partition=partition)
+        if transactions % abort_every == abort_every - 1:
+            producer.abort_transaction()
+            aborted += 1
+        else:
+            producer.commit_transaction()
+            offsets[partition].extend(range(ends[partition], ends[partition] + len(chunk)))
+            committed[partition].extend(chunk)
+        ends[partition] += len(chunk) + 1  # the control marker takes one offset
+        transactions += 1
+    producer.close()
+    segments = 0
+    for partition in range(partitions):
+        log = broker.log(READ_TOPIC, partition)
+        if log.last_stable_offset != log.log_end_offset or log.log_end_offset != ends[partition]:
+            raise AssertionError("the read_committed variant is not settled as expected")
+        segments += len(log.segments)
+    # SQLite's rows take the offset as their timestamp (the scan reads every column).
+    return Committed(records, transactions, aborted, segments, offsets, committed, offsets)
+
+
+def sqlite_rows(path: str, committed: Committed) -> Any:
+    """A SQLite file (WAL, synchronous=NORMAL) with the committed rows of partition 0, as
+    (offset, timestamp, key, value), inserted in BATCH_RECORDS-row transactions."""
+    import sqlite3
+
+    connection = sqlite3.connect(path)
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("PRAGMA synchronous=NORMAL")
+    connection.execute(
+        "CREATE TABLE records (offset INTEGER PRIMARY KEY, timestamp INTEGER, key BLOB, value BLOB)"
+    )
+    offsets, timestamps, values = committed.offsets[0], committed.timestamps[0], committed.values[0]
+    for start in range(0, len(offsets), BATCH_RECORDS):
+        stop = start + BATCH_RECORDS
+        with connection:
+            connection.executemany(
+                "INSERT INTO records VALUES (?, ?, NULL, ?)",
+                zip(offsets[start:stop], timestamps[start:stop], values[start:stop], strict=True),
+            )
+    return connection

@@ -9,7 +9,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZE_LINES_MAX = 620
-SOURCE_GLOBS = ("python/eoslog/**/*.py", "spark_udfs/**/*.py", "pyext/*.p*", "engine/*.[ch]")
+SOURCE_GLOBS = (
+    "python/eoslog/**/*.py",
+    "spark_udfs/**/*.py",
+    "pyext/*.p*",
+    "engine/*.[ch]",
+    "bench/*.py",
+)
 
 
 def listed_files(style: str) -> set[str]:

@@ -1,5 +1,6 @@
-"""The benchmarked paths, their contenders and targets, shared by test_codec_bench.py
-(pytest-benchmark) and write_results.py (alternating rounds, RESULTS-codec.md).
+"""The codec's contenders for the paths of its scenario table (scenarios.py: paths, tables,
+targets), shared by write_results.py (alternating rounds, RESULTS-codec.md) and test_bench.py
+(pytest-benchmark).
 
 A path is one comparison: its contenders consume the same input (the same chunks of records,
 the same segment bytes, the same batches) and are timed in the same run. Each contender is a
@@ -18,18 +19,17 @@ Fairness notes (README.md has the long form):
 from __future__ import annotations
 
 import functools
-import gc
-import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
+import harness
+from contenders_shared import expect, record_codec
 from eoslog.record import layout
 from eoslog.record.columns import SPARK_SCHEMA
+from scenarios import BATCHES, CHUNKS, PATHS, SEGMENT
 from workload import (
     BATCH_RECORDS,
     COMPRESSION_LZ4,
@@ -38,6 +38,7 @@ from workload import (
     Chunk,
     Workload,
     aiokafka_batches,
+    arrow_from_lists,
     as_segment,
     eoslog_batches,
     eoslog_batches_vectorized,
@@ -48,22 +49,15 @@ from workload import (
 
 TOPIC = "t"
 PARTITION = 0
-TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
 
 Record4 = tuple[int, int, bytes | None, bytes | None]
-
-
-def _codec() -> Any:
-    from eoslog.record import codec
-
-    return codec
 
 
 # --- decoders (timed bodies) ---------------------------------------------------------------
 
 
 def eoslog_to_arrow(segment: bytes) -> pa.RecordBatch:
-    return _codec().decode_columns(segment).to_arrow(TOPIC, PARTITION)
+    return record_codec().decode_columns(segment).to_arrow(TOPIC, PARTITION)
 
 
 def aiokafka_to_arrow(segment: bytes) -> pa.RecordBatch:
@@ -93,31 +87,8 @@ def aiokafka_to_arrow(segment: bytes) -> pa.RecordBatch:
     return arrow_from_lists(keys, values, offsets, timestamps, timestamp_types)
 
 
-def arrow_from_lists(
-    keys: list[bytes | None],
-    values: list[bytes | None],
-    offsets: list[int],
-    timestamps: list[int],
-    timestamp_types: list[int],
-    topic: str = TOPIC,
-    partition: int = PARTITION,
-) -> pa.RecordBatch:
-    """Spark-schema Arrow from per-record lists (timestamps in ms)."""
-    n = len(offsets)
-    columns = [
-        pa.array(keys, pa.binary()),
-        pa.array(values, pa.binary()),
-        pa.repeat(pa.scalar(topic, pa.string()), n),
-        pa.repeat(pa.scalar(partition, pa.int32()), n),
-        pa.array(offsets, pa.int64()),
-        pa.array(np.asarray(timestamps, dtype=np.int64) * 1000, type=TIMESTAMP_TYPE),
-        pa.array(timestamp_types, pa.int32()),
-    ]
-    return pa.RecordBatch.from_arrays(columns, schema=SPARK_SCHEMA)
-
-
 def eoslog_records(segment: bytes) -> tuple[int, Record4 | None]:
-    codec = _codec()
+    codec = record_codec()
     batch_records = codec.batch_records
     count = 0
     last = None
@@ -162,7 +133,7 @@ def kafka_python_records(segment: bytes) -> tuple[int, Record4 | None]:
 
 
 def eoslog_validate(batches: Sequence[bytes]) -> int:
-    validate_batch = _codec().validate_batch
+    validate_batch = record_codec().validate_batch
     count = 0
     for batch in batches:
         count += validate_batch(batch).header.records_count
@@ -184,20 +155,7 @@ def aiokafka_validate(batches: Sequence[bytes]) -> int:
     return count
 
 
-# --- the paths --------------------------------------------------------------------------------
-
-# input kinds
-CHUNKS = "chunks"  # Workload.chunks (or its slow prefix): records to encode
-SEGMENT = "segment"  # the eoslog-built segment (or its slow prefix): bytes to decode
-BATCHES = "batches"  # eoslog-built client batches (base offset 0): bytes to validate
-
-
-@dataclass(frozen=True)
-class Path:
-    key: str
-    title: str
-    compression: int
-    input_kind: str
+# --- the codec's contenders -------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -212,35 +170,6 @@ class Contender:
     slow: bool = False
     # For encoders: every record of a batch carries the batch's first timestamp.
     one_timestamp_per_batch: bool = False
-
-
-@dataclass(frozen=True)
-class Target:
-    path: str
-    contender: str
-    peer: str
-    ratio_min: float
-
-
-PATHS = {
-    p.key: p
-    for p in (
-        Path("encode-none", "Batch encode, uncompressed", COMPRESSION_NONE, CHUNKS),
-        Path("encode-lz4", "Batch encode, lz4", COMPRESSION_LZ4, CHUNKS),
-        Path("decode", "Decode, uncompressed segment", COMPRESSION_NONE, SEGMENT),
-        Path("decode-lz4", "Decode to Arrow, lz4 segment", COMPRESSION_LZ4, SEGMENT),
-        Path("validate", "Validate (append-time check) of every batch", COMPRESSION_NONE, BATCHES),
-    )
-}
-
-TABLES = {
-    "encode-none": "Batch encode, uncompressed (records/s)",
-    "encode-lz4": "Batch encode, lz4 (records/s)",
-    "decode-arrow": "Decode to Arrow (Spark schema), uncompressed segment (records/s)",
-    "decode-records": "Per-record decode, uncompressed segment (records/s)",
-    "decode-lz4": "Decode to Arrow, lz4 segment (records/s)",
-    "validate": "Validate every batch (records/s)",
-}
 
 
 def _encode_contenders(path: str, compression: int) -> list[Contender]:
@@ -294,45 +223,6 @@ CONTENDERS: list[Contender] = [
     Contender("validate", "eoslog validate_batch", "eoslog", eoslog_validate, ("validate",)),
     Contender("validate", "aiokafka crc+walk", "aiokafka", aiokafka_validate, ("validate",)),
 ]
-
-# docs/bench.md "Targets" (ratios of medians). Encode targets are stated for the batch builder,
-# whose like-for-like peer API is the per-record append; append_values is shown against the
-# same numbers. Both compressions are variants of the standard workload.
-TARGETS: list[Target] = [
-    *(
-        Target(path, contender, peer, ratio)
-        for path in ("encode-none", "encode-lz4")
-        for contender in ("eoslog append", "eoslog append_values")
-        for peer, ratio in (("aiokafka", 1.5), ("kafka-python", 10.0))
-    ),
-    *(
-        Target(path, "eoslog to_arrow", peer, ratio)
-        for path in ("decode", "decode-lz4")
-        for peer, ratio in (("aiokafka to_arrow", 4.0), ("aiokafka records", 2.0))
-    ),
-]
-
-
-# A timed sample repeats a short run until it lasts at least this long. On this shared VM a
-# 0.2-0.3 s stall now and then (seen after an idle sleep as well as after another contender)
-# would otherwise dominate a 60 ms sample and bias the ratios against the fastest contender.
-SAMPLE_SECONDS_MIN = 0.25
-# Bounds a sample's runs: a run under 25 ms is timed over a sample shorter than the minimum.
-REPEATS_MAX = 10
-
-
-def repeats_for(run: Callable[[], Any], first_seconds: float) -> int:
-    """How many runs make one timed sample of at least SAMPLE_SECONDS_MIN. `first_seconds` is
-    the warm-up's time; if it was short, one more (untimed for the report) run measures the
-    steady state, since a first run pays one-off costs."""
-    if first_seconds >= SAMPLE_SECONDS_MIN:
-        return 1
-    gc.collect()
-    start = time.perf_counter()
-    result = run()
-    seconds = time.perf_counter() - start
-    del result
-    return max(1, min(REPEATS_MAX, math.ceil(SAMPLE_SECONDS_MIN / seconds)))
 
 
 def contenders_of(path: str) -> list[Contender]:
@@ -401,6 +291,17 @@ class Inputs:
         """The timed call: the contender's function bound to its input."""
         return functools.partial(contender.run, self.input_of(contender))
 
+    def timed(self, contender: Contender) -> harness.Contender:
+        """The contender as the harness runs it: bound to its input, checked on the warm-up
+        (the check returns the bytes the run produced or consumed)."""
+        runner = self.runner(contender)
+        return harness.Contender(
+            contender.name,
+            run=lambda _: runner(),
+            check=lambda _, result: self.check(contender, result),
+            amount=self.records(contender),
+        )
+
     def check(self, contender: Contender, result: Any) -> int:
         """Fail unless `result` holds exactly the workload's records; return the bytes the run
         produced (encode) or consumed (decode, validate), for bandwidth figures."""
@@ -410,19 +311,13 @@ class Inputs:
             return check_encoded(self.workload, contender, path.compression, result)
         segment_or_batches = self.input_of(contender)
         if path.input_kind == BATCHES:
-            _expect(result == records, f"{contender.name}: {result} records, not {records}")
+            expect(result == records, f"{contender.name}: {result} records, not {records}")
             return sum(len(batch) for batch in segment_or_batches)
         if isinstance(result, pa.RecordBatch):
             check_arrow(contender, result, self.expected_arrow(records))
         else:
             check_records(self.workload, contender, result, records, segment_or_batches)
         return len(segment_or_batches)
-
-
-def _expect(condition: bool, message: str) -> None:
-    # Not `assert`: the checks must run under python -O too.
-    if not condition:
-        raise AssertionError(f"fairness check failed: {message}")
 
 
 def expected_record(workload: Workload, index: int, one_timestamp_per_batch: bool) -> Record4:
@@ -438,7 +333,7 @@ def referee_decode(batch: bytes | bytearray) -> list[Record4]:
     from kafka.record.default_records import DefaultRecordBatch
 
     decoded = DefaultRecordBatch(bytes(batch))
-    _expect(decoded.validate_crc(), "CRC mismatch")
+    expect(decoded.validate_crc(), "CRC mismatch")
     return [(r.offset, r.timestamp, r.key, r.value) for r in decoded]
 
 
@@ -447,14 +342,14 @@ def check_encoded(
 ) -> int:
     chunks = workload.slow_chunks if contender.slow else workload.chunks
     name = contender.name
-    _expect(len(batches) == len(chunks), f"{name}: {len(batches)} batches, not {len(chunks)}")
+    expect(len(batches) == len(chunks), f"{name}: {len(batches)} batches, not {len(chunks)}")
     for chunk, batch in zip(chunks, batches, strict=True):
         header = header_of(batch)
-        _expect(header[3] == layout.MAGIC_V2, f"{name}: magic {header[3]}")
-        _expect(header[12] == len(chunk), f"{name}: batch of {header[12]} records")
-        _expect(header[1] + layout.LOG_OVERHEAD == len(batch), f"{name}: length field")
+        expect(header[3] == layout.MAGIC_V2, f"{name}: magic {header[3]}")
+        expect(header[12] == len(chunk), f"{name}: batch of {header[12]} records")
+        expect(header[1] + layout.LOG_OVERHEAD == len(batch), f"{name}: length field")
         codec_bits = header[5] & layout.COMPRESSION_MASK
-        _expect(codec_bits == compression, f"{name}: compression {codec_bits}")
+        expect(codec_bits == compression, f"{name}: compression {codec_bits}")
     # The referee is slow (pure Python), so it decodes ten batches spread over the run,
     # first and last included; the headers above cover every batch.
     for index in sorted({round(k * (len(chunks) - 1) / 9) for k in range(10)}):
@@ -467,7 +362,7 @@ def check_encoded(
             expected_record(workload, chunk.first_index + i, contender.one_timestamp_per_batch)
             for i in range(len(chunk))
         ]
-        _expect(got == want, f"{name}: batch {index} does not hold the workload's records")
+        expect(got == want, f"{name}: batch {index} does not hold the workload's records")
     return sum(len(batch) for batch in batches)
 
 
@@ -487,16 +382,18 @@ def check_arrow(contender: Contender, batch: pa.RecordBatch, expected: pa.Record
     column (cheap next to the decode, and the strongest guard)."""
     name = contender.name
     rows = expected.num_rows
-    _expect(batch.num_rows == rows, f"{name}: {batch.num_rows} rows, not {rows}")
-    _expect(batch.schema.equals(SPARK_SCHEMA), f"{name}: schema {batch.schema}")
+    expect(batch.num_rows == rows, f"{name}: {batch.num_rows} rows, not {rows}")
+    expect(batch.schema.equals(SPARK_SCHEMA), f"{name}: schema {batch.schema}")
     for column in SPARK_SCHEMA.names:
-        _expect(
+        expect(
             batch.column(column).equals(expected.column(column)), f"{name}: column {column} differs"
         )
 
 
 def _eoslog_first_batch(segment: bytes) -> list[Record4]:
-    return [(r.offset, r.timestamp, r.key, r.value) for r in _codec().batch_records(segment, 0)]
+    return [
+        (r.offset, r.timestamp, r.key, r.value) for r in record_codec().batch_records(segment, 0)
+    ]
 
 
 def _aiokafka_first_batch(segment: bytes) -> list[Record4]:
@@ -530,9 +427,9 @@ def check_records(
 ) -> None:
     name = contender.name
     count, last = result
-    _expect(count == records, f"{name}: {count} records, not {records}")
+    expect(count == records, f"{name}: {count} records, not {records}")
     want_last = expected_record(workload, records - 1, False)
-    _expect(last == want_last, f"{name}: last record {last!r:.80}")
+    expect(last == want_last, f"{name}: last record {last!r:.80}")
     first = FIRST_BATCH_DECODERS[contender.library](segment)
     want = [expected_record(workload, i, False) for i in range(len(workload.chunks[0]))]
-    _expect(first == want, f"{name}: first batch differs from the workload")
+    expect(first == want, f"{name}: first batch differs from the workload")

@@ -1,0 +1,138 @@
+"""The consumers' contenders (consumer_bench.py, txn_bench.py): reading a partition's committed
+records back with consume(), consume_arrow(), a SQLite scan, memcpy and the
+one-object-per-record floors, and `read_back`, which alternates them."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+import eoslog
+import harness
+from contenders_shared import expect
+from workload import (
+    READ_TOPIC,
+    Committed,
+)
+
+CONSUME_MESSAGES = 500
+ARROW_RECORDS = 100_000
+
+
+def consume_contenders(
+    broker: Any, committed: Committed, sqlite: Any
+) -> dict[str, harness.Contender]:
+    """Every contender reads the committed records of READ_TOPIC partition 0 from offset 0:
+    the floors (one Python object per record, made by Python code / by `list(zip())`),
+    read_committed `consume(500, timeout=0)` until every record is read, every Message kept
+    (and the same calling `value()` on each), `consume_arrow(100_000, timeout=0)`, a SQLite
+    Python-cursor scan of the same rows, and `numpy.copyto` of the value bytes. Each warm-up
+    is checked against the committed records."""
+    offsets, values = committed.offsets[0], committed.values[0]
+    n = len(offsets)
+    payload = np.frombuffer(b"".join(values), dtype=np.uint8)
+    target = np.empty_like(payload)
+
+    def consumer() -> Any:
+        made = broker.consumer({"isolation.level": "read_committed"})
+        made.assign([eoslog.TopicPartition(READ_TOPIC, 0, 0)])
+        return made
+
+    def consume(touch: bool) -> Callable[[object], object]:
+        def run(_: object) -> object:
+            made = consumer()
+            out: list[Any] = []
+            while len(out) < n:
+                found = made.consume(CONSUME_MESSAGES, timeout=0)
+                expect(bool(found), "the partition ended early")
+                if touch:
+                    for message in found:
+                        message.value()
+                out.extend(found)
+            made.close()
+            return out
+
+        return run
+
+    def consume_arrow(_: object) -> object:
+        made = consumer()
+        out: list[pa.RecordBatch] = []
+        rows = 0
+        while rows < n:
+            batch = made.consume_arrow(ARROW_RECORDS, timeout=0)
+            expect(batch.num_rows > 0, "the partition ended early")
+            rows += batch.num_rows
+            out.append(batch)
+        made.close()
+        return out
+
+    def sqlite_scan(_: object) -> object:
+        query = "SELECT offset, timestamp, key, value FROM records ORDER BY offset"
+        return [row for row in sqlite.execute(query)]
+
+    def memcpy(_: object) -> object:
+        np.copyto(target, payload)
+        return target
+
+    def check_messages(_: object, result: Any) -> None:
+        expect([m.offset() for m in result] == offsets, "consume(): offsets differ")
+        expect(result[0].value() == values[0] and result[-1].value() == values[-1], "values")
+        expect(result[-1].key() is None, "consume(): a key where none was written")
+
+    def check_arrow(_: object, result: Any) -> None:
+        table = pa.Table.from_batches(result)
+        expect(table.column("offset").to_pylist() == offsets, "consume_arrow(): offsets")
+        expect(table.column("value").to_pylist() == values, "consume_arrow(): values")
+
+    def check_rows(_: object, result: Any) -> None:
+        expect(len(result) == n and result[-1][3] == values[-1], "SQLite: rows differ")
+
+    def check_copy(_: object, result: Any) -> None:
+        expect(np.array_equal(payload, result), "memcpy: bytes differ")
+
+    def check_floor(_: object, result: Any) -> None:
+        expect(len(result) == n and result[-1] == (offsets[-1], values[-1]), "the floor")
+
+    table: list[harness.Contender] = [
+        harness.Contender(
+            "floor",
+            lambda _: [(offset, value) for offset, value in zip(offsets, values, strict=True)],
+            check=check_floor,
+        ),
+        harness.Contender(
+            "floor, C loop", lambda _: list(zip(offsets, values, strict=True)), check=check_floor
+        ),
+        harness.Contender("consume()", consume(touch=False), check=check_messages),
+        harness.Contender("consume() + value()", consume(touch=True), check=check_messages),
+        harness.Contender("consume_arrow()", consume_arrow, check=check_arrow),
+        harness.Contender("SQLite scan", sqlite_scan, check=check_rows),
+        harness.Contender("memcpy", memcpy, check=check_copy),
+    ]
+    return {c.name: c for c in table}
+
+
+def read_back(
+    broker: Any,
+    committed: Committed,
+    sqlite_path: str,
+    names: Sequence[str],
+    rounds: int,
+    timer: harness.Timer,
+) -> tuple[harness.Runs, float]:
+    """Alternate the contenders `names` of consume_contenders over the committed records (a
+    SQLite file of them made at `sqlite_path` for the scan): the runs, and the median GiB/s of
+    value bytes consume_arrow() delivered."""
+    from workload import sqlite_rows
+
+    sqlite = sqlite_rows(sqlite_path, committed)
+    try:
+        table = consume_contenders(broker, committed, sqlite)
+        runs = harness.alternate([table[n] for n in names], rounds, timer, label="read")
+    finally:
+        sqlite.close()
+    payload = sum(len(v) for v in committed.values[0])
+    return runs, statistics.median(runs.rates("consume_arrow()", payload / (1 << 30)))

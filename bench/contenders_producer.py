@@ -1,0 +1,209 @@
+"""The producers' contenders (producer_bench.py, txn_bench.py): eoslog's idempotent and
+transactional produce, confluent-kafka on librdkafka's mock cluster, SQLite WAL inserts; and
+the broker helpers the transaction latency contenders (contenders_txn.py) share."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import eoslog
+import harness
+from contenders_shared import expect
+from workload import (
+    BATCH_RECORDS,
+)
+
+PRODUCE_TOPIC = "bench"
+POLL_EVERY = 10_000  # produce() loops poll(0) this often, as a producing application would
+TXN_RECORDS = 1_000  # records per transaction (docs/bench.md: commit every 1,000)
+# Batches close at batch.num.messages; batch.size and linger.ms are large enough not to first.
+PRODUCER_CONFIG: dict[str, object] = {
+    "batch.num.messages": BATCH_RECORDS,
+    "batch.size": 1 << 20,
+    "linger.ms": 100,
+}
+
+
+def open_broker(root: str, durability: str, config: dict[str, object] | None = None) -> Any:
+    """A broker in a fresh directory under `root` with PRODUCE_TOPIC (one partition)."""
+    import tempfile
+
+    broker = eoslog.open(tempfile.mkdtemp(dir=root), durability=durability, background=False)
+    broker.create_topic(PRODUCE_TOPIC, 1, config or {})
+    return broker
+
+
+def close_broker(broker: Any) -> None:
+    import shutil
+
+    path = broker.path
+    broker.close()
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def committed_rows(broker: Any) -> int:
+    """Records a read_committed consumer reads from offset 0 (untimed check)."""
+    consumer = broker.consumer({"isolation.level": "read_committed"})
+    consumer.assign([eoslog.TopicPartition(PRODUCE_TOPIC, 0, 0)])
+    rows = 0
+    while batch := consumer.consume_arrow(100_000, timeout=0).num_rows:
+        rows += batch
+    consumer.close()
+    return rows
+
+
+def eoslog_producer(
+    name: str,
+    root: str,
+    values: list[bytes],
+    durability: str,
+    *,
+    batch: bool = False,
+    transactional: bool = False,
+    config: dict[str, object] | None = None,
+) -> harness.Contender:
+    """eoslog's Producer on a fresh broker per run: `produce()` per record (poll(0) every
+    POLL_EVERY) then `flush()`, or `produce_batch(values)` then `flush()`; `transactional`:
+    `produce()` per record in transactions of TXN_RECORDS (init_transactions() untimed).
+    Checked: the records landed (every run), read_committed reads them all (warm-up)."""
+
+    def prepare() -> tuple[Any, Any]:
+        broker = open_broker(root, durability, config)
+        transactional_id = {"transactional.id": "bench-txn"} if transactional else {}
+        producer = broker.producer({**PRODUCER_CONFIG, **transactional_id})
+        if transactional:
+            producer.init_transactions()
+        return broker, producer
+
+    def produce_each(state: tuple[Any, Any]) -> None:
+        producer = state[1]
+        produce = producer.produce
+        for i, value in enumerate(values):
+            produce(PRODUCE_TOPIC, value)
+            if i % POLL_EVERY == 0:
+                producer.poll(0)
+        expect(producer.flush() == 0, "flush left messages queued")
+
+    def produce_batch(state: tuple[Any, Any]) -> None:
+        producer = state[1]
+        producer.produce_batch(PRODUCE_TOPIC, values, partition=0)
+        expect(producer.flush() == 0, "flush left messages queued")
+
+    def produce_transactions(state: tuple[Any, Any]) -> None:
+        producer = state[1]
+        produce = producer.produce
+        for start in range(0, len(values), TXN_RECORDS):
+            producer.begin_transaction()
+            for value in values[start : start + TXN_RECORDS]:
+                produce(PRODUCE_TOPIC, value)
+            producer.commit_transaction()
+
+    def check(state: tuple[Any, Any], _: object) -> None:
+        rows = committed_rows(state[0])
+        expect(rows == len(values), f"{name}: {rows} committed records read")
+
+    def finish(state: tuple[Any, Any]) -> None:
+        broker, producer = state
+        if not transactional:
+            landed = broker.log(PRODUCE_TOPIC, 0).log_end_offset
+            expect(landed == len(values), f"{name}: {landed} records landed")
+        producer.close()
+        close_broker(broker)
+
+    run = produce_transactions if transactional else produce_batch if batch else produce_each
+    return harness.Contender(name, run, prepare, finish, check)
+
+
+def confluent_producer(name: str, values: list[bytes], transactional: bool) -> harness.Contender:
+    """confluent-kafka's producer on librdkafka's in-process mock cluster (a fresh one per
+    run, created untimed): idempotent `produce()` per record (poll(0) every POLL_EVERY and on
+    BufferError) then `flush()`; or transactional, begin / produce / commit_transaction() every
+    TXN_RECORDS (the commit flushes, inside the timing). The mock does not filter
+    read_committed: the check is the delivery reports (every run)."""
+
+    def prepare() -> tuple[Any, list[int]]:
+        from confluent_kafka import Producer
+
+        settings: dict[str, object] = {
+            "test.mock.num.brokers": 1,
+            "batch.num.messages": BATCH_RECORDS,
+            "linger.ms": 5,
+        }
+        settings |= {"transactional.id": "bench-txn"} if transactional else {}
+        producer = Producer(settings | ({} if transactional else {"enable.idempotence": True}))
+        delivered = [0]
+
+        def count(err: object, msg: object) -> None:
+            if err is None:
+                delivered[0] += 1
+
+        if transactional:
+            producer.init_transactions(30)
+            producer.begin_transaction()
+        producer.produce(PRODUCE_TOPIC, b"warm", on_delivery=count)  # creates the topic
+        if transactional:
+            producer.commit_transaction(30)
+        producer.flush()
+        delivered[0] = 0
+        return (producer, count), delivered
+
+    def run(state: tuple[Any, list[int]]) -> None:
+        (producer, count), _ = state
+        produce = producer.produce
+        step = TXN_RECORDS if transactional else len(values)
+        for start in range(0, len(values), step):
+            if transactional:
+                producer.begin_transaction()
+            for i, value in enumerate(values[start : start + step]):
+                try:
+                    produce(PRODUCE_TOPIC, value, on_delivery=count)
+                except BufferError:
+                    producer.poll(0.01)
+                    produce(PRODUCE_TOPIC, value, on_delivery=count)
+                if not transactional and i % POLL_EVERY == 0:
+                    producer.poll(0)
+            if transactional:
+                producer.commit_transaction()
+        if not transactional:
+            expect(producer.flush() == 0, "confluent flush left messages queued")
+
+    def finish(state: tuple[Any, list[int]]) -> None:
+        delivered = state[1][0]
+        expect(delivered == len(values), f"{name}: {delivered} delivered")
+
+    return harness.Contender(name, run, prepare, finish)
+
+
+def sqlite_insert(name: str, root: str, values: list[bytes], synchronous: str) -> harness.Contender:
+    """SQLite in WAL mode, `executemany` of BATCH_RECORDS-row transactions into
+    (offset INTEGER PRIMARY KEY, value BLOB), a fresh file per run; checked: the row count."""
+    path = os.path.join(root, f"bench-{synchronous}.sqlite")
+
+    def prepare() -> Any:
+        import sqlite3
+
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(path + suffix):
+                os.unlink(path + suffix)
+        connection = sqlite3.connect(path, isolation_level=None)
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute(f"PRAGMA synchronous={synchronous}")
+        connection.execute("CREATE TABLE log (offset INTEGER PRIMARY KEY, value BLOB)")
+        return connection
+
+    def run(connection: Any) -> None:
+        for start in range(0, len(values), BATCH_RECORDS):
+            connection.execute("BEGIN")
+            connection.executemany(
+                "INSERT INTO log (value) VALUES (?)",
+                ((v,) for v in values[start : start + BATCH_RECORDS]),
+            )
+            connection.execute("COMMIT")
+
+    def finish(connection: Any) -> None:
+        (rows,) = connection.execute("SELECT count(*) FROM log").fetchone()
+        connection.close()
+        expect(rows == len(values), f"{name}: {rows} rows")
+
+    return harness.Contender(name, run, prepare, finish)

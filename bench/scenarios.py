@@ -1,0 +1,413 @@
+"""The scenario tables, one per area, as data: what each bench script and the pytest-benchmark
+layer (test_bench.py) measure, at which sizes, and against which docs/bench.md targets.
+
+An area's `Area` gives its command line (default rounds, sizes at full and --quick scale,
+paths); its targets are `harness.Target` rows (a bound and a unit, and for a ratio the two
+contenders it compares). The timed bodies are in contenders_<area>.py, the data in workload.py,
+the prose in prose.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from harness import Area, Size, Target
+from workload import COMPRESSION_LZ4, COMPRESSION_NONE, MIB
+
+# --- codec (write_results.py, test_bench.py) ----------------------------------------------------
+
+# input kinds
+CHUNKS = "chunks"  # Workload.chunks (or its slow prefix): records to encode
+SEGMENT = "segment"  # the eoslog-built segment (or its slow prefix): bytes to decode
+BATCHES = "batches"  # eoslog-built client batches (base offset 0): bytes to validate
+
+
+@dataclass(frozen=True)
+class Path:
+    key: str
+    title: str
+    compression: int
+    input_kind: str
+
+
+PATHS = {
+    p.key: p
+    for p in (
+        Path("encode-none", "Batch encode, uncompressed", COMPRESSION_NONE, CHUNKS),
+        Path("encode-lz4", "Batch encode, lz4", COMPRESSION_LZ4, CHUNKS),
+        Path("decode", "Decode, uncompressed segment", COMPRESSION_NONE, SEGMENT),
+        Path("decode-lz4", "Decode to Arrow, lz4 segment", COMPRESSION_LZ4, SEGMENT),
+        Path("validate", "Validate (append-time check) of every batch", COMPRESSION_NONE, BATCHES),
+    )
+}
+
+TABLES = {
+    "encode-none": "Batch encode, uncompressed (records/s)",
+    "encode-lz4": "Batch encode, lz4 (records/s)",
+    "decode-arrow": "Decode to Arrow (Spark schema), uncompressed segment (records/s)",
+    "decode-records": "Per-record decode, uncompressed segment (records/s)",
+    "decode-lz4": "Decode to Arrow, lz4 segment (records/s)",
+    "validate": "Validate every batch (records/s)",
+}
+
+
+def _codec_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--key-bytes", type=int, default=0, choices=(0, 8))
+
+
+CODEC = Area(
+    "codec",
+    rounds=7,
+    sizes=(Size("records", 1_000_000, 100_000, "records in the workload"),),
+    paths=tuple(PATHS),
+    options=_codec_options,
+)
+
+# docs/bench.md "Targets" (ratios of medians). Encode targets are stated for the batch builder,
+# whose like-for-like peer API is the per-record append; append_values is shown against the
+# same numbers. Both compressions are variants of the standard workload.
+TARGETS: list[Target] = [
+    Target(path, f"{ours} ÷ {peer}", ratio, ours=ours, peer=peer)
+    for path, ours, peer, ratio in (
+        *(
+            (path, ours, peer, ratio)
+            for path in ("encode-none", "encode-lz4")
+            for ours in ("eoslog append", "eoslog append_values")
+            for peer, ratio in (("aiokafka", 1.5), ("kafka-python", 10.0))
+        ),
+        *(
+            (path, "eoslog to_arrow", peer, ratio)
+            for path in ("decode", "decode-lz4")
+            for peer, ratio in (("aiokafka to_arrow", 4.0), ("aiokafka records", 2.0))
+        ),
+    )
+]
+
+
+# --- the partition log (log_bench.py, test_bench.py) --------------------------------------------
+
+LOG_READ_BATCH_RECORDS = 1_000
+LOG_READ_SEGMENT_BYTES = 256 * MIB
+LOG_PATHS = ("append", "read", "recovery", "open")
+
+# docs/bench.md "Targets", as data: the figures are filled in with the run's sizes.
+LOG_APPEND_TARGETS = [
+    Target(
+        "append",
+        f"append_batch{suffix} ÷ raw os.write{suffix}",
+        0.60,
+        "%",
+        ours=f"eoslog append_batch{suffix}",
+        peer=f"raw os.write{suffix}",
+    )
+    for suffix in ("", " + fsync")
+]
+LOG_READ_TARGET = Target("random-offset read", "p99 of `log.read` ({label})", 20.0, "µs", "≤")
+LOG_RECOVERY_TARGET = Target(
+    "recovery", "GB/s of segment scanned by open + close (page cache warm)", 1.0, "GB/s"
+)
+LOG_OPEN_TARGET = Target("clean open", "`eoslog.open` of {segments:,} segments", 200.0, "ms", "<")
+
+
+def _log_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--read-variant-batch-records",
+        type=int,
+        default=500,
+        help="also read a partition of the same records in batches this size (0: skip)",
+    )
+
+
+def _log_validate(args: argparse.Namespace) -> str | None:
+    variant = args.read_variant_batch_records
+    if args.read_records % LOG_READ_BATCH_RECORDS or (variant and args.read_records % variant):
+        return "--read-records must be a multiple of the batch sizes"
+    return None
+
+
+LOG = Area(
+    "log",
+    rounds=5,
+    sizes=(
+        Size("append-mib", 256, 64, "1 MiB batches appended per run"),
+        Size("read-records", 10_000_000, 1_000_000, "records in the read partition"),
+        Size("read-samples", 100_000, 20_000, "random offsets per contender per round"),
+        Size("read-round-seconds", 6.0, 2.0, "time budget of one contender's round of reads"),
+        Size("segments", 1_000, 1_000, "segments of the clean-open partition"),
+    ),
+    paths=LOG_PATHS,
+    options=_log_options,
+    validate=_log_validate,
+)
+
+
+# --- producer (producer_bench.py) -------------------------------------------------------------
+
+CONFLUENT_IDEMPOTENT = "confluent-kafka idempotent (mock)"
+PRODUCER_CONTENDERS = (
+    "eoslog produce() none",
+    "eoslog produce() commit",
+    "eoslog produce_batch() none",
+    "eoslog produce_batch() commit",
+    CONFLUENT_IDEMPOTENT,
+    "SQLite WAL NORMAL",
+    "SQLite WAL FULL",
+)
+PRODUCER = Area(
+    "producer",
+    rounds=3,
+    sizes=(Size("records", 1_000_000, 200_000, "records produced per run"),),
+    paths=PRODUCER_CONTENDERS,
+)
+PRODUCER_TARGETS = [
+    Target(
+        "produce() per record (idempotent; docs/bench.md states it transactional)",
+        f"÷ {CONFLUENT_IDEMPOTENT}",
+        2.5,
+        ours="eoslog produce() none",
+        peer=CONFLUENT_IDEMPOTENT,
+    ),
+    Target(
+        "produce() per record",
+        "÷ SQLite WAL NORMAL",
+        3.0,
+        ours="eoslog produce() none",
+        peer="SQLite WAL NORMAL",
+    ),
+    Target(
+        "produce_batch()",
+        f"÷ {CONFLUENT_IDEMPOTENT}",
+        10.0,
+        ours="eoslog produce_batch() none",
+        peer=CONFLUENT_IDEMPOTENT,
+    ),
+    *(
+        Target(
+            f"{kind} durability commit",
+            'of the "none" rate',
+            0.80,
+            "%",
+            ours=f"eoslog {kind} commit",
+            peer=f"eoslog {kind} none",
+        )
+        for kind in ("produce()", "produce_batch()")
+    ),
+]
+
+
+# --- consumer (consumer_bench.py) -------------------------------------------------------------
+
+CONSUMER_CONTENDERS = (
+    "floor",
+    "floor, C loop",
+    "consume()",
+    "consume() + value()",
+    "consume_arrow()",
+    "SQLite scan",
+    "memcpy",
+)
+CONSUMER = Area(
+    "consumer",
+    rounds=5,
+    sizes=(Size("records", 1_000_000, 200_000, "records written and read back"),),
+)
+CONSUMER_SEGMENT_BYTES = 32 * MIB
+CONSUMER_TARGETS = [
+    Target("consume()", "÷ floor", 0.70, "%", ours="consume()", peer="floor"),
+    Target("consume_arrow()", "÷ SQLite scan", 3.0, ours="consume_arrow()", peer="SQLite scan"),
+    Target("consume_arrow()", "payload ÷ memcpy", 0.50, "%", ours="consume_arrow()", peer="memcpy"),
+]
+# The ratios table of RESULTS-consumer.md: (row, ours, peer, unit).
+CONSUMER_RATIOS = [
+    ("consume() ÷ floor", "consume()", "floor", "%"),
+    ("consume() ÷ floor, C loop", "consume()", "floor, C loop", "%"),
+    ("consume() + value() ÷ floor", "consume() + value()", "floor", "%"),
+    ("consume_arrow() ÷ SQLite scan", "consume_arrow()", "SQLite scan", "×"),
+    ("consume_arrow() payload bandwidth ÷ memcpy", "consume_arrow()", "memcpy", "%"),
+]
+
+
+# --- transactions (txn_bench.py) --------------------------------------------------------------
+
+TXN_PRODUCE_NONE = "eoslog produce() txn none"
+TXN_PRODUCE_COMMIT = "eoslog produce() txn commit"
+CONFLUENT_TRANSACTIONAL = "confluent-kafka transactional (mock)"
+TXN_SQLITE = "SQLite WAL NORMAL"
+TXN_PRODUCE_CONTENDERS = (TXN_PRODUCE_NONE, TXN_PRODUCE_COMMIT, CONFLUENT_TRANSACTIONAL, TXN_SQLITE)
+TXN_LATENCY_NONE = 'eoslog txn "none"'
+TXN_LATENCY_COMMIT = 'eoslog txn "commit"'
+TXN_LATENCY_FSYNC = "4 KiB write + fdatasync"
+TXN_LATENCY_CONTENDERS = (TXN_LATENCY_NONE, TXN_LATENCY_COMMIT, TXN_LATENCY_FSYNC)
+TXN_READ_CONTENDERS = ("floor", "consume()", "consume_arrow()", "SQLite scan", "memcpy")
+TXN_ABORT_EVERY = 3  # every third transaction aborted (docs/bench.md: 1/3)
+TXN_SEGMENT_BYTES = 32 * MIB
+
+
+def _txn_validate(args: argparse.Namespace) -> str | None:
+    least = 1_000 * TXN_ABORT_EVERY
+    return f"--records must be at least {least}" if args.records < least else None
+
+
+TXN = Area(
+    "txn",
+    rounds=3,
+    sizes=(
+        Size("records", 1_000_000, 200_000, "records per produce run and in the read log"),
+        Size("latency-samples", 2_000, 500, "calls per contender per latency round"),
+    ),
+    paths=("produce", "latency", "read"),
+    validate=_txn_validate,
+)
+_TXN_PRODUCE = 'produce() per record, transactional, "none"'
+TXN_PRODUCE_TARGETS = [
+    Target(
+        _TXN_PRODUCE,
+        f"÷ {CONFLUENT_TRANSACTIONAL}",
+        2.5,
+        ours=TXN_PRODUCE_NONE,
+        peer=CONFLUENT_TRANSACTIONAL,
+    ),
+    Target(_TXN_PRODUCE, f"÷ {TXN_SQLITE}", 3.0, ours=TXN_PRODUCE_NONE, peer=TXN_SQLITE),
+    Target(
+        'produce() per record, transactional, "commit"',
+        'of the "none" rate',
+        0.80,
+        "%",
+        ours=TXN_PRODUCE_COMMIT,
+        peer=TXN_PRODUCE_NONE,
+    ),
+]
+# docs/bench.md's latency rows state other bounds (against SQLite's single-row transaction);
+# these are the earlier ones the section still checks.
+TXN_LATENCY_NONE_TARGET = Target('single-record transaction, "none"', "p99", 50.0, "µs", "≤")
+TXN_LATENCY_COMMIT_TARGET = Target(
+    'single-record transaction, "commit"', "p99 − fsync p99 (same round)", 50.0, "µs", "≤"
+)
+_TXN_ABORTED = "aborted data present"
+TXN_READ_TARGETS = [
+    Target(
+        f"read_committed consume_arrow(), {_TXN_ABORTED}",
+        "÷ SQLite scan",
+        3.0,
+        ours="consume_arrow()",
+        peer="SQLite scan",
+    ),
+    Target(
+        f"read_committed consume_arrow(), {_TXN_ABORTED}",
+        "payload ÷ memcpy",
+        0.50,
+        "%",
+        ours="consume_arrow()",
+        peer="memcpy",
+    ),
+    Target(
+        f"read_committed consume(), {_TXN_ABORTED}",
+        "÷ floor (docs/bench.md's consume() row)",
+        0.70,
+        "%",
+        ours="consume()",
+        peer="floor",
+    ),
+]
+TXN_READ_RATIOS = [
+    ("consume_arrow() ÷ SQLite scan", "consume_arrow()", "SQLite scan", "×"),
+    ("consume_arrow() payload bandwidth ÷ memcpy", "consume_arrow()", "memcpy", "%"),
+    ("consume() ÷ SQLite scan", "consume()", "SQLite scan", "×"),
+    ("consume() ÷ floor", "consume()", "floor", "%"),
+]
+
+
+# --- Spark scans (spark_bench.py) -------------------------------------------------------------
+
+SPARK_EOSLOG = "eoslog"
+SPARK_AIOKAFKA = "aiokafka segments"
+SPARK_PREBUILT = "prebuilt Arrow (ceiling)"
+SPARK_SOURCES = (SPARK_EOSLOG, SPARK_AIOKAFKA, SPARK_PREBUILT)
+SPARK_QUERIES = ("count()", "sum(length(value))")
+SPARK_ABORT_EVERY = 3
+SPARK_SEGMENT_BYTES = 8 * MIB
+SPARK_PLAN_REPEATS = 5
+
+
+def _spark_validate(args: argparse.Namespace) -> str | None:
+    least = 1_000 * SPARK_ABORT_EVERY * args.partitions
+    return f"--records must be at least {least}" if args.records < least else None
+
+
+SPARK = Area(
+    "spark",
+    rounds=7,
+    sizes=(
+        Size("records", 1_000_000, 200_000, "records written, a third of them aborted"),
+        Size("partitions", 4, 4, "partitions of the topic (transaction i to i mod P)"),
+    ),
+    validate=_spark_validate,
+)
+
+
+def spark_name(query: str, source: str) -> str:
+    """A Spark contender: one query over one source."""
+    return f"{query} {source}"
+
+
+SPARK_TARGETS = [
+    target
+    for query in SPARK_QUERIES
+    for target in (
+        Target(
+            f"Spark scan, read_committed, 2 cores: {query}",
+            f"÷ {SPARK_AIOKAFKA}",
+            2.0,
+            ours=spark_name(query, SPARK_EOSLOG),
+            peer=spark_name(query, SPARK_AIOKAFKA),
+        ),
+        Target(
+            f"Spark scan, read_committed, 2 cores: {query}",
+            f"of the {SPARK_PREBUILT}",
+            0.80,
+            "%",
+            ours=spark_name(query, SPARK_EOSLOG),
+            peer=spark_name(query, SPARK_PREBUILT),
+        ),
+    )
+]
+
+
+# --- what the hardening checks cost (checks_bench.py) ---------------------------------------
+
+CHECKS_BUILDS = ("this build", "baseline")
+CHECKS_KINDS = ("open", "consume", "consume_arrow")
+
+
+def _checks_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--baseline-python",
+        required=True,
+        help="the interpreter of a venv with the older eoslog installed",
+    )
+
+
+CHECKS = Area(
+    "checks",
+    rounds=5,
+    sizes=(
+        Size("records", 1_000_000, 200_000, "records read per run"),
+        Size("segments", 1_000, 200, "segments of the clean-open partition"),
+    ),
+    options=_checks_options,
+)
+# Issue 12's bounds, not rows of docs/bench.md's table: summary.py does not gather them.
+CHECKS_TARGETS_HEADING = "## Targets (issue 12, not gathered into RESULTS.md)"
+CHECKS_OPEN_TARGET = Target("clean open", "`eoslog.open` (this build)", 200.0, "ms", "<")
+CHECKS_READ_TARGETS = [
+    Target(
+        f"{kind}()",
+        "this build ÷ baseline speed (the checks cost ≤ 3%)",
+        0.97,
+        "%",
+        ours=f"{kind} this build",
+        peer=f"{kind} baseline",
+    )
+    for kind in ("consume", "consume_arrow")
+]
