@@ -39,8 +39,9 @@ FUZZ_SECONDS ?= 600
 fuzz: install-test
 	$(BIN)/python -m tests.fuzz --seconds $(FUZZ_SECONDS)
 
-# Micro benchmarks: pytest-benchmark over the contenders of bench/contenders.py (codec, log),
-# bench/test_bench.py; ratios of medians, indicative. The published figures: bench-results.
+# Micro benchmarks: pytest-benchmark (bench/test_bench.py) over the contenders of
+# bench/contenders_codec.py and bench/contenders_log.py; ratios of medians, indicative. The
+# published figures: bench-results.
 bench: install-test
 	$(BIN)/python -m pytest bench -q --benchmark-only
 
