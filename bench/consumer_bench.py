@@ -1,13 +1,18 @@
 """Measure the Consumer's read paths against the one-object-per-record floor and a SQLite scan,
 in one run, and write bench/RESULTS-consumer.md.
 
-    python bench/consumer_bench.py [--records N] [--rounds R] [--tmp DIR] [--quick]
+    python bench/consumer_bench.py [--records N] [--latency-samples S] [--rounds R]
+                                   [--paths read,wakeup] [--tmp DIR] [--quick]
 
 The standard workload (key null, value 100 B, 1,000 records per batch, one partition) written with
 `append_batch`, then read back from offset 0 by every contender of contenders_consumer.py's
 `consume_contenders` (the floors, consume(), consume_arrow(), a SQLite scan, memcpy), alternating
 round by round. Targets (scenarios.py): consume() >= 70% of the floor; consume_arrow() >= 3x the
 SQLite scan and >= 50% of memcpy bandwidth in payload bytes.
+
+Wake-up (the second section): a consumer waiting in another thread, woken by each record this
+thread produces, against a `queue.Queue` hand-off between the same two threads. Target: the
+produce → poll p99 <= 2x the hand-off p99 of the same round.
 """
 
 from __future__ import annotations
@@ -19,10 +24,14 @@ from pathlib import Path as FilePath
 
 sys.path.insert(0, str(FilePath(__file__).resolve().parent))
 
+import numpy as np
+
+import contenders_consumer
 import eoslog
 import harness
 import prose
 from contenders_consumer import ARROW_RECORDS, CONSUME_MESSAGES, read_back
+from harness import median_spread, us
 from report import Report, Section
 from scenarios import (
     CONSUMER,
@@ -30,13 +39,64 @@ from scenarios import (
     CONSUMER_RATIOS,
     CONSUMER_SEGMENT_BYTES,
     CONSUMER_TARGETS,
+    WAKEUP_ARROW,
+    WAKEUP_COMMITTED,
+    WAKEUP_CONTENDERS,
+    WAKEUP_POLL,
+    WAKEUP_QUEUE,
+    WAKEUP_TARGET,
 )
 from workload import Workload, write_batches
 
 PACKAGES = ("eoslog", "numpy", "pyarrow")
+PERCENTILES = (50.0, 99.0, 99.9)
 
 
 def measure(args: argparse.Namespace, root: str) -> Report:
+    sections, methods = [], []
+    if "read" in args.paths:
+        section, method = measure_read(args, root)
+        sections.append(section)
+        methods.append(method)
+    if "wakeup" in args.paths:
+        sections.append(measure_wakeup(args, root))
+        methods.append(
+            prose.WAKEUP_METHOD.format(
+                samples=args.latency_samples,
+                warmup=contenders_consumer.WAKEUP_WARMUP,
+                rounds=args.rounds,
+            )
+        )
+    return Report(prose.CONSUMER_TITLE, "\n\n".join(methods), PACKAGES, sections)
+
+
+def measure_wakeup(args: argparse.Namespace, root: str) -> Section:
+    samples = args.latency_samples
+    sides = [
+        contenders_consumer.queue_handoff(WAKEUP_QUEUE, samples),
+        contenders_consumer.append_to_poll(WAKEUP_POLL, root, samples, "poll"),
+        contenders_consumer.append_to_poll(WAKEUP_ARROW, root, samples, "arrow"),
+        contenders_consumer.append_to_poll(WAKEUP_COMMITTED, root, samples, "committed"),
+    ]
+    # Each run warms up inside (WAKEUP_WARMUP hand-offs first).
+    runs = harness.alternate(sides, args.rounds, args.timer, warmup=False)
+    found = {  # µs percentiles per round: name -> [array(p50, p99, p99.9), ...]
+        name: [np.percentile(ns / 1000.0, PERCENTILES) for ns in runs[name].values]
+        for name in WAKEUP_CONTENDERS
+    }
+    rows = [
+        [name, *(median_spread([float(p[i]) for p in found[name]], us) for i in range(3))]
+        for name in WAKEUP_CONTENDERS
+    ]
+    ratio = [
+        float(ours[1] / anchor[1])
+        for ours, anchor in zip(found[WAKEUP_POLL], found[WAKEUP_QUEUE], strict=True)
+    ]
+    lines = harness.table(["path", "p50", "p99", "p99.9"], rows)
+    return Section(prose.WAKEUP_TITLE, lines, [WAKEUP_TARGET.row(ratio)])
+
+
+def measure_read(args: argparse.Namespace, root: str) -> tuple[Section, str]:
     print(f"building {args.records:,} records under {root} ...", flush=True)
     broker = eoslog.open(os.path.join(root, "log"), durability="none", background=False)
     try:
@@ -69,7 +129,7 @@ def measure(args: argparse.Namespace, root: str) -> Report:
         rounds=args.rounds,
         gc=args.gc,
     )
-    return Report(prose.CONSUMER_TITLE, method, PACKAGES, [Section("Results", lines, targets)])
+    return Section("Read throughput", lines, targets), method
 
 
 if __name__ == "__main__":

@@ -1,16 +1,21 @@
 """The consumers' contenders (consumer_bench.py, txn_bench.py): reading a partition's committed
 records back with consume(), consume_arrow(), a SQLite scan, memcpy and the
-one-object-per-record floors, and `read_back`, which alternates them."""
+one-object-per-record floors, and `read_back`, which alternates them; and the wake-up latency
+of a waiting consumer against a `queue.Queue` hand-off between the same threads."""
 
 from __future__ import annotations
 
+import queue
 import statistics
+import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+import contenders_producer
 import eoslog
 import harness
 from contenders_shared import expect
@@ -136,3 +141,101 @@ def read_back(
         sqlite.close()
     payload = sum(len(v) for v in committed.values[0])
     return runs, statistics.median(runs.rates("consume_arrow()", payload / (1 << 30)))
+
+
+# --- wake-up latency (consumer_bench.py's second section) -------------------------------------
+
+WAKEUP_WARMUP = 200  # untimed hand-offs before the timed ones, in every run
+WAKEUP_VALUE = b"x" * 100
+
+
+def queue_handoff(name: str, samples: int) -> harness.Contender:
+    """Self-timed anchor: a stamp put on a `queue.Queue` by this thread, taken by a waiting
+    thread, which answers on a second queue; per hand-off, from the put to the take;
+    nanoseconds."""
+
+    def run(_: None) -> np.ndarray:
+        to_reader: queue.Queue[int] = queue.Queue()
+        back: queue.Queue[None] = queue.Queue()
+        out = np.empty(WAKEUP_WARMUP + samples, dtype=np.int64)
+
+        def reader() -> None:
+            for i in range(len(out)):
+                stamp = to_reader.get()
+                out[i] = time.perf_counter_ns() - stamp
+                back.put(None)
+
+        thread = threading.Thread(target=reader, daemon=True)
+        thread.start()
+        for _ in range(len(out)):
+            to_reader.put(time.perf_counter_ns())
+            back.get()
+        thread.join()
+        return out[WAKEUP_WARMUP:]
+
+    return harness.Contender(name, run, lambda: None, lambda _: None, timed=False)
+
+
+def append_to_poll(name: str, root: str, samples: int, kind: str) -> harness.Contender:
+    """Self-timed: a consumer waiting in another thread of the process, woken by each record
+    this thread makes readable; per record, from just before the producer call to the
+    moment the reader holds it; nanoseconds. kind: "poll" (produce() + flush(), poll()),
+    "arrow" (the same, consume_arrow(1)), "committed" (begin_transaction(), produce(),
+    commit_transaction(); read_committed poll()). Checked: every record arrives, in order."""
+    topic = contenders_producer.PRODUCE_TOPIC
+
+    def prepare() -> tuple[Any, Any, Any]:
+        broker = contenders_producer.open_broker(root, "none")
+        config: dict[str, object] = {"linger.ms": 0}
+        if kind == "committed":
+            config["transactional.id"] = "bench-wakeup"
+        producer = broker.producer(config)
+        if kind == "committed":
+            producer.init_transactions()
+        isolation = "read_committed" if kind == "committed" else "read_uncommitted"
+        consumer = broker.consumer({"isolation.level": isolation})
+        consumer.assign([eoslog.TopicPartition(topic, 0, 0)])
+        return broker, producer, consumer
+
+    def run(state: tuple[Any, Any, Any]) -> np.ndarray:
+        _, producer, consumer = state
+        total = WAKEUP_WARMUP + samples
+        out = np.empty(total, dtype=np.int64)
+        stamps = np.empty(total, dtype=np.int64)
+        back: queue.Queue[None] = queue.Queue()
+        offsets: list[int] = []
+
+        def reader() -> None:
+            for i in range(total):
+                if kind == "arrow":
+                    got = consumer.consume_arrow(1, timeout=30).column("offset").to_pylist()
+                else:
+                    message = consumer.poll(30)
+                    got = [] if message is None else [message.offset()]
+                out[i] = time.perf_counter_ns() - stamps[i]
+                offsets.extend(got)
+                back.put(None)
+
+        thread = threading.Thread(target=reader, daemon=True)
+        thread.start()
+        for i in range(total):
+            stamps[i] = time.perf_counter_ns()
+            if kind == "committed":
+                producer.begin_transaction()
+                producer.produce(topic, WAKEUP_VALUE, partition=0)
+                producer.commit_transaction()
+            else:
+                producer.produce(topic, WAKEUP_VALUE, partition=0)
+                producer.flush()
+            back.get()
+        thread.join()
+        step = 2 if kind == "committed" else 1  # a COMMIT marker after each record
+        expect(offsets[-total:] == list(range(0, step * total, step))[-total:], f"{name}: lost")
+        return out[WAKEUP_WARMUP:]
+
+    def finish(state: tuple[Any, Any, Any]) -> None:
+        state[2].close()
+        state[1].close()
+        contenders_producer.close_broker(state[0])
+
+    return harness.Contender(name, run, prepare, finish, timed=False)

@@ -166,6 +166,17 @@ in this process (the order reverses every round). Medians and min – max are ov
 ratio is the median of the per-round ratios. The heap is collected before each run; the \
 cyclic GC is {gc} while timing.
 """
+WAKEUP_TITLE = "Wake-up latency: produce in one thread, read in another"
+WAKEUP_METHOD = """\
+Wake-up: a consumer (or, for the anchor, a `queue.Queue` reader) waits in a second thread of \
+the process; this thread makes one 100 B record readable and waits for the reader's answer \
+before the next, {samples:,} times per run after {warmup} untimed hand-offs. Each figure is \
+from just before the producer call (the `put`) to the moment the reader holds the record; \
+`linger.ms` 0, `durability="none"` (bench/contenders_consumer.py, `append_to_poll`, \
+`queue_handoff`). The consumer waits on the broker's append signal, not a timer. {rounds} rounds, \
+the contenders alternating; percentiles are per round, reported as the median (min – max) over \
+the rounds, and the target's ratio is taken within each round.
+"""
 READ_BANDWIDTH = (
     "consume_arrow() delivers {gib_s:.2f} GiB/s of {which}value bytes (median; {bytes:,} bytes "
     "per run)."

@@ -210,7 +210,23 @@ CONSUMER_CONTENDERS = (
 CONSUMER = Area(
     "consumer",
     rounds=5,
-    sizes=(Size("records", 1_000_000, 200_000, "records written and read back"),),
+    sizes=(
+        Size("records", 1_000_000, 200_000, "records written and read back"),
+        Size("latency-samples", 2_000, 300, "hand-offs per contender per wake-up round"),
+    ),
+    paths=("read", "wakeup"),
+)
+WAKEUP_QUEUE = "queue.Queue hand-off"
+WAKEUP_POLL = "produce() + flush() → poll()"
+WAKEUP_ARROW = "produce() + flush() → consume_arrow()"
+WAKEUP_COMMITTED = "commit_transaction() → poll(), read_committed"
+WAKEUP_CONTENDERS = (WAKEUP_QUEUE, WAKEUP_POLL, WAKEUP_ARROW, WAKEUP_COMMITTED)
+WAKEUP_TARGET = Target(
+    "produce → poll in another thread of the process",
+    "p99 ÷ queue.Queue hand-off p99 (same round)",
+    2.0,
+    "×",
+    "≤",
 )
 CONSUMER_SEGMENT_BYTES = 32 * MIB
 CONSUMER_TARGETS = [
