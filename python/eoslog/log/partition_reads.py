@@ -14,7 +14,6 @@ import re
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from eoslog.errors import KafkaException
-from eoslog.log.segment_reads import LOG_SUFFIX
 
 if TYPE_CHECKING:
     import numpy as np
@@ -132,7 +131,7 @@ def read_published(
                 records, position, batches = found
                 if aborted is not None:
                     aborted = aborted_in(segments, number, offset, position, len(records), end)
-                path = segment.path(LOG_SUFFIX)
+                path = segment.log_path
                 return FetchResult(records, aborted, end, stable, start, path, position, batches)
             if segment.size > 0:
                 # The log is contiguous: the segment whose range holds `offset` must hold a

@@ -12,6 +12,7 @@ may run in any thread concurrently with the owner's appends.
 from __future__ import annotations
 
 import bisect
+import functools
 import os
 import re
 import struct
@@ -161,7 +162,15 @@ class SegmentReads:
         raise NotImplementedError
 
     def path(self, suffix: str) -> str:
+        if suffix == LOG_SUFFIX:
+            return self.log_path
         return os.path.join(self.directory, file_name(self.base_offset, suffix))
+
+    @functools.cached_property
+    def log_path(self) -> str:
+        """The .log's path, which every read names (FetchResult.file): built once, since a
+        segment's directory and base offset never change."""
+        return os.path.join(self.directory, file_name(self.base_offset, LOG_SUFFIX))
 
     def read_bytes(self, position: int, size: int) -> bytes:
         return self.log.pread(size, position)
