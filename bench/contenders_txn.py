@@ -3,6 +3,7 @@ timed alone, eoslog's begin / produce / commit and a 4 KiB append + fdatasync.""
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from typing import Any
@@ -64,6 +65,29 @@ def transaction_latency(
         close_broker(state[0])
 
     return harness.Contender(name, run, prepare, finish, timed=False)
+
+
+def transaction_calls(root: str, value: bytes, durability: str, count: int) -> float:
+    """Python function calls per single-record transaction (begin_transaction(), produce()
+    of `value`, commit_transaction()), counted by cProfile over `count` transactions after
+    LATENCY_WARMUP untimed ones, on a fresh broker."""
+    broker = open_broker(root, durability)
+    try:
+        producer = broker.producer({**PRODUCER_CONFIG, "transactional.id": "bench-calls"})
+        producer.init_transactions()
+
+        def transactions(number: int) -> None:
+            for _ in range(number):
+                producer.begin_transaction()
+                producer.produce(PRODUCE_TOPIC, value)
+                producer.commit_transaction()
+
+        transactions(LATENCY_WARMUP)
+        calls = harness.count_calls(functools.partial(transactions, count))
+        producer.close()
+    finally:
+        close_broker(broker)
+    return calls / count
 
 
 def fsync_latency(name: str, root: str, samples: int) -> harness.Contender:

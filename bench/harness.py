@@ -125,6 +125,17 @@ def profile(label: str, run: Callable[[], object], top: int = 15) -> None:
     pstats.Stats(profiler, stream=sys.stdout).sort_stats("tottime").print_stats(top)
 
 
+def count_calls(run: Callable[[], object]) -> int:
+    """The Python function calls (cProfile's count, built-ins included) of one run."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        run()
+    finally:
+        profiler.disable()
+    return int(pstats.Stats(profiler).total_calls)
+
+
 # --- contenders and their alternation -----------------------------------------------------------
 
 
@@ -280,7 +291,14 @@ def millions(value: float) -> str:
 
 
 # How a target's unit writes its values (and its bound: the same format, without decimals).
-UNITS: dict[str, Callable[[float], str]] = {"×": x, "%": pct, "µs": us, "ms": ms, "GB/s": gb_s}
+UNITS: dict[str, Callable[[float], str]] = {
+    "×": x,
+    "%": pct,
+    "µs": us,
+    "ms": ms,
+    "GB/s": gb_s,
+    "calls": "{:,.0f} calls".format,
+}
 AT_LEAST = "≥"
 
 

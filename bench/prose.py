@@ -166,6 +166,11 @@ in this process (the order reverses every round). Medians and min – max are ov
 ratio is the median of the per-round ratios. The heap is collected before each run; the \
 cyclic GC is {gc} while timing.
 """
+TXN_CALLS = (
+    'Python function calls per single-record transaction (`"none"`, cProfile over {count} '
+    "transactions after the warm-up; built-ins included; the count does not vary from run to "
+    "run): {calls:,.0f}."
+)
 WAKEUP_TITLE = "Wake-up latency: produce in one thread, read in another"
 WAKEUP_METHOD = """\
 Wake-up: a consumer (or, for the anchor, a `queue.Queue` reader) waits in a second thread of \

@@ -300,6 +300,10 @@ TXN_LATENCY_NONE_TARGET = Target('single-record transaction, "none"', "p99", 50.
 TXN_LATENCY_COMMIT_TARGET = Target(
     'single-record transaction, "commit"', "p99 − fsync p99 (same round)", 50.0, "µs", "≤"
 )
+TXN_CALLS_TARGET = Target(
+    'single-record transaction, "none"', "Python function calls (cProfile)", 100, "calls", "≤"
+)
+TXN_CALLS_COUNT = 500  # transactions counted per round
 _TXN_ABORTED = "aborted data present"
 TXN_READ_TARGETS = [
     Target(

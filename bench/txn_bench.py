@@ -36,6 +36,8 @@ from scenarios import (
     CONFLUENT_TRANSACTIONAL,
     TXN,
     TXN_ABORT_EVERY,
+    TXN_CALLS_COUNT,
+    TXN_CALLS_TARGET,
     TXN_LATENCY_COMMIT,
     TXN_LATENCY_COMMIT_TARGET,
     TXN_LATENCY_CONTENDERS,
@@ -126,7 +128,14 @@ def measure_latency(args: argparse.Namespace, root: str) -> Section:
         "",
         prose.TXN_LATENCY_MARGIN.format(margin=median_spread(margin, us)),
     ]
-    targets = [TXN_LATENCY_NONE_TARGET.row(none_p99), TXN_LATENCY_COMMIT_TARGET.row(margin)]
+    # Deterministic: counted once.
+    calls = [contenders_txn.transaction_calls(root, value, "none", TXN_CALLS_COUNT)]
+    lines += ["", prose.TXN_CALLS.format(count=TXN_CALLS_COUNT, calls=calls[0])]
+    targets = [
+        TXN_LATENCY_NONE_TARGET.row(none_p99),
+        TXN_LATENCY_COMMIT_TARGET.row(margin),
+        TXN_CALLS_TARGET.row(calls),
+    ]
     return Section(prose.TXN_LATENCY_TITLE, lines, targets)
 
 
