@@ -113,27 +113,26 @@ def repeats_for(run: Callable[[], object], first_seconds: float) -> int:
     return max(1, min(REPEATS_MAX, math.ceil(SAMPLE_SECONDS_MIN / seconds)))
 
 
-def profile(label: str, run: Callable[[], object], top: int = 15) -> None:
-    """One extra untimed run under cProfile, printed (never written to the results)."""
+def _profiled(run: Callable[[], object]) -> cProfile.Profile:
     profiler = cProfile.Profile()
     profiler.enable()
     try:
         run()
     finally:
         profiler.disable()
+    return profiler
+
+
+def profile(label: str, run: Callable[[], object], top: int = 15) -> None:
+    """One extra untimed run under cProfile, printed (never written to the results)."""
+    profiler = _profiled(run)
     print(f"\n--- cProfile: {label} (top {top} by own time) ---")
     pstats.Stats(profiler, stream=sys.stdout).sort_stats("tottime").print_stats(top)
 
 
 def count_calls(run: Callable[[], object]) -> int:
     """The Python function calls (cProfile's count, built-ins included) of one run."""
-    profiler = cProfile.Profile()
-    profiler.enable()
-    try:
-        run()
-    finally:
-        profiler.disable()
-    return int(pstats.Stats(profiler).total_calls)
+    return int(pstats.Stats(_profiled(run)).total_calls)
 
 
 # --- contenders and their alternation -----------------------------------------------------------
