@@ -59,6 +59,12 @@ DELETE_SUFFIX: Final = "-delete"
 _DELETE_DIRECTORY = re.compile(r"[a-zA-Z0-9._-]*-[0-9]+\.[0-9a-f]{32}-delete")
 TRANSACTION_STATE_TOPIC: Final = "__transaction_state"
 CONSUMER_OFFSETS_TOPIC: Final = "__consumer_offsets"
+INTERNAL_TOPICS: Final = (TRANSACTION_STATE_TOPIC, CONSUMER_OFFSETS_TOPIC)
+# Kafka compacts its internal topics and never deletes their records by age or size; eoslog
+# has no compaction yet, so it keeps them whole: a committed offset or a transaction's state
+# must not vanish because it is old or because the topic grew (the broker-level
+# log.retention.ms and log.retention.bytes apply to user topics only).
+_KEPT_WHOLE: Final = {"retention.ms": -1, "retention.bytes": -1}
 
 # Broker properties this layer understands, with Kafka's defaults. Kafka spreads its internal
 # topics over 50 partitions to balance load across brokers; one embedded node has nothing to
@@ -218,17 +224,17 @@ class Broker:
             (CONSUMER_OFFSETS_TOPIC, "offsets.topic.num.partitions", "offsets.topic.segment.bytes"),
         ):
             if name not in self._topics:
-                # Kafka compacts its internal topics and never deletes their records by age;
-                # eoslog has no compaction, so it keeps them whole: a committed offset or a
-                # transaction's state must not vanish because it is old (retention.ms -1).
                 self._topics[name] = TopicMetadata(
                     name,
                     self.settings[partitions],
-                    {"segment.bytes": self.settings[segment_key], "retention.ms": -1},
+                    {"segment.bytes": self.settings[segment_key], **_KEPT_WHOLE},
                 )
                 self._write_meta()
         for metadata in self._topics.values():
             log_config = self.default_log_config.with_properties(metadata.config)
+            if metadata.name in INTERNAL_TOPICS:
+                # Whatever the broker's log.retention.* or an older eoslog.meta say.
+                log_config = log_config.with_properties(_KEPT_WHOLE)
             for partition in range(metadata.num_partitions):
                 key = (metadata.name, partition)
                 self._logs[key] = self._open_log(
@@ -434,13 +440,13 @@ class Broker:
             return {
                 name: meta.num_partitions
                 for name, meta in self._topics.items()
-                if name not in (TRANSACTION_STATE_TOPIC, CONSUMER_OFFSETS_TOPIC)
+                if name not in INTERNAL_TOPICS
             }
 
     def delete_topic(self, name: str) -> None:
         """Delete a user topic and its files; internal topics cannot be deleted."""
         validate_topic_name(name)
-        if name in (TRANSACTION_STATE_TOPIC, CONSUMER_OFFSETS_TOPIC):
+        if name in INTERNAL_TOPICS:
             raise InvalidTopicError(f"{name} is an internal topic and cannot be deleted")
         with self._lock:
             self._check_open()

@@ -340,11 +340,20 @@ def test_offsets_are_committed_exactly_when_their_output_is_after_a_crash_point(
     assert found == expected[tuple(values)], f"{point}:{hit}: offset {found} for {values}"
 
 
+@pytest.mark.parametrize(
+    "retention",
+    [{"log.retention.ms": 3_600_000}, {"log.retention.bytes": 1024}],
+    ids=["retention.ms", "retention.bytes"],
+)
 def test_committed_offsets_outlive_log_retention_of_old_segments(
-    tmp_path: os.PathLike[str], clock: logtools.Clock
+    tmp_path: os.PathLike[str], clock: logtools.Clock, retention: dict[str, int]
 ) -> None:
+    """Broker-level retention (by age or by size) applies to user topics, never to
+    `__consumer_offsets`, as Kafka's internal topics are compacted, not deleted. Regression
+    (issue 14's report): with log.retention.bytes set, a group's committed offset 42 became
+    -1001 after retention and a reopen."""
     root = os.path.join(tmp_path, "data")
-    config = {"offsets.topic.segment.bytes": 1024, "log.retention.ms": 3_600_000}
+    config = {"offsets.topic.segment.bytes": 1024, **retention}
     with eoslog.open(root, config=config, clock_ms=clock, background=False) as broker:
         _setup(broker)
         consumer = _consumer(broker)

@@ -192,6 +192,40 @@ def test_the_state_survives_a_reopen_and_the_coordinator_epoch_grows(
         again.transactions.end_transaction(TXN, *producer, True)
 
 
+@pytest.mark.parametrize(
+    "retention",
+    [{"log.retention.ms": 3_600_000}, {"log.retention.bytes": 1024}],
+    ids=["retention.ms", "retention.bytes"],
+)
+def test_the_state_outlives_broker_level_retention(
+    root: str, clock: logtools.Clock, retention: dict[str, int]
+) -> None:
+    """`__transaction_state` is never cut by the broker's log.retention.* (Kafka compacts it):
+    after many transactions, retention and a reopen, the id keeps its producer id and epoch,
+    so its next InitProducerId bumps the epoch instead of starting over (which would unfence
+    a zombie of the old epoch)."""
+    config = {"transaction.state.log.segment.bytes": 1024, **retention}
+    with eoslog.open(root, config=config, background=False, clock_ms=clock) as broker:
+        broker.create_topic("a", 1)
+        producer_id, epoch = broker.transactions.init_producer_id(TXN, 60_000)
+        for _ in range(30):
+            broker.transactions.add_partitions(TXN, producer_id, epoch, [("a", 0)])
+            broker.transactions.end_transaction(TXN, producer_id, epoch, True)
+            meta = broker.transactions.metadata(TXN)
+            assert meta is not None
+            producer_id, epoch = meta.producer_id, meta.producer_epoch
+        state_log = broker.log(TRANSACTION_STATE_TOPIC, 0)
+        assert len(state_log.segments) > 3
+        # Past retention.ms, within transactional.id.expiration.ms (7 days: the id stays).
+        clock.advance(2 * 3_600_000)
+        broker.run_maintenance()
+        assert state_log.log_start_offset == 0
+    with eoslog.open(root, config=config, background=False, clock_ms=clock) as again:
+        meta = again.transactions.metadata(TXN)
+        assert meta is not None and (meta.producer_id, meta.producer_epoch) == (producer_id, epoch)
+        assert again.transactions.init_producer_id(TXN, 60_000) == (producer_id, epoch + 1)
+
+
 @pytest.mark.parametrize("commit", [True, False])
 def test_an_end_interrupted_after_prepare_is_finished_at_the_next_open(
     root: str,
