@@ -6,6 +6,11 @@ from libc.string cimport memset
 import pyarrow as pa
 
 
+# Below this many bytes a column grows from numpy's allocator, above it from Arrow's pool
+# (_grow): the page-fault cost the pool saves only matters for large columns.
+SMALL_GROWTH_BYTES = 64 * 1024
+
+
 cdef inline int64_t grown(int64_t capacity, int64_t needed) noexcept:
     """A new capacity of at least `needed`, at least doubling so growth stays amortized."""
     return needed if needed > 2 * capacity else 2 * capacity
@@ -179,14 +184,20 @@ def _replace_malformed_keys(offsets, data):
 
 
 def _grow(array, used, capacity):
-    """A larger copy of array. The memory comes from Arrow's default pool (jemalloc or
+    """A larger copy of array. Large memory comes from Arrow's default pool (jemalloc or
     mimalloc), which keeps freed memory for reuse: a decode that follows others then writes
     into pages it already has, instead of faulting ~100 MB of fresh pages in from the kernel
     on every call (measured: that faulting made a decode of 1 M records run 3-6x slower when it
-    alternated with other work that churned memory)."""
-    buffer = pa.allocate_buffer(capacity * array.itemsize)
-    grown_array = np.frombuffer(buffer, dtype=array.dtype)
-    grown_array[:used] = array[:used]
+    alternated with other work that churned memory). Small arrays come from numpy, whose
+    allocation costs a fraction of the pool's round trip: a decode of one record grows nine
+    arrays, and that fixed cost is most of a single-record consume_arrow()."""
+    nbytes = capacity * array.itemsize
+    if nbytes <= SMALL_GROWTH_BYTES:
+        grown_array = np.empty(capacity, dtype=array.dtype)
+    else:
+        grown_array = np.frombuffer(pa.allocate_buffer(nbytes), dtype=array.dtype)
+    if used:
+        grown_array[:used] = array[:used]
     return grown_array
 
 
