@@ -24,14 +24,12 @@ from pathlib import Path as FilePath
 
 sys.path.insert(0, str(FilePath(__file__).resolve().parent))
 
-import numpy as np
 
 import contenders_consumer
 import eoslog
 import harness
 import prose
 from contenders_consumer import ARROW_RECORDS, CONSUME_MESSAGES, read_back
-from harness import median_spread, us
 from report import Report, Section
 from scenarios import (
     CONSUMER,
@@ -49,7 +47,6 @@ from scenarios import (
 from workload import Workload, write_batches
 
 PACKAGES = ("eoslog", "numpy", "pyarrow")
-PERCENTILES = (50.0, 99.0, 99.9)
 
 
 def measure(args: argparse.Namespace, root: str) -> Report:
@@ -80,14 +77,7 @@ def measure_wakeup(args: argparse.Namespace, root: str) -> Section:
     ]
     # Each run warms up inside (WAKEUP_WARMUP hand-offs first).
     runs = harness.alternate(sides, args.rounds, args.timer, warmup=False)
-    found = {  # µs percentiles per round: name -> [array(p50, p99, p99.9), ...]
-        name: [np.percentile(ns / 1000.0, PERCENTILES) for ns in runs[name].values]
-        for name in WAKEUP_CONTENDERS
-    }
-    rows = [
-        [name, *(median_spread([float(p[i]) for p in found[name]], us) for i in range(3))]
-        for name in WAKEUP_CONTENDERS
-    ]
+    found, rows = harness.latency_rows(runs, WAKEUP_CONTENDERS)
     ratio = [
         float(ours[1] / anchor[1])
         for ours, anchor in zip(found[WAKEUP_POLL], found[WAKEUP_QUEUE], strict=True)

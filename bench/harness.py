@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path as FilePath
 from typing import Any
 
+import numpy as np
+
 from report import BENCH_DIR, Report, load, render
 
 ROUNDS_MIN = 3  # docs/bench.md: median and spread over >= 3 runs
@@ -495,6 +497,33 @@ def ratio_rows(runs: Runs, ratios: Sequence[tuple[str, str, str, str]]) -> list[
         [label, median_spread(runs.speedup(ours, peer), UNITS[unit])]
         for label, ours, peer, unit in ratios
     ]
+
+
+# The latency percentiles every latency table reports.
+PERCENTILES = (50.0, 99.0, 99.9)
+
+
+def round_percentiles(rounds: Sequence[Any]) -> list[Any]:
+    """Per round (an array of nanoseconds): its PERCENTILES in µs."""
+    return [np.percentile(ns / 1000.0, PERCENTILES) for ns in rounds]
+
+
+def latency_rows(runs: Runs, names: Sequence[str]) -> tuple[dict[str, list[Any]], list[list[str]]]:
+    """The self-timed contenders' percentiles per round (name -> [array(p50, p99, p99.9),
+    ...]) and a table row per contender: its name, then each percentile's median (min - max)
+    over the rounds."""
+    found = {name: round_percentiles(runs[name].values) for name in names}
+    rows = [
+        [
+            name,
+            *(
+                median_spread([float(p[i]) for p in found[name]], us)
+                for i in range(len(PERCENTILES))
+            ),
+        ]
+        for name in names
+    ]
+    return found, rows
 
 
 def rates_and_ratios(

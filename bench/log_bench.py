@@ -74,7 +74,6 @@ PACKAGES = ("eoslog", "numpy", "crc32c")
 SEED = 20_260_101
 GIB = 1 << 30
 READ_WARMUP_SAMPLES = 1_000
-PERCENTILES = (50.0, 99.0, 99.9)
 
 
 # --- 1. append --------------------------------------------------------------------------------
@@ -247,7 +246,7 @@ def measure_read(
         rows, found = read_rounds(args, data, label)
         notes += found
         for row, rounds in rows.items():
-            per_round = [np.percentile(ns / 1000.0, PERCENTILES) for ns in rounds]
+            per_round = harness.round_percentiles(rounds)
             counts = [len(ns) for ns in rounds]
             count = (
                 f"{min(counts):,}"
@@ -256,7 +255,7 @@ def measure_read(
             )
             latencies = [
                 median_spread([float(p[i]) for p in per_round], lambda v: f"{v:,.1f}")
-                for i in range(len(PERCENTILES))
+                for i in range(len(harness.PERCENTILES))
             ]
             cells.append([label, prose.LOG_READ_ROWS[row], count, *latencies])
             if row == "eoslog" and data is partition:

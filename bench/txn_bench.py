@@ -20,8 +20,6 @@ import os
 import sys
 from pathlib import Path as FilePath
 
-import numpy as np
-
 sys.path.insert(0, str(FilePath(__file__).resolve().parent))
 
 import contenders_consumer
@@ -57,7 +55,6 @@ from scenarios import (
 from workload import VALUE_BYTES, make_values, write_transactions
 
 PACKAGES = ("eoslog", "confluent-kafka", "numpy", "pyarrow")
-PERCENTILES = (50.0, 99.0, 99.9)
 
 
 def measure_produce(args: argparse.Namespace, root: str) -> Section:
@@ -107,15 +104,7 @@ def measure_latency(args: argparse.Namespace, root: str) -> Section:
     ]
     # The runs warm up inside (LATENCY_WARMUP calls each); the disk is quiet before each.
     runs = harness.alternate(sides, args.rounds, args.timer, quiet=True, warmup=False)
-    # µs percentiles per round: name -> [array(p50, p99, p99.9), ...]
-    found = {
-        name: [np.percentile(ns / 1000.0, PERCENTILES) for ns in runs[name].values]
-        for name in TXN_LATENCY_CONTENDERS
-    }
-    rows = [
-        [name, *(median_spread([float(p[i]) for p in found[name]], us) for i in range(3))]
-        for name in TXN_LATENCY_CONTENDERS
-    ]
+    found, rows = harness.latency_rows(runs, TXN_LATENCY_CONTENDERS)
     none_p99 = [float(p[1]) for p in found[TXN_LATENCY_NONE]]
     margin = [
         float(c[1] - f[1])
