@@ -85,6 +85,12 @@ OpenBroker = logtools.OpenBroker
 
 
 @pytest.fixture
+def data_dir(tmp_path: os.PathLike[str]) -> str:
+    """The log directory tests open (and reopen) under tmp_path."""
+    return os.path.join(tmp_path, "data")
+
+
+@pytest.fixture
 def clock() -> logtools.Clock:
     return logtools.Clock(TS)
 

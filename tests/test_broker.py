@@ -48,24 +48,10 @@ broker.close()
 
 
 @pytest.fixture
-def data_dir(tmp_path: os.PathLike[str]) -> str:
-    return os.path.join(tmp_path, "data")
-
-
-@pytest.fixture
 def open_broker(data_dir: str) -> Iterator[OpenBroker]:
     """open_broker(path=data_dir, **kwargs); every broker opened is closed at teardown."""
-    opened: list[eoslog.Broker] = []
-
-    def _open(path: str = data_dir, **kwargs: object) -> eoslog.Broker:
-        kwargs.setdefault("config", SMALL_INDEXES)
-        broker = eoslog.open(path, background=False, **kwargs)  # type: ignore[arg-type]
-        opened.append(broker)
-        return broker
-
-    yield _open
-    for broker in opened:
-        broker.close()
+    with logtools.brokers_opened(data_dir, lambda: {"config": SMALL_INDEXES}) as opener:
+        yield opener
 
 
 def start_holder(data_dir: str) -> subprocess.Popen[str]:

@@ -53,23 +53,10 @@ SINGLE_BYTES = len(single(0))
 
 
 @pytest.fixture
-def data_dir(tmp_path: os.PathLike[str]) -> str:
-    return os.path.join(tmp_path, "data")
-
-
-@pytest.fixture
 def open_broker(data_dir: str) -> Iterator[OpenBroker]:
     """open_broker(path=data_dir) with a fixed clock; closed at teardown."""
-    opened: list[eoslog.Broker] = []
-
-    def _open(path: str = data_dir) -> eoslog.Broker:
-        broker = eoslog.open(path, clock_ms=logtools.Clock(TS), background=False)
-        opened.append(broker)
-        return broker
-
-    yield _open
-    for broker in opened:
-        broker.close()
+    with logtools.brokers_opened(data_dir, lambda: {"clock_ms": logtools.Clock(TS)}) as opener:
+        yield opener
 
 
 def write_topic(

@@ -7,11 +7,12 @@ done to real files with plain `open()`, never through the code under test.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import eoslog
 from eoslog.fs import FileHandle, PosixFileSystem
@@ -25,6 +26,29 @@ NO_TIMESTAMP = -1
 
 # What the `open_broker` fixture (tests/conftest.py) hands a test.
 OpenBroker = Callable[..., eoslog.Broker]
+
+
+@contextlib.contextmanager
+def brokers_opened(
+    default_path: str, defaults: Callable[[], dict[str, object]] = dict
+) -> Iterator[OpenBroker]:
+    """open(path=default_path, **kwargs): eoslog.open without background threads, with
+    `defaults()` for every keyword not given (called per open: a fresh clock each time, say);
+    every broker opened is closed on exit. For fixtures that reopen one directory."""
+    opened: list[eoslog.Broker] = []
+
+    def _open(path: str = default_path, **kwargs: object) -> eoslog.Broker:
+        for key, value in defaults().items():
+            kwargs.setdefault(key, value)
+        broker = eoslog.open(path, background=False, **kwargs)  # type: ignore[arg-type]
+        opened.append(broker)
+        return broker
+
+    try:
+        yield _open
+    finally:
+        for broker in opened:
+            broker.close()
 
 
 def batch(
