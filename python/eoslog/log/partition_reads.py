@@ -14,6 +14,7 @@ import re
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from eoslog.errors import KafkaException
+from eoslog.log.segment_reads import last_offset_at
 
 if TYPE_CHECKING:
     import numpy as np
@@ -74,14 +75,23 @@ def aborted_in(
     fetch_offset: int,
     position: int,
     fetch_size: int,
+    fetched_last_offset: int,
     log_end_offset: int,
 ) -> list[tuple[int, int]]:
     """The aborted transactions a read_committed fetch must be told about (docs/format.md §6.3):
     those overlapping [fetch_offset, upper bound) from the segment it was served from on,
     where the upper bound is the offset of the first index entry past the fetched bytes,
-    else the next segment's base, else the log end."""
+    else the next segment's base, else the log end.
+
+    The index after a clean shutdown is not checked at open (Kafka's rule), so the entry is
+    checked here against the fetch: one whose offset is not past the last offset fetched
+    (a damaged position) would hide aborted transactions inside the fetch. Such an entry
+    marks the segment's index suspect and is not used."""
     segment = segments[number]
     upper = segment.offset_index.fetch_upper_bound_offset(position, fetch_size)
+    if upper is not None and upper[0] <= fetched_last_offset:
+        segment.index_suspect = True
+        upper = None
     if upper is not None:
         upper_bound = upper[0]
     elif number + 1 < len(segments):
@@ -130,7 +140,14 @@ def read_published(
             if found is not None:
                 records, position, batches = found
                 if aborted is not None:
-                    aborted = aborted_in(segments, number, offset, position, len(records), end)
+                    last = (
+                        int(batches["last_offset"][-1])
+                        if batches is not None
+                        else last_offset_at(records, 0)
+                    )
+                    aborted = aborted_in(
+                        segments, number, offset, position, len(records), last, end
+                    )
                 path = segment.log_path
                 return FetchResult(records, aborted, end, stable, start, path, position, batches)
             if segment.size > 0:

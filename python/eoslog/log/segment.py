@@ -35,7 +35,7 @@ from eoslog.log.segment_reads import (
     TXN_INDEX_SUFFIX,
     SegmentReads,
     _base_offset,
-    _last_offset,
+    last_offset_at,
 )
 from eoslog.log.time_index import TimeIndex
 from eoslog.log.txn_index import TransactionIndex
@@ -258,7 +258,7 @@ class LogSegment(SegmentReads):
         there finds the batch, touching only headers. CorruptRecordError as _locate."""
         entry_offset, position = self.offset_index.lookup(offset)
         if position != 0 and not (
-            position + layout.HEADER_SIZE <= end and _last_offset(view, position) == entry_offset
+            position + layout.HEADER_SIZE <= end and last_offset_at(view, position) == entry_offset
         ):
             self.index_suspect = True
             position = 0  # a wrong entry: scan the segment from its start instead
@@ -348,13 +348,13 @@ class LogSegment(SegmentReads):
         are batch boundaries, so a batch that begins below one ends below it; one that does
         not has a damaged base offset or length (outside the CRC), and a reader trusting it
         would move past the end, be reset, and read the same batch again forever."""
-        if offset_end is not None and _last_offset(buffer, at) >= offset_end:
+        if offset_end is not None and last_offset_at(buffer, at) >= offset_end:
             where = at if position < 0 else position
             # No repair hint: the damaged bytes may be this batch's or those of the batch the
             # log end was taken from; `eoslog verify` tells which.
             raise CorruptRecordError(
                 f"{self.path(LOG_SUFFIX)}: the batch at byte {where} ends at offset "
-                f"{_last_offset(buffer, at)}, past the readable end {offset_end}: a base offset "
+                f"{last_offset_at(buffer, at)}, past the readable end {offset_end}: a base offset "
                 "or length (outside the CRC) is damaged here or in the batch the log end comes "
                 "from. Close the log and run `eoslog verify` on the directory"
             )
@@ -461,7 +461,7 @@ class LogSegment(SegmentReads):
             return 0, f"the file ends inside the first batch header ({self.size} bytes)"
         if header[layout.MAGIC_OFFSET] != layout.MAGIC_V2:
             return 0, f"the first batch's magic byte is {header[layout.MAGIC_OFFSET]}, not 2"
-        base_offset, last_offset = _base_offset(header, 0), _last_offset(header, 0)
+        base_offset, last_offset = _base_offset(header, 0), last_offset_at(header, 0)
         if base_offset != self.base_offset or last_offset < base_offset:
             return 0, (
                 f"the first batch holds offsets {base_offset}..{last_offset}, but the segment "

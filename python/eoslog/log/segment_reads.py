@@ -79,7 +79,8 @@ def _base_offset(buffer: bytes | memoryview, at: int) -> int:
     return base_offset
 
 
-def _last_offset(buffer: bytes | memoryview, at: int) -> int:
+def last_offset_at(buffer: bytes | memoryview, at: int) -> int:
+    """The last offset of the batch whose header starts at byte `at` of `buffer`."""
     base_offset, last_offset_delta = _OFFSET_FIELDS.unpack_from(
         buffer, at + layout.BASE_OFFSET_OFFSET
     )
@@ -281,7 +282,7 @@ class SegmentReads:
         chunk = self.log.pread(
             min(limits.lookup_first_read_bytes, max(end - position, 0)), position
         )
-        if len(chunk) >= layout.HEADER_SIZE and _last_offset(chunk, 0) == entry_offset:
+        if len(chunk) >= layout.HEADER_SIZE and last_offset_at(chunk, 0) == entry_offset:
             return position, chunk
         self.index_suspect = True
         return 0, None  # a wrong entry: scan the segment from its start instead

@@ -36,11 +36,17 @@ COMMITTED = [b"0-0", b"0-1", b"0-2", b"0-3", b"2-0", b"2-1", b"2-2", b"2-3"]
 CRC_AT, CRC_FROM, PRODUCER_ID_AT, RECORDS_AT = 17, 21, 43, 61
 
 
-def transactions(path: str, outcomes: tuple[bool, ...] = OUTCOMES, records: int = 4) -> None:
+def transactions(
+    path: str,
+    outcomes: tuple[bool, ...] = OUTCOMES,
+    records: int = 4,
+    index_interval_bytes: int | None = None,
+) -> None:
     """One transaction of `records` records (values b"<transaction>-<record>") per outcome
     (True: committed), in one segment, closed cleanly."""
     broker = eoslog.open(path, durability="none")
-    broker.create_topic(TOPIC, num_partitions=1)
+    config = {} if index_interval_bytes is None else {"index.interval.bytes": index_interval_bytes}
+    broker.create_topic(TOPIC, num_partitions=1, config=config)
     producer = broker.producer({"transactional.id": "derived"})
     producer.init_transactions()
     for number, commit in enumerate(outcomes):
@@ -60,19 +66,28 @@ def segment_file(path: str, base: int = 0, suffix: str = ".log") -> str:
     return os.path.join(path, f"{TOPIC}-0", f"{base:020d}{suffix}")
 
 
-def earliest_consumer(broker: eoslog.Broker, isolation_level: str) -> eoslog.Consumer:
-    consumer = broker.consumer(
-        {"group.id": "g", "isolation.level": isolation_level, "auto.offset.reset": "earliest"}
-    )
+def earliest_consumer(
+    broker: eoslog.Broker, isolation_level: str, fetch_bytes: int | None = None
+) -> eoslog.Consumer:
+    config: dict[str, object] = {
+        "group.id": "g",
+        "isolation.level": isolation_level,
+        "auto.offset.reset": "earliest",
+    }
+    if fetch_bytes is not None:
+        config["max.partition.fetch.bytes"] = fetch_bytes
+    consumer = broker.consumer(config)
     consumer.assign([eoslog.TopicPartition(TOPIC, 0, 0)])
     return consumer
 
 
-def consumed(path: str, isolation_level: str = "read_committed") -> list[bytes]:
+def consumed(
+    path: str, isolation_level: str = "read_committed", fetch_bytes: int | None = None
+) -> list[bytes]:
     """Every value a consumer of the reopened directory delivers, in order."""
     broker = eoslog.open(path, durability="none")
     try:
-        consumer = earliest_consumer(broker, isolation_level)
+        consumer = earliest_consumer(broker, isolation_level, fetch_bytes)
         values: list[bytes] = []
         while messages := consumer.consume(100, timeout=0.01):
             values.extend(message.value() for message in messages)  # type: ignore[misc]
@@ -265,6 +280,27 @@ def test_offset_index_garbage_after_a_clean_shutdown_is_never_read_at_a_negative
     assert consumed(path, "read_uncommitted") == [
         b"%d-%d" % (number, index) for number in range(3) for index in range(4)
     ]
+
+
+def test_an_offset_index_entry_moved_past_the_segment_never_shows_aborted_records(
+    tmp_path: os.PathLike[str],
+) -> None:
+    # Regression (hostile-files seed 144439985): after a clean shutdown the offset index is
+    # not checked at open, and a read_committed fetch bounds the aborted transactions it is
+    # told about by the first index entry past the bytes it returns. One flipped bit moved
+    # the first entry's position past the segment's end, so that entry became the bound of
+    # a later fetch, an offset below the fetch itself: no aborted transaction was reported
+    # and the aborted records were delivered.
+    path = str(tmp_path)
+    transactions(path, (True, True, False, True), index_interval_bytes=1)
+    index = segment_file(path, suffix=".index")
+    first_position = struct.unpack_from(">i", logtools.file_bytes(index), 4)[0]
+    with open(index, "r+b") as file:
+        file.seek(4)
+        file.write(struct.pack(">i", first_position + os.path.getsize(segment_file(path))))
+    committed = [b"%d-%d" % (number, index) for number in (0, 1, 3) for index in range(4)]
+    assert consumed(path, fetch_bytes=1) == committed
+    assert consumed(path) == committed
 
 
 # --- markers ----------------------------------------------------------------------------------
