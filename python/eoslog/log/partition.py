@@ -153,6 +153,7 @@ class PartitionLog:
             self._log_end_offset,
             clock_ms(),
             txn_index_from=loaded.rescanned_from,
+            crc_checked_from=loaded.rescanned_from,
         )
         self._write_guard = _StorageGuard(self, writing=True)
         self._read_guard = _StorageGuard(self, writing=False)

@@ -321,12 +321,19 @@ class ProducerStateManager:
         log_end_offset: int,
         now_ms: int,
         txn_index_from: int | None = None,
+        crc_checked_from: int | None = None,
     ) -> None:
         """Bring the table to the log end (docs/format.md §8.4): the newest valid snapshot, then
         the batches after it, replayed; expired producers dropped; a snapshot at the end
         when anything was replayed. txn_index_from: the base of the first segment whose
         transaction index recovery reset; the replay then starts at or below it and writes
-        the ABORT entries of those segments again (Kafka's recoverSegment does the same)."""
+        the ABORT entries of those segments again (Kafka's recoverSegment does the same).
+
+        A replayed batch below crc_checked_from (where recovery checked every batch; None:
+        nowhere) has its CRC checked first: the replay believes header fields, and a damaged
+        one (a producer id, say) would make a transaction that never was, holding the LSO
+        and every read_committed reader at it without an error. CorruptRecordError then,
+        naming the file and byte."""
         start = self.load_newest_snapshot(
             log_start_offset, log_end_offset, txn_index_from, batch_lookup(segments)
         )
@@ -339,6 +346,12 @@ class ProducerStateManager:
                 continue
             rows = segment.scan_from(segment.scan_position(start))
             rows = rows[rows["base_offset"] >= start]
+            unchecked = (
+                rows if crc_checked_from is None else rows[rows["base_offset"] < crc_checked_from]
+            )
+            for row in unchecked:
+                if not segment.batch_crc_matches(int(row["position"]), int(row["size"])):
+                    raise segment.corruption(int(row["position"]), "its CRC does not match")
             controls = rows[(rows["attributes"] & layout.CONTROL_MASK) != 0]
             batches = {
                 int(row["base_offset"]): segment.read_bytes(int(row["position"]), int(row["size"]))

@@ -40,12 +40,11 @@ def transactions(
     path: str,
     outcomes: tuple[bool, ...] = OUTCOMES,
     records: int = 4,
-    index_interval_bytes: int | None = None,
+    config: dict[str, object] | None = None,
 ) -> None:
     """One transaction of `records` records (values b"<transaction>-<record>") per outcome
     (True: committed), in one segment, closed cleanly."""
     broker = eoslog.open(path, durability="none")
-    config = {} if index_interval_bytes is None else {"index.interval.bytes": index_interval_bytes}
     broker.create_topic(TOPIC, num_partitions=1, config=config)
     producer = broker.producer({"transactional.id": "derived"})
     producer.init_transactions()
@@ -292,7 +291,7 @@ def test_an_offset_index_entry_moved_past_the_segment_never_shows_aborted_record
     # a later fetch, an offset below the fetch itself: no aborted transaction was reported
     # and the aborted records were delivered.
     path = str(tmp_path)
-    transactions(path, (True, True, False, True), index_interval_bytes=1)
+    transactions(path, (True, True, False, True), config={"index.interval.bytes": 1})
     index = segment_file(path, suffix=".index")
     first_position = struct.unpack_from(">i", logtools.file_bytes(index), 4)[0]
     with open(index, "r+b") as file:
@@ -512,6 +511,31 @@ def test_a_snapshot_forging_an_open_transaction_hides_nothing(tmp_path: os.PathL
 
 
 # --- offsets on every read --------------------------------------------------------------------
+
+
+def test_a_damaged_producer_id_the_snapshot_check_finds_is_an_error_not_a_hidden_transaction(
+    tmp_path: os.PathLike[str],
+) -> None:
+    # Regression (hostile-files soak): a flipped bit in the producer id of a producer's last
+    # batch made the snapshot disagree with the log, so the state was rebuilt by a replay of
+    # the batch headers (here: the snapshots are gone, the same replay). The replay believed
+    # the damaged header: a transaction of a producer that never wrote, without a marker,
+    # held the LSO there and a read_committed consumer stopped without an error. The replay
+    # now checks the CRC of the batches recovery did not check.
+    path = str(tmp_path)
+    # Small segments: the damaged batch lies in a rolled one, which a clean open reads only
+    # through the replay (the active segment's tail is checked whole).
+    transactions(path, (True, True, True), config={"segment.bytes": 300})
+    remove_snapshots(path)
+    position = [at for at, header in headers(path) if not header.is_control][-1]
+    with open(segment_file(path), "r+b") as file:
+        file.seek(position + PRODUCER_ID_AT + 5)
+        byte = file.read(1)[0]
+        file.seek(position + PRODUCER_ID_AT + 5)
+        file.write(bytes([byte ^ 0x10]))
+    damaged = rf"{TOPIC}-0/0+\.log is damaged at byte {position}"
+    with pytest.raises(CorruptRecordError, match=damaged):
+        consumed(path)
 
 
 def many_segments(path: str) -> list[int]:
