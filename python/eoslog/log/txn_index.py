@@ -96,6 +96,10 @@ def entry_disagreement(entry: AbortedTxn, batch_at: BatchAt, log_start_offset: i
     offset must hold an ABORT marker of its producer, its first offset the start of a
     transactional data batch of that producer (unless retention removed it), and its last
     stable offset cannot lie past the marker (docs/format.md §6.1). Costs two batch lookups."""
+    if entry.first_offset < 0:
+        # Checked before the retention rule below, which believes any offset under the log
+        # start: no offset is negative.
+        return f"its first offset {entry.first_offset} is negative"
     if not entry.first_offset <= entry.last_offset:
         return f"its first offset {entry.first_offset} is past its last {entry.last_offset}"
     if entry.last_stable_offset > entry.last_offset + 1:

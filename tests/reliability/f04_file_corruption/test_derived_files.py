@@ -108,18 +108,27 @@ def headers(path: str) -> list[tuple[int, codec.BatchHeader]]:
 
 
 @pytest.mark.parametrize(
-    ("field", "bit"),
-    [("producer_id", 0), ("first_offset", 2), ("first_offset", 0), ("last_offset", 0)],
+    ("field", "byte", "bit"),
+    [
+        ("producer_id", 7, 0),
+        ("first_offset", 7, 2),
+        ("first_offset", 7, 0),
+        ("last_offset", 7, 0),
+        # The sign bit: a negative first offset, which passed as "below the log start, where
+        # retention removed the first batch" and hid the producer's committed records
+        # (hostile-files soak, random-file .txnindex@10.7).
+        ("first_offset", 0, 7),
+    ],
 )
 def test_a_flipped_txnindex_entry_neither_shows_aborted_nor_hides_committed_records(
-    tmp_path: os.PathLike[str], field: str, bit: int
+    tmp_path: os.PathLike[str], field: str, byte: int, bit: int
 ) -> None:
     path = str(tmp_path)
     transactions(path)
     index = segment_file(path, suffix=".txnindex")
     entry = AbortedTxn.decode(logtools.file_bytes(index))
     assert entry[:3] == (entry.producer_id, 5, 9)
-    position = 2 + 8 * AbortedTxn._fields.index(field) + 7  # the field's low byte
+    position = 2 + 8 * AbortedTxn._fields.index(field) + byte  # big-endian: 7 is the low byte
     logtools.flip_bit(index, position, bit)
     assert AbortedTxn.decode(logtools.file_bytes(index)) != entry
     # The offline reader first (the owner's open would rebuild the file), then the owner.
