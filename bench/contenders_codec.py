@@ -29,10 +29,9 @@ import harness
 from contenders_shared import expect, record_codec
 from eoslog.record import layout
 from eoslog.record.columns import SPARK_SCHEMA
-from scenarios import BATCHES, CHUNKS, PATHS, SEGMENT
+from scenarios import BATCHES, CHUNKS, CODECS, COMPRESSION_NAMES, PATHS, SEGMENT
 from workload import (
     BATCH_RECORDS,
-    COMPRESSION_LZ4,
     COMPRESSION_NONE,
     TIMESTAMP_BASE_MS,
     Chunk,
@@ -198,7 +197,7 @@ def _encode_with(fn: Callable[[Sequence[Chunk], int], Any], compression: int, ch
 
 CONTENDERS: list[Contender] = [
     *_encode_contenders("encode-none", COMPRESSION_NONE),
-    *_encode_contenders("encode-lz4", COMPRESSION_LZ4),
+    *(c for name in CODECS for c in _encode_contenders(f"encode-{name}", CODECS[name])),
     Contender("decode", "eoslog to_arrow", "eoslog", eoslog_to_arrow, ("decode-arrow",)),
     Contender("decode", "aiokafka to_arrow", "aiokafka", aiokafka_to_arrow, ("decode-arrow",)),
     Contender(
@@ -217,9 +216,15 @@ CONTENDERS: list[Contender] = [
         ("decode-records",),
         slow=True,
     ),
-    Contender("decode-lz4", "eoslog to_arrow", "eoslog", eoslog_to_arrow, ("decode-lz4",)),
-    Contender("decode-lz4", "aiokafka to_arrow", "aiokafka", aiokafka_to_arrow, ("decode-lz4",)),
-    Contender("decode-lz4", "aiokafka records", "aiokafka", aiokafka_records, ("decode-lz4",)),
+    *(
+        Contender(f"decode-{name}", label, library, fn, (f"decode-{name}",))
+        for name in CODECS
+        for label, library, fn in (
+            ("eoslog to_arrow", "eoslog", eoslog_to_arrow),
+            ("aiokafka to_arrow", "aiokafka", aiokafka_to_arrow),
+            ("aiokafka records", "aiokafka", aiokafka_records),
+        )
+    ),
     Contender("validate", "eoslog validate_batch", "eoslog", eoslog_validate, ("validate",)),
     Contender("validate", "aiokafka crc+walk", "aiokafka", aiokafka_validate, ("validate",)),
 ]
@@ -232,16 +237,20 @@ def contenders_of(path: str) -> list[Contender]:
 def unavailable(contender: Contender) -> str | None:
     """Why a peer cannot run here (a missing optional codec library), or None."""
     compression = PATHS[contender.path].compression
-    if compression == COMPRESSION_LZ4 and contender.library == "aiokafka":
+    if compression == COMPRESSION_NONE or contender.library == "eoslog":
+        return None
+    name = COMPRESSION_NAMES[compression]
+    if contender.library == "aiokafka":
         import aiokafka.codec
 
-        if not aiokafka.codec.has_lz4():
-            return "aiokafka's lz4 needs `cramjam` (pip install 'aiokafka[lz4]'), not installed"
-    if compression == COMPRESSION_LZ4 and contender.library == "kafka-python":
+        if not getattr(aiokafka.codec, f"has_{name}")():
+            return f"aiokafka's {name} needs `cramjam` (pip install cramjam), not installed"
+    if contender.library == "kafka-python":
         import kafka.codec
 
-        if not kafka.codec.has_lz4():
-            return "kafka-python's lz4 needs the `lz4` package, not installed"
+        if not getattr(kafka.codec, f"has_{name}")():
+            package = {"snappy": "python-snappy", "zstd": "zstandard"}.get(name, name)
+            return f"kafka-python's {name} needs the `{package}` package, not installed"
     return None
 
 

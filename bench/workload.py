@@ -42,8 +42,6 @@ SLOW_PEER_RECORDS_MAX = 200_000
 TIMESTAMP_BASE_MS = 1_767_225_600_000
 SEED = 20_260_101
 COMPRESSION_NONE = layout.COMPRESSION_NONE
-COMPRESSION_LZ4 = layout.COMPRESSION_LZ4
-COMPRESSION_NAMES = {COMPRESSION_NONE: "none", COMPRESSION_LZ4: "lz4"}
 # Peers take a batch size limit; one batch of the workload (~110 KB) must always fit.
 PEER_BATCH_SIZE_BYTES = 4 * 1024 * 1024
 # aiokafka's builder wants a headers list; one shared empty list, as a producer would pass.

@@ -33,7 +33,10 @@
 #define EOS_DELETE_HORIZON_MASK 0x40
 
 #define EOS_COMPRESSION_NONE 0
+#define EOS_COMPRESSION_GZIP 1
+#define EOS_COMPRESSION_SNAPPY 2
 #define EOS_COMPRESSION_LZ4 3
+#define EOS_COMPRESSION_ZSTD 4
 
 /* Control records (docs/format.md §3): key = version int16 + type int16; an end-transaction
  * marker's value = version int16 + coordinator epoch int32. */

@@ -90,9 +90,9 @@ cdef class BatchBuilder:
                  int64_t producer_id=-1, int16_t producer_epoch=-1, int32_t base_sequence=-1,
                  int32_t partition_leader_epoch=-1, int64_t base_offset=0,
                  Py_ssize_t batch_bytes_max=limits.batch_bytes_max):
-        if compression != EOS_COMPRESSION_NONE and compression != EOS_COMPRESSION_LZ4:
+        if compression < EOS_COMPRESSION_NONE or compression > EOS_COMPRESSION_ZSTD:
             raise ValueError(
-                f"unsupported compression {compression}: only 0 (none) and 3 (lz4) are built")
+                f"unsupported compression {compression}: Kafka's codecs are 0 (none) to 4 (zstd)")
         if timestamp_type != 0 and timestamp_type != 1:
             raise ValueError(f"timestamp_type must be 0 (CreateTime) or 1 (LogAppendTime), "
                              f"got {timestamp_type}")
@@ -309,9 +309,10 @@ cdef class BatchBuilder:
         cdef size_t records_size = self.size - EOS_HEADER_SIZE
         cdef const uint8_t *records = self.buffer + EOS_HEADER_SIZE
         cdef object compressed = None
-        if self.compression == EOS_COMPRESSION_LZ4:
-            # One Python call per batch into the lz4 package (see lz4frame for why).
-            compressed = lz4frame.compress(<const uint8_t[:records_size]>records)
+        if self.compression != EOS_COMPRESSION_NONE:
+            # One Python call per batch into the codec library (see compression for why).
+            compressed = compression.compress(self.compression,
+                                              <const uint8_t[:records_size]>records)
             records = <const uint8_t *>PyBytes_AS_STRING(compressed)
             records_size = <size_t>PyBytes_GET_SIZE(compressed)
         cdef size_t batch_size = EOS_HEADER_SIZE + records_size

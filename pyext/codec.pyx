@@ -51,7 +51,7 @@ import numpy as np
 
 from eoslog import limits
 from eoslog.errors import RecordTooLargeError, raise_for_status
-from eoslog.record import layout, lz4frame
+from eoslog.record import compression, layout
 from eoslog.record import status as status_codes
 from eoslog.record.columns import ColumnarRecords, RecordHeaders
 from eoslog.record.types import BatchHeader, Record, ValidatedBatch
@@ -83,7 +83,10 @@ LAYOUT = {
     "CONTROL_MASK": EOS_CONTROL_MASK,
     "DELETE_HORIZON_MASK": EOS_DELETE_HORIZON_MASK,
     "COMPRESSION_NONE": EOS_COMPRESSION_NONE,
+    "COMPRESSION_GZIP": EOS_COMPRESSION_GZIP,
+    "COMPRESSION_SNAPPY": EOS_COMPRESSION_SNAPPY,
     "COMPRESSION_LZ4": EOS_COMPRESSION_LZ4,
+    "COMPRESSION_ZSTD": EOS_COMPRESSION_ZSTD,
     "CONTROL_ABORT": EOS_CONTROL_ABORT,
     "CONTROL_COMMIT": EOS_CONTROL_COMMIT,
     "CONTROL_KEY_VERSION": EOS_CONTROL_KEY_VERSION,

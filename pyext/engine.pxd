@@ -88,7 +88,10 @@ cdef extern from "batch_layout.h" nogil:
         EOS_DELETE_HORIZON_MASK
 
         EOS_COMPRESSION_NONE
+        EOS_COMPRESSION_GZIP
+        EOS_COMPRESSION_SNAPPY
         EOS_COMPRESSION_LZ4
+        EOS_COMPRESSION_ZSTD
 
         EOS_CONTROL_ABORT
         EOS_CONTROL_COMMIT

@@ -1,7 +1,7 @@
 # Framing shared by the batch decoders (included into codec.pyx and message.pyx): where a
 # batch starts, its records section (decompressed if need be), and the one turn of an engine
 # status into an eoslog exception (docs/style.md rule 4: eoslog.errors.raise_for_status). The
-# including module cimports what these use (see codec.pyx) and imports limits, lz4frame and
+# including module cimports what these use (see codec.pyx) and imports limits, compression and
 # raise_for_status.
 
 cdef uint8_t EMPTY[1]
@@ -43,7 +43,7 @@ cdef inline int check(int status, Py_ssize_t position) except -1:
 
 cdef class _RecordsSection:
     """The records bytes of one batch: a pointer into the caller's buffer when uncompressed,
-    or the decompressed bytes (owned here) for lz4."""
+    or the decompressed bytes (owned here)."""
 
     cdef const uint8_t *start
     cdef size_t size
@@ -51,11 +51,9 @@ cdef class _RecordsSection:
 
 
 cdef int check_codec_and_count(const eos_batch_header *h, Py_ssize_t position) except -1:
-    """The codec must be one eoslog reads (none, lz4), then the count must not be negative."""
+    """The codec must be one of Kafka's (0-4), then the count must not be negative."""
     cdef int codec = h.attributes & EOS_COMPRESSION_MASK
-    if codec == 1 or codec == 2 or codec == 4:
-        raise_for_status(EOS_UNSUPPORTED_COMPRESSION, position)
-    if codec != EOS_COMPRESSION_NONE and codec != EOS_COMPRESSION_LZ4:
+    if codec > EOS_COMPRESSION_ZSTD:
         raise_for_status(EOS_BAD_COMPRESSION, position)
     if h.records_count < 0:
         raise_for_status(EOS_NEGATIVE_COUNT, position)
@@ -66,7 +64,7 @@ cdef _RecordsSection records_section(object data, const uint8_t *batch, size_t s
                                      const eos_batch_header *h, Py_ssize_t position,
                                      Py_ssize_t decompressed_bytes_max):
     """Locate (decompressing if needed) the records of the batch batch[0, size) found at
-    `position` of `data`, after check_codec_and_count. Raises for a bad lz4 frame, and
+    `position` of `data`, after check_codec_and_count. Raises for a bad compressed section, and
     CorruptRecordError (DECOMPRESSED_TOO_LARGE) once the records pass decompressed_bytes_max:
     a decompression bomb allocates no more than that."""
     cdef _RecordsSection section = _RecordsSection.__new__(_RecordsSection)
@@ -75,15 +73,13 @@ cdef _RecordsSection records_section(object data, const uint8_t *batch, size_t s
         section.start = batch + EOS_RECORDS_OFFSET
         section.size = size - EOS_RECORDS_OFFSET
         return section
-    if codec == EOS_COMPRESSION_LZ4:
-        # One Python call per batch: lz4frame wraps the lz4 package (reference liblz4) with
-        # Kafka's framing rules. It returns bytes, or an int status for a bad frame.
-        payload = memoryview(data)[position + EOS_RECORDS_OFFSET:position + <Py_ssize_t>size]
-        result = lz4frame.decompress(payload, decompressed_bytes_max)
-        if isinstance(result, int):
-            raise_for_status(result, position)
-        section.owner = result
-        section.start = <const uint8_t *>PyBytes_AS_STRING(result)
-        section.size = <size_t>PyBytes_GET_SIZE(result)
-        return section
-    raise AssertionError(f"codec {codec} passed check_codec_and_count")
+    # One Python call per batch: compression wraps the reference codec libraries with Kafka's
+    # framing rules. It returns bytes, or an int status for bytes that cannot be the records.
+    payload = memoryview(data)[position + EOS_RECORDS_OFFSET:position + <Py_ssize_t>size]
+    result = compression.decompress(codec, payload, decompressed_bytes_max)
+    if isinstance(result, int):
+        raise_for_status(result, position)
+    section.owner = result
+    section.start = <const uint8_t *>PyBytes_AS_STRING(result)
+    section.size = <size_t>PyBytes_GET_SIZE(result)
+    return section

@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from eoslog import limits
 from eoslog.errors import raise_for_status
-from eoslog.record import lz4frame
+from eoslog.record import compression
 
 include "framing.pxi"
 

@@ -35,6 +35,7 @@ from eoslog.log.segment_check import (
 )
 from eoslog.log.segment_reads import LOG_SUFFIX, offset_from_file_name
 from eoslog.record import codec, control
+from eoslog.record.compression import CODEC_NAMES
 from eoslog.record.types import BatchHeader
 
 # A partition directory is `<topic>-<partition>` (docs/format.md §5.1); a topic being deleted has a
@@ -59,7 +60,8 @@ def describe_batch(position: int, header: BatchHeader) -> str:
 
 
 def _codec_name(codec_id: int) -> str:
-    return {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}.get(codec_id, "unknown")
+    names = {codec: name for name, codec in CODEC_NAMES.items()}
+    return names.get(codec_id, "unknown")
 
 
 def describe_offsets_record(key: bytes | None, value: bytes | None) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from eoslog.coordinator import offsets_log, transaction_log
 from eoslog.log import checkpoints
+from eoslog.record import compression
 
 from . import partition_target
 from .inputs import CLEAN_SHUTDOWN, DROP_RECOVERY_POINT, FIX_CRC, FROM_CLIENT
@@ -35,7 +36,7 @@ def _batch(compression: int = 0, **settings: int | bool) -> bytes:
 
 def batches() -> Iterator[bytes]:
     yield _batch()
-    yield _batch(compression=3)
+    yield from (_batch(compression=codec) for codec in (1, 2, 3, 4))
     yield _batch(timestamp_type=1)
     yield _batch(is_transactional=True, producer_id=7, producer_epoch=2, base_sequence=0)
     yield _batch(producer_id=9, producer_epoch=0, base_sequence=5, base_offset=40)
@@ -51,6 +52,16 @@ def codec_seeds() -> Iterator[bytes]:
     for batch in batches():
         for flags in (0, FIX_CRC, FIX_CRC | FROM_CLIENT):
             yield bytes([flags]) + batch
+
+
+def decompress_seeds() -> Iterator[bytes]:
+    section = b"".join(
+        b"record %d " % number + bytes(number % 50) + b"value" * (number % 9)
+        for number in range(400)
+    )
+    for codec in (1, 2, 3, 4):
+        yield bytes([codec - 1]) + compression.compress(codec, section)
+        yield bytes([codec - 1]) + compression.compress(codec, section[:10])
 
 
 def partition_seeds() -> Iterator[bytes]:
@@ -137,6 +148,7 @@ SEEDS = {
     "codec_native": codec_seeds,
     "codec_pure": codec_seeds,
     "codec_differential": codec_seeds,
+    "decompress": decompress_seeds,
     "partition_directory": partition_seeds,
     "offline_scan": partition_seeds,
     "index_files": index_seeds,

@@ -32,6 +32,7 @@ from eoslog.log.config import LogConfig
 from eoslog.log.offset_index import OffsetIndex
 from eoslog.log.time_index import TimeIndex
 from eoslog.log.txn_index import TransactionIndex
+from eoslog.record import compression, status
 
 from . import partition_target
 from .inputs import (
@@ -165,6 +166,30 @@ def codec_differential(data: bytes) -> None:
     for call, native_outcome in native.items():
         if native_outcome != pure[call]:
             raise FuzzFinding(f"{call}: native {native_outcome!r:.300} != pure {pure[call]!r:.300}")
+
+
+# Decompression limit for the decompress target: small, so that bombs are found quickly.
+DECOMPRESS_LIMIT = 1 << 20
+_DECOMPRESS_STATUSES = (status.DECOMPRESS_FAILED, status.DECOMPRESSED_TOO_LARGE)
+
+
+def decompress(data: bytes) -> None:
+    """One codec's records section (the first byte picks gzip, snappy, lz4 or zstd): bytes
+    within the limit that compress and decompress back to themselves, or a status; never an
+    exception (compression.decompress returns a status for every bad section)."""
+    if not data:
+        return
+    codec = 1 + data[0] % 4
+    result = compression.decompress(codec, data[1:], DECOMPRESS_LIMIT)
+    if isinstance(result, int):
+        if result not in _DECOMPRESS_STATUSES:
+            raise FuzzFinding(f"codec {codec}: status {result} for a known codec")
+        return
+    if len(result) > DECOMPRESS_LIMIT:
+        raise FuzzFinding(f"codec {codec}: {len(result)} bytes past the limit")
+    again = compression.decompress(codec, compression.compress(codec, result), len(result))
+    if again != result:
+        raise FuzzFinding(f"codec {codec}: what it decoded does not round-trip")
 
 
 # --- index files ------------------------------------------------------------------------------
@@ -361,6 +386,7 @@ TARGETS: dict[str, Target] = {
         Target("codec_native", codec_native),
         Target("codec_pure", codec_pure),
         Target("codec_differential", codec_differential),
+        Target("decompress", decompress),
         Target("partition_directory", partition_target.partition_directory),
         Target("offline_scan", partition_target.offline_scan),
         Target("index_files", index_files),

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 
 from eoslog.errors import CorruptRecordError, InvalidRecordError
 from eoslog.record import layout, status
+from eoslog.record.compression import CODEC_NAMES
 from tests.support.batches import (
     INT32_MAX,
     SAMPLE_RECORDS,
@@ -31,7 +32,7 @@ from tests.support.batches import (
 )
 
 COMPRESSIONS = pytest.mark.parametrize(
-    "compression", [layout.COMPRESSION_NONE, layout.COMPRESSION_LZ4], ids=["none", "lz4"]
+    "compression", list(CODEC_NAMES.values()), ids=list(CODEC_NAMES)
 )
 # Bytes 12..15: Kafka's CRC starts at the attributes, so the partition leader epoch (which a
 # leader rewrites in place) is unprotected by design (docs/format.md §1.1).

@@ -1,9 +1,10 @@
 """Round trips against other implementations of the v2 batch (docs/style.md rule 2): what we write,
-kafka-python and aiokafka (pure and Cython) read back unchanged, and what they write, we read.
+kafka-python and aiokafka (pure and Cython) read back unchanged, and what they write, we read,
+for every codec.
 
-aiokafka compresses and decompresses lz4 through the optional cramjam package, which the test
-extras install; test_aiokafka_can_read_and_write_lz4 fails loudly if it is missing, so every lz4
-case runs against every peer.
+The peers' codecs are optional packages, which the test extras install (aiokafka: cramjam for
+all four; kafka-python: lz4, python-snappy, zstandard); test_peers_can_read_and_write_every_codec
+fails loudly if one is missing, so every compressed case runs against every peer.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from types import ModuleType
 from typing import Any
 
 import aiokafka.codec
+import kafka.codec
 import pytest
 from aiokafka.record._crecords import DefaultRecordBatch as AiokafkaCythonBatch
 from aiokafka.record._crecords import DefaultRecordBatchBuilder as AiokafkaCythonBuilder
@@ -51,6 +53,9 @@ def _noise(size: int, seed: int) -> bytes:
 
 PRODUCER = {"producer_id": 4242, "producer_epoch": 7, "base_sequence": 100}
 LZ4 = {"compression": layout.COMPRESSION_LZ4}
+GZIP = {"compression": layout.COMPRESSION_GZIP}
+SNAPPY = {"compression": layout.COMPRESSION_SNAPPY}
+ZSTD = {"compression": layout.COMPRESSION_ZSTD}
 PLAIN_RECORDS: list[RecordSpec] = [
     (TS, b"key-0", b"value-0", []),
     (TS + 10, b"key-1", b"value-1", []),
@@ -84,6 +89,24 @@ CASES: dict[str, tuple[list[RecordSpec], dict[str, Any]]] = {
         [(TS + i, None, compressible(2_000, i), []) for i in range(4)],
         {**PRODUCER, **LZ4, "is_transactional": True},
     ),
+    "gzip": ([(TS + i, b"k%d" % i, compressible(300, i), []) for i in range(5)], GZIP),
+    "snappy": ([(TS + i, b"k%d" % i, compressible(300, i), []) for i in range(5)], SNAPPY),
+    "zstd": ([(TS + i, b"k%d" % i, compressible(300, i), []) for i in range(5)], ZSTD),
+    "headers_zstd": (SAMPLE_RECORDS * 20, ZSTD),
+    # Several xerial chunks (32 KiB of input each), several gzip deflate blocks, a zstd frame
+    # larger than one block.
+    "large_values_snappy": (
+        [(TS + i, b"big-%d" % i, compressible(100_000 + 4_000 * i, i), []) for i in range(3)],
+        SNAPPY,
+    ),
+    "large_values_gzip": (
+        [(TS + i, b"big-%d" % i, compressible(100_000 + 4_000 * i, i), []) for i in range(3)],
+        GZIP,
+    ),
+    "transactional_zstd": (
+        [(TS + i, None, compressible(200_000, i), []) for i in range(2)],
+        {**PRODUCER, **ZSTD, "is_transactional": True},
+    ),
 }
 
 DECODERS: dict[str, Callable[[bytes], Any]] = {
@@ -98,8 +121,10 @@ BUILDERS: dict[str, Callable[..., Any]] = {
 }
 
 
-def test_aiokafka_can_read_and_write_lz4() -> None:
-    assert aiokafka.codec.has_lz4(), "install the test extras: aiokafka needs cramjam for lz4"
+@pytest.mark.parametrize("name", ["gzip", "snappy", "lz4", "zstd"])
+def test_peers_can_read_and_write_every_codec(name: str) -> None:
+    for peer in (aiokafka.codec, kafka.codec):
+        assert getattr(peer, f"has_{name}")(), f"install the test extras: {peer.__name__} {name}"
 
 
 PAIRS = [pytest.param(case, peer, id=f"{case}-{peer}") for case in CASES for peer in DECODERS]

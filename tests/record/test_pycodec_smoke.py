@@ -103,7 +103,7 @@ def test_corrupt_bytes_raise_with_the_batch_position() -> None:
         pycodec.validate_batch(with_fixed_crc(wrong_delta))
 
 
-@pytest.mark.parametrize("compression", [0, 3])
+@pytest.mark.parametrize("compression", [0, 1, 2, 3, 4])
 def test_batches_round_trip_with_kafka_python(compression: int) -> None:
     ours = pycodec.BatchBuilder(compression=compression)
     theirs = DefaultRecordBatchBuilder(

@@ -1,6 +1,7 @@
-"""Logs for the offline-scan tests: transactions committed and aborted, lz4 and plain
-batches, headers, several segments and partitions, and a transaction left open at the tail;
-and the embedded Consumer's view of them, which scans must equal."""
+"""Logs for the offline-scan tests: transactions committed and aborted, batches of every codec
+(transactions lz4, the plain records in turn none, gzip, snappy and zstd), headers, several
+segments and partitions, and a transaction left open at the tail; and the embedded Consumer's
+view of them, which scans must equal."""
 
 from __future__ import annotations
 
@@ -30,7 +31,10 @@ def fill(broker: eoslog.Broker, seed: int, transactions: int = 45) -> tuple[eosl
         )
     txn = broker.producer({"transactional.id": f"scan-{seed}", "compression.type": "lz4"})
     txn.init_transactions()
-    plain = broker.producer({"enable.idempotence": True})
+    plains = [
+        broker.producer({"enable.idempotence": True, "compression.type": name})
+        for name in ("none", "gzip", "snappy", "zstd")
+    ]
     for number in range(transactions):
         txn.begin_transaction()
         for index in range(rng.randint(1, 40)):
@@ -47,6 +51,7 @@ def fill(broker: eoslog.Broker, seed: int, transactions: int = 45) -> tuple[eosl
             txn.abort_transaction()
         else:
             txn.commit_transaction()
+        plain = plains[number % len(plains)]
         plain.produce(
             TOPIC,
             value=b"plain-%d" % number,

@@ -16,10 +16,10 @@ from typing import Any, Final
 from eoslog import limits
 from eoslog.errors import InvalidConfigError
 from eoslog.record import layout
+from eoslog.record.compression import CODEC_NAMES
 
 # Kafka's int32 config fields (retries, the timeouts) are bounded by Java's Integer.MAX_VALUE.
 _INT32_MAX: Final = (1 << 31) - 1
-COMPRESSIONS: Final = {"none": layout.COMPRESSION_NONE, "lz4": layout.COMPRESSION_LZ4}
 
 # Keys confluent-kafka-python users commonly pass that mean nothing for an in-process log;
 # accepted so configs carry over, and ignored (documented on Producer).
@@ -156,12 +156,9 @@ def _linger(key: str, value: object) -> float:
 
 
 def _compression(key: str, value: object) -> int:
-    if value not in COMPRESSIONS:
-        raise InvalidConfigError(
-            f"{key} must be one of {', '.join(COMPRESSIONS)} (eoslog builds no other codec), "
-            f"not {value!r}"
-        )
-    return COMPRESSIONS[value]
+    if value not in CODEC_NAMES:
+        raise InvalidConfigError(f"{key} must be one of {', '.join(CODEC_NAMES)}, not {value!r}")
+    return CODEC_NAMES[value]
 
 
 def _acks(key: str, value: object) -> int:

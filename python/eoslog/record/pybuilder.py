@@ -19,7 +19,7 @@ import numpy.typing as npt
 # Imported as modules, not by name: eoslog.errors imports eoslog.record, which loads this twin
 # while eoslog.errors is still initialising, so its names are looked up at call time.
 from eoslog import errors, limits
-from eoslog.record import control, layout, lz4frame
+from eoslog.record import compression, control, layout
 from eoslog.record.pyprimitives import (
     INT16_MAX,
     INT16_MIN,
@@ -172,12 +172,13 @@ def _assemble(
     producer_id: int,
     producer_epoch: int,
     base_sequence: int,
-    compress: bool = False,
 ) -> bytes:
-    """Header + records section (lz4-framed if asked), with length and CRC filled in."""
+    """Header + records section (compressed with the codec `attributes` name), with length
+    and CRC filled in."""
     section = b"".join(records)
-    if compress:
-        section = lz4frame.compress(section)
+    codec = attributes & layout.COMPRESSION_MASK
+    if codec != layout.COMPRESSION_NONE:
+        section = compression.compress(codec, section)
     batch = bytearray(layout.HEADER_SIZE)
     batch += section
     _HEADER.pack_into(
@@ -221,12 +222,12 @@ class BatchBuilder:
         base_offset: int = 0,
         batch_bytes_max: int = limits.batch_bytes_max,
     ) -> None:
-        """ValueError for an unsupported compression (only 0 none and 3 lz4 are built), a
+        """ValueError for a compression other than Kafka's 0 (none) to 4 (zstd), a
         timestamp type other than 0/1, a transactional batch without a producer id, or (after
         those) a producer id, epoch, sequence, leader epoch or base offset outside its field."""
-        if compression not in (layout.COMPRESSION_NONE, layout.COMPRESSION_LZ4):
+        if not layout.COMPRESSION_NONE <= compression <= layout.COMPRESSION_ZSTD:
             raise ValueError(
-                f"unsupported compression {compression}: only 0 (none) and 3 (lz4) are built"
+                f"unsupported compression {compression}: Kafka's codecs are 0 (none) to 4 (zstd)"
             )
         if timestamp_type not in (layout.TIMESTAMP_CREATE_TIME, layout.TIMESTAMP_LOG_APPEND_TIME):
             raise ValueError(
@@ -243,7 +244,6 @@ class BatchBuilder:
         _check_range("base_sequence", base_sequence, INT32_MIN, INT32_MAX, 32)
         _check_range("partition_leader_epoch", partition_leader_epoch, INT32_MIN, INT32_MAX, 32)
         _check_range("base_offset", base_offset, INT64_MIN, INT64_MAX, 64)
-        self._compression = compression
         self._attributes = (
             compression
             | (layout.TIMESTAMP_TYPE_MASK if timestamp_type else 0)
@@ -400,7 +400,6 @@ class BatchBuilder:
             producer_id=self._producer_id,
             producer_epoch=self._producer_epoch,
             base_sequence=self._base_sequence,
-            compress=self._compression == layout.COMPRESSION_LZ4,
         )
 
     def reset(self) -> None:

@@ -21,22 +21,17 @@ from typing import Final, NamedTuple, NoReturn, ParamSpec, TypeVar
 # Imported as modules, not by name: eoslog.errors imports eoslog.record, which loads this twin
 # while eoslog.errors is still initialising, so its names are looked up at call time.
 from eoslog import errors, limits
-from eoslog.record import layout, lz4frame, status
+from eoslog.record import compression, layout, status
 from eoslog.record.pyprimitives import INT64_MIN, UINT32_MASK, UINT64_MASK, crc32c
 from eoslog.record.types import BatchHeader
 
-# A records section: a view into the caller's buffer, or the bytes lz4 decompressed.
+# A records section: a view into the caller's buffer, or the bytes decompressed from it.
 Section = bytes | memoryview
 _T = TypeVar("_T")
 _P = ParamSpec("_P")
 
 _HEADER: Final = layout.HEADER_STRUCT
 _INT32: Final = struct.Struct(">i")
-_CLIENT_UNSUPPORTED_CODECS: Final = (
-    layout.COMPRESSION_GZIP,
-    layout.COMPRESSION_SNAPPY,
-    layout.COMPRESSION_ZSTD,
-)
 
 
 # Kafka's FileLogInputStream treats fewer than 17 bytes (offset, length and magic) as the end of
@@ -264,8 +259,6 @@ def _records_section(
     """The batch's records, decompressed if need be (DECOMPRESSED_TOO_LARGE past
     decompressed_bytes_max, before more is allocated). Checks the codec, then the count."""
     codec = header.compression
-    if codec in _CLIENT_UNSUPPORTED_CODECS:
-        fail(status.UNSUPPORTED_COMPRESSION)
     if codec > layout.COMPRESSION_ZSTD:
         fail(status.BAD_COMPRESSION)
     if header.records_count < 0:
@@ -273,7 +266,7 @@ def _records_section(
     section = view[position + layout.RECORDS_OFFSET : position + header.size_in_bytes]
     if codec == layout.COMPRESSION_NONE:
         return section
-    records = lz4frame.decompress(section, decompressed_bytes_max)
+    records = compression.decompress(codec, section, decompressed_bytes_max)
     if isinstance(records, int):
         fail(records)
     return records

@@ -16,16 +16,19 @@ import os
 import subprocess
 import sys
 import textwrap
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import lz4.frame
 import pytest
+import zstandard
 
 import eoslog
 from eoslog import limits
 from eoslog.errors import CorruptRecordError
-from eoslog.record import layout, lz4frame, status
+from eoslog.record import compression, layout, lz4frame, status
 from tests.support.batches import assemble, raw_record
 
 TOPIC = "t"
@@ -326,6 +329,48 @@ def test_decompression_bomb_is_refused_at_the_limit_by_every_decoder(
     outcome = _measured(op, file, pure=twin == "pure")
     assert outcome["error"] == "CorruptRecordError"
     assert "decompressed batch limit" in str(outcome["message"])
+
+
+def _zeros_stream(compressor: Any, mib: int) -> bytes:
+    """`mib` MiB of zeros through a streaming compressor (compress/flush), a MiB at a time."""
+    zeros = bytes(1 << 20)
+    return b"".join(compressor.compress(zeros) for _ in range(mib)) + compressor.flush()
+
+
+def _bomb_section(name: str) -> bytes:
+    """A records section of far more than the 64 MiB limit, a few MiB at most on disk."""
+    if name == "gzip":
+        return _zeros_stream(zlib.compressobj(9, zlib.DEFLATED, 31), BOMB_MIB)
+    if name == "zstd":
+        return _zeros_stream(zstandard.ZstdCompressor().compressobj(), BOMB_MIB)
+    # snappy's ratio is about 21 (copies of at most 64 bytes): 2,100 xerial chunks of 32 KiB
+    # of zeros hold 65.6 MiB in about 3 MiB.
+    chunk = compression.compress(layout.COMPRESSION_SNAPPY, bytes(32 * 1024))
+    header = compression.XERIAL_HEADER
+    return header + chunk[len(header) :] * 2_100
+
+
+@pytest.mark.parametrize("name", ["gzip", "snappy", "zstd"])
+@pytest.mark.parametrize("op", ["validate", "records", "columns"])
+def test_a_bomb_of_every_codec_is_refused_at_the_limit(tmp_path, op: str, name: str) -> None:  # type: ignore[no-untyped-def]
+    file = str(tmp_path / "bomb.batch")
+    with open(file, "wb") as handle:
+        handle.write(
+            assemble(_bomb_section(name), records_count=1, attributes=compression.CODEC_NAMES[name])
+        )
+    assert os.path.getsize(file) < 4 * 1024 * 1024
+    outcome = _measured(op, file)
+    assert outcome["error"] == "CorruptRecordError"
+    assert "decompressed batch limit" in str(outcome["message"])
+
+
+def test_a_snappy_block_claiming_more_than_the_limit_is_refused_before_decoding() -> None:
+    # A raw block's leading varint is its length: 2**32 - 1 here, with 3 bytes behind it.
+    claim = bytes([0xFF, 0xFF, 0xFF, 0xFF, 0x0F]) + b"\x00ab"
+    for section in (claim, compression.XERIAL_HEADER + len(claim).to_bytes(4, "big") + claim):
+        assert compression.decompress(layout.COMPRESSION_SNAPPY, section, 64 << 20) == (
+            status.DECOMPRESSED_TOO_LARGE
+        )
 
 
 @pytest.mark.parametrize("op", ["consume", "scan"])
