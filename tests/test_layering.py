@@ -24,10 +24,14 @@ ABOVE_CODEC = ("eoslog.cli", "eoslog.client", "eoslog.broker", "eoslog.coordinat
 # (module prefix, import prefixes it may not use). Prefixes match whole dotted components:
 # "eoslog.log" covers eoslog.log and eoslog.log.segment, not eoslog.logging.
 LAYER_RULES: list[tuple[str, tuple[str, ...]]] = [
-    ("eoslog", ("eoslog_spark",)),
+    # confluent_kafka is the tests' oracle for the drop-in (tests/client/test_kafka_error.py),
+    # never a run-time dependency.
+    ("eoslog", ("eoslog_spark", "confluent_kafka")),
     ("eoslog._ext", ABOVE_CODEC),
     ("eoslog.record", ABOVE_CODEC),
     ("eoslog.errors", ABOVE_CODEC),
+    # The error-code table is data under the errors.
+    ("eoslog.error_codes", (*ABOVE_CODEC, "eoslog.errors")),
     ("eoslog.limits", ABOVE_CODEC),
     # The fs seam sits under the log: it knows nothing of segments, brokers or clients.
     ("eoslog.fs", ABOVE_CODEC),

@@ -1,49 +1,73 @@
 """The error model (docs/api.md "Errors"), shaped like confluent-kafka-python's.
 
-`KafkaException` carries a `KafkaError` whose `code()` is Kafka's numeric protocol error code
-(clients/.../common/protocol/Errors.java, tabulated in docs/coordinator.md §8). Named subclasses let
-callers catch the common cases directly. Corruption and bad-input errors also subclass
-ValueError; I/O errors also subclass OSError.
+`KafkaException` carries a `KafkaError` whose `code()` is one of librdkafka's error codes, as
+confluent_kafka.KafkaError has them (eoslog.error_codes): Kafka's numeric protocol codes
+(clients/.../common/protocol/Errors.java, tabulated in docs/coordinator.md §8) and librdkafka's
+negative local ones. Named subclasses let callers catch the common cases directly. Corruption
+and bad-input errors also subclass ValueError; I/O errors also subclass OSError.
 """
 
 from __future__ import annotations
 
 import builtins
+import functools
+import operator
 from typing import ClassVar, NoReturn
 
+from eoslog import error_codes
+from eoslog.error_codes import ErrorCodes
 from eoslog.record import status as _status
 
+# librdkafka's rd_kafka_resp_err_t is a C int; confluent-kafka refuses a code outside it.
+_CODE_MIN = -(2**31)
+_CODE_MAX = 2**31 - 1
 
-class KafkaError:
-    """An error value: Kafka's code and name, a message, and how a client should react."""
 
-    __slots__ = ("_code", "_fatal", "_message", "_name", "_retriable", "_txn_requires_abort")
+@functools.total_ordering
+class KafkaError(ErrorCodes):
+    """An error value, as confluent_kafka.KafkaError: a librdkafka error code, a reason, and
+    how a client should react. Immutable, so any thread may read one.
+
+    `KafkaError(error, reason=None, fatal=False, retriable=False, txn_requires_abort=False)`,
+    positionally or by keyword, as in confluent-kafka. `name()` is librdkafka's name for the
+    code and `str()` the reason, or librdkafka's description of the code when the reason is
+    None; an unknown code is named "ERR_<code>?". Every code is a class constant
+    (`KafkaError._PARTITION_EOF`, `KafkaError.UNKNOWN_TOPIC_OR_PART`; eoslog.error_codes).
+    Equal to, and ordered against, another KafkaError or an int by code alone.
+
+    Raises TypeError if the code or a flag is not an integer or the reason is neither a str nor
+    None, and OverflowError if the code does not fit a C int, as confluent-kafka does.
+    """
+
+    __slots__ = ("_code", "_fatal", "_reason", "_retriable", "_txn_requires_abort")
 
     def __init__(
         self,
-        code: int,
-        name: str,
-        message: str = "",
-        *,
-        retriable: bool = False,
+        error: int,
+        reason: builtins.str | None = None,
         fatal: bool = False,
+        retriable: bool = False,
         txn_requires_abort: bool = False,
     ) -> None:
+        code = operator.index(error)
+        if not _CODE_MIN <= code <= _CODE_MAX:
+            raise OverflowError(f"error code {code} does not fit librdkafka's C int")
+        if reason is not None and not isinstance(reason, builtins.str):
+            raise TypeError(f"reason must be str or None, not {type(reason).__name__}")
         self._code = code
-        self._name = name
-        self._message = message or name
-        self._retriable = retriable
-        self._fatal = fatal
-        self._txn_requires_abort = txn_requires_abort
+        self._reason = error_codes.description_of(code) if reason is None else reason
+        self._fatal = bool(operator.index(fatal))
+        self._retriable = bool(operator.index(retriable))
+        self._txn_requires_abort = bool(operator.index(txn_requires_abort))
 
     def code(self) -> int:
         return self._code
 
-    def name(self) -> str:
-        return self._name
+    def name(self) -> builtins.str:
+        return error_codes.name_of(self._code)
 
     def str(self) -> builtins.str:
-        return self._message
+        return self._reason
 
     def retriable(self) -> bool:
         return self._retriable
@@ -54,41 +78,52 @@ class KafkaError:
     def txn_requires_abort(self) -> bool:
         return self._txn_requires_abort
 
-    def __str__(self) -> builtins.str:
-        return self._message
-
     def __repr__(self) -> builtins.str:
-        return f'KafkaError{{code={self._name},val={self._code},str="{self._message}"}}'
+        # confluent-kafka's form, which its str() also gives; only fatal is shown.
+        fatal = "FATAL," if self._fatal else ""
+        return f'KafkaError{{{fatal}code={self.name()},val={self._code},str="{self._reason}"}}'
+
+    __str__ = __repr__
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, KafkaError):
-            return self._code == other._code
-        if isinstance(other, int):
-            return self._code == other
-        return NotImplemented
+        code = _code_of(other)
+        return NotImplemented if code is None else self._code == code
+
+    def __lt__(self, other: object) -> bool:
+        code = _code_of(other)
+        return NotImplemented if code is None else self._code < code
 
     def __hash__(self) -> int:
         return hash(self._code)
 
 
+def _code_of(other: object) -> int | None:
+    """The code a KafkaError compares against: another error's, or an int itself."""
+    if isinstance(other, KafkaError):
+        return other._code
+    if isinstance(other, int):
+        return other
+    return None
+
+
 class KafkaException(Exception):
     """Raised by eoslog; `args[0]` is the KafkaError, as in confluent-kafka-python."""
 
-    # Subclasses fix the Kafka error they stand for.
-    code: ClassVar[int] = -1
-    error_name: ClassVar[str] = "UNKNOWN_SERVER_ERROR"
+    # Subclasses fix the Kafka error they stand for; name() follows from the code.
+    code: ClassVar[int] = KafkaError.UNKNOWN
     retriable: ClassVar[bool] = False
     fatal: ClassVar[bool] = False
     txn_requires_abort: ClassVar[bool] = False
 
     def __init__(self, error: KafkaError | str | None = None) -> None:
+        """error: the KafkaError to carry, or the reason for one built from the class's code
+        and flags (None: librdkafka's description of the code)."""
         if not isinstance(error, KafkaError):
             error = KafkaError(
                 type(self).code,
-                type(self).error_name,
-                error or type(self).error_name,
-                retriable=type(self).retriable,
+                error,
                 fatal=type(self).fatal,
+                retriable=type(self).retriable,
                 txn_requires_abort=type(self).txn_requires_abort,
             )
         super().__init__(error)
@@ -106,15 +141,13 @@ class KafkaException(Exception):
 class CorruptRecordError(KafkaException, ValueError):
     """Bytes that fail a checksum or whose length fields cannot be right."""
 
-    code = 2
-    error_name = "CORRUPT_MESSAGE"
+    code = KafkaError.INVALID_MSG
 
 
 class InvalidRecordError(KafkaException, ValueError):
     """A well-checksummed batch whose structure breaks Kafka's rules."""
 
-    code = 87
-    error_name = "INVALID_RECORD"
+    code = KafkaError.INVALID_RECORD
 
 
 class InvalidTimestampError(KafkaException, ValueError):
@@ -122,8 +155,7 @@ class InvalidTimestampError(KafkaException, ValueError):
     LogAppendTime (Kafka's RecordValidationException wrapping InvalidTimestampException).
     record_errors: (record index, message) for each offending record."""
 
-    code = 32
-    error_name = "INVALID_TIMESTAMP"
+    code = KafkaError.INVALID_TIMESTAMP
 
     def __init__(
         self,
@@ -135,40 +167,33 @@ class InvalidTimestampError(KafkaException, ValueError):
 
 
 class RecordTooLargeError(KafkaException, ValueError):
-    code = 10
-    error_name = "MESSAGE_TOO_LARGE"
+    code = KafkaError.MSG_SIZE_TOO_LARGE
 
 
 class UnsupportedCompressionTypeError(KafkaException, ValueError):
-    code = 76
-    error_name = "UNSUPPORTED_COMPRESSION_TYPE"
+    code = KafkaError.UNSUPPORTED_COMPRESSION_TYPE
 
 
 class UnknownTopicOrPartitionError(KafkaException):
-    code = 3
-    error_name = "UNKNOWN_TOPIC_OR_PARTITION"
+    code = KafkaError.UNKNOWN_TOPIC_OR_PART
     retriable = True
 
 
 class InvalidTopicError(KafkaException, ValueError):
-    code = 17
-    error_name = "INVALID_TOPIC_EXCEPTION"
+    code = KafkaError.TOPIC_EXCEPTION
 
 
 class OutOfOrderSequenceError(KafkaException):
-    code = 45
-    error_name = "OUT_OF_ORDER_SEQUENCE_NUMBER"
+    code = KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER
 
 
 class InvalidProducerEpochError(KafkaException):
-    code = 47
-    error_name = "INVALID_PRODUCER_EPOCH"
+    code = KafkaError.INVALID_PRODUCER_EPOCH
     txn_requires_abort = True
 
 
 class InvalidTxnStateError(KafkaException):
-    code = 48
-    error_name = "INVALID_TXN_STATE"
+    code = KafkaError.INVALID_TXN_STATE
     fatal = True
 
 
@@ -176,8 +201,7 @@ class InvalidRequestError(KafkaException, ValueError):
     """A request that cannot be valid (Kafka's INVALID_REQUEST), e.g. an empty
     transactional id."""
 
-    code = 42
-    error_name = "INVALID_REQUEST"
+    code = KafkaError.INVALID_REQUEST
     fatal = True
 
 
@@ -186,8 +210,7 @@ class InvalidProducerIdMappingError(KafkaException):
     (Kafka's InvalidPidMappingException). Abortable, not fatal: eoslog's coordinator can bump
     epochs, so the client aborts and re-initialises (docs/coordinator.md §3.3, §7.3)."""
 
-    code = 49
-    error_name = "INVALID_PRODUCER_ID_MAPPING"
+    code = KafkaError.INVALID_PRODUCER_ID_MAPPING
     txn_requires_abort = True
 
 
@@ -195,8 +218,7 @@ class InvalidTransactionTimeoutError(KafkaException, ValueError):
     """InitProducerId with transaction.timeout.ms <= 0 or above the broker's maximum (Kafka's
     InvalidTxnTimeoutException). The Java client treats it as fatal (docs/coordinator.md §3.2)."""
 
-    code = 50
-    error_name = "INVALID_TRANSACTION_TIMEOUT"
+    code = KafkaError.INVALID_TRANSACTION_TIMEOUT
     fatal = True
 
 
@@ -204,16 +226,14 @@ class ConcurrentTransactionsError(KafkaException):
     """The transactional id has a state change in flight, or its transaction is still
     completing (Prepare*): the client backs off and retries (docs/coordinator.md §3.2, §3.6)."""
 
-    code = 51
-    error_name = "CONCURRENT_TRANSACTIONS"
+    code = KafkaError.CONCURRENT_TRANSACTIONS
     retriable = True
 
 
 class TransactionCoordinatorFencedError(KafkaException):
     """A transaction marker from an older coordinator epoch (a zombie coordinator)."""
 
-    code = 52
-    error_name = "TRANSACTION_COORDINATOR_FENCED"
+    code = KafkaError.TRANSACTION_COORDINATOR_FENCED
     fatal = True
 
 
@@ -222,8 +242,7 @@ class UnstableOffsetCommitError(KafkaException):
     transaction holds offsets for the partition that are not yet committed or aborted
     (KIP-447, docs/coordinator.md §6.2). Retriable: ask again once the transaction ends."""
 
-    code = 88
-    error_name = "UNSTABLE_OFFSET_COMMIT"
+    code = KafkaError.UNSTABLE_OFFSET_COMMIT
     retriable = True
 
 
@@ -234,8 +253,7 @@ class CommitFailedError(KafkaException):
     must be aborted (abortable, as Kafka's TxnOffsetCommitHandler treats it); a consumer
     rejoins the group at its next poll. The subclasses carry Kafka's codes."""
 
-    code = -1
-    error_name = "COMMIT_FAILED"
+    code = KafkaError.UNKNOWN
     txn_requires_abort = True
 
 
@@ -243,39 +261,34 @@ class IllegalGenerationError(CommitFailedError):
     """A commit, or transactional offsets, from a generation of the group that is over (a
     zombie consumer after a rebalance: KIP-447 fencing)."""
 
-    code = 22
-    error_name = "ILLEGAL_GENERATION"
+    code = KafkaError.ILLEGAL_GENERATION
 
 
 class UnknownMemberIdError(CommitFailedError):
     """A commit or heartbeat from a member id the group does not have (never joined, left, or
     removed after max.poll.interval.ms without a poll)."""
 
-    code = 25
-    error_name = "UNKNOWN_MEMBER_ID"
+    code = KafkaError.UNKNOWN_MEMBER_ID
 
 
 class InconsistentGroupProtocolError(KafkaException, ValueError):
     """A member joining a group with no assignment strategy in common with its members
     (partition.assignment.strategy)."""
 
-    code = 23
-    error_name = "INCONSISTENT_GROUP_PROTOCOL"
+    code = KafkaError.INCONSISTENT_GROUP_PROTOCOL
 
 
 class InvalidGroupIdError(KafkaException, ValueError):
     """An empty or missing group id where a group is needed (commit, subscribe,
     send_offsets_to_transaction)."""
 
-    code = 24
-    error_name = "INVALID_GROUP_ID"
+    code = KafkaError.INVALID_GROUP_ID
 
 
 class OffsetMetadataTooLargeError(KafkaException, ValueError):
     """Commit metadata longer than offset.metadata.max.bytes (Kafka's default 4096)."""
 
-    code = 12
-    error_name = "OFFSET_METADATA_TOO_LARGE"
+    code = KafkaError.OFFSET_METADATA_TOO_LARGE
 
 
 class CorruptOffsetsLogError(KafkaException, ValueError):
@@ -283,12 +296,11 @@ class CorruptOffsetsLogError(KafkaException, ValueError):
     version): its loader stops with this rather than guess (UNKNOWN_SERVER_ERROR on the
     wire, as for `__transaction_state`)."""
 
-    code = -1
+    code = KafkaError.UNKNOWN
 
 
 class ProducerFencedError(KafkaException):
-    code = 90
-    error_name = "PRODUCER_FENCED"
+    code = KafkaError.PRODUCER_FENCED
     fatal = True
 
 
@@ -299,16 +311,14 @@ class TransactionTimedOutError(KafkaException):
     timed-out producer sees PRODUCER_FENCED, so this carries code 90 and stays fatal.
     """
 
-    code = 90
-    error_name = "PRODUCER_FENCED"
+    code = KafkaError.PRODUCER_FENCED
     fatal = True
 
 
 class LogDirLockedError(KafkaException, OSError):
     """Another live process owns the log directory."""
 
-    code = 56
-    error_name = "KAFKA_STORAGE_ERROR"
+    code = KafkaError.KAFKA_STORAGE_ERROR
 
 
 _BY_NAME: dict[str, type[KafkaException]] = {
@@ -337,31 +347,27 @@ class KafkaStorageError(KafkaException, OSError):
     """A file operation failed (EIO, ENOSPC, a failed fsync). The broker stops writing
     (fail-stop): nothing is acknowledged after it."""
 
-    code = 56
-    error_name = "KAFKA_STORAGE_ERROR"
+    code = KafkaError.KAFKA_STORAGE_ERROR
 
 
 class CorruptIndexError(KafkaException, ValueError):
     """An offset, time or transaction index file whose bytes cannot be right (Kafka's
     CorruptIndexException); recovery rebuilds the index from the log."""
 
-    code = 56
-    error_name = "KAFKA_STORAGE_ERROR"
+    code = KafkaError.KAFKA_STORAGE_ERROR
 
 
 class OffsetOutOfRangeError(KafkaException):
     """A read from an offset below the log start or above the log end."""
 
-    code = 1
-    error_name = "OFFSET_OUT_OF_RANGE"
+    code = KafkaError.OFFSET_OUT_OF_RANGE
 
 
 class CorruptSnapshotError(KafkaException, ValueError):
     """A producer-state snapshot that cannot be read (Kafka's CorruptSnapshotException, which
     has no wire code): its loader falls back to an older snapshot or a replay of the log."""
 
-    code = -1
-    error_name = "UNKNOWN_SERVER_ERROR"
+    code = KafkaError.UNKNOWN
 
 
 class CorruptTransactionLogError(KafkaException, ValueError):
@@ -369,8 +375,7 @@ class CorruptTransactionLogError(KafkaException, ValueError):
     unknown value version, a bad length or an unknown state id (docs/coordinator.md §2.1). Kafka has
     no wire code for it; its loader logs and stops, so this is UNKNOWN_SERVER_ERROR."""
 
-    code = -1
-    error_name = "UNKNOWN_SERVER_ERROR"
+    code = KafkaError.UNKNOWN
 
 
 class UnknownTransactionLogKeyVersionError(CorruptTransactionLogError):
@@ -382,18 +387,15 @@ class UnknownTransactionLogKeyVersionError(CorruptTransactionLogError):
 class RecordBatchTooLargeError(KafkaException, ValueError):
     """A batch larger than the topic's segment.bytes."""
 
-    code = 18
-    error_name = "RECORD_LIST_TOO_LARGE"
+    code = KafkaError.RECORD_LIST_TOO_LARGE
 
 
 class InvalidConfigError(KafkaException, ValueError):
-    code = 40
-    error_name = "INVALID_CONFIG"
+    code = KafkaError.INVALID_CONFIG
 
 
 class TopicAlreadyExistsError(KafkaException, ValueError):
-    code = 36
-    error_name = "TOPIC_ALREADY_EXISTS"
+    code = KafkaError.TOPIC_ALREADY_EXISTS
 
 
 # Index invariants: an index append that breaks them is our bug (docs/style.md rule 3), so these
@@ -417,8 +419,7 @@ class LimitExceededError(KafkaException):
     request refused to bound a broker's resources, THROTTLING_QUOTA_EXCEEDED; not retriable,
     as in Kafka, since only time (expiry, transactions ending) frees room."""
 
-    code = 89
-    error_name = "THROTTLING_QUOTA_EXCEEDED"
+    code = KafkaError.THROTTLING_QUOTA_EXCEEDED
 
 
 class TooManyProducersError(LimitExceededError):
@@ -435,8 +436,7 @@ class ProducerStateError(KafkaException):
     """A call the producer's state does not allow: it is closed, or an earlier fatal error
     stopped it (librdkafka's RD_KAFKA_RESP_ERR__STATE)."""
 
-    code = -172
-    error_name = "_STATE"
+    code = KafkaError._STATE
 
 
 class MessagePurgedError(KafkaException):
@@ -444,8 +444,7 @@ class MessagePurgedError(KafkaException):
     the transaction it aborts, and their delivery callbacks get this (librdkafka's
     RD_KAFKA_RESP_ERR__PURGE_QUEUE, "Local: Purged in queue")."""
 
-    code = -152
-    error_name = "_PURGE_QUEUE"
+    code = KafkaError._PURGE_QUEUE
 
 
 class OperationTimedOutError(KafkaException):
@@ -454,8 +453,7 @@ class OperationTimedOutError(KafkaException):
     abort_transaction after `timeout` (or max.block.ms). Retriable: the same call may be made
     again, and the outcome is not known until it succeeds (docs/coordinator.md §7.2)."""
 
-    code = -185
-    error_name = "_TIMED_OUT"
+    code = KafkaError._TIMED_OUT
     retriable = True
 
 
@@ -481,8 +479,7 @@ class CorruptCheckpointError(KafkaException, ValueError):
     (docs/format.md §9.1). The message names the file, the byte or the entry, and the values.
     Nothing is deleted because of a checkpoint: the open refuses instead."""
 
-    code = -1
-    error_name = "UNKNOWN_SERVER_ERROR"
+    code = KafkaError.UNKNOWN
 
 
 class UnsafePathError(KafkaStorageError):

@@ -1,2 +1,2 @@
 """Tests of eoslog.client: the Producer (idempotent, transactional, the native fast path), the
-Consumer and the read_committed fetch plan."""
+Consumer, the read_committed fetch plan, and the confluent-kafka-shaped KafkaError."""

@@ -171,7 +171,7 @@ def test_a_retry_of_a_batch_that_landed_returns_the_original_offsets(
         sent.append(bytes(raw))
         info = original(raw)
         if len(sent) == 1:
-            raise KafkaException(KafkaError(7, "REQUEST_TIMED_OUT", retriable=True))
+            raise KafkaException(KafkaError(KafkaError.REQUEST_TIMED_OUT, retriable=True))
         return info
 
     log.append_batch = append_then_lose_the_answer  # type: ignore[method-assign]

@@ -284,7 +284,7 @@ def test_transactional_error_states_raise_the_same_on_both_paths(broker: eoslog.
         producer.begin_transaction()
         produce("t", b"open")
         with producer._lock:
-            producer._sender.txn_failed(eoslog.KafkaException(eoslog.KafkaError(1, "X", "failed")))
+            producer._sender.txn_failed(eoslog.KafkaException(eoslog.KafkaError(1, "failed")))
         found = [_outcome(produce), len(producer)]
         producer.abort_transaction()
         producer.begin_transaction()

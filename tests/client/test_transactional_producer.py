@@ -459,7 +459,7 @@ def test_every_method_in_every_state_is_allowed_or_raises_its_error(
     manager.state = state
     if state is T.FATAL_ERROR:
         manager.error = ProducerFencedError(
-            eoslog.KafkaError(90, "PRODUCER_FENCED", "fenced", fatal=True)
+            eoslog.KafkaError(eoslog.KafkaError.PRODUCER_FENCED, "fenced", fatal=True)
         )
     if state is T.ABORTABLE_ERROR:
         manager.error = InvalidProducerEpochError("old epoch")

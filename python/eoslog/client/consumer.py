@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
 
@@ -55,11 +55,6 @@ class LogSource(Protocol):
     def partition_counts(self) -> dict[str, int]: ...
 
     def clock_ms(self) -> int: ...
-
-
-# librdkafka's local error codes (rdkafka.h RD_KAFKA_RESP_ERR__*), as confluent reports them.
-ERR_STATE: Final = -172
-ERR_NO_OFFSET: Final = -168
 
 
 class Consumer:
@@ -153,8 +148,7 @@ class Consumer:
         if assigned is None:
             raise KafkaException(
                 KafkaError(
-                    ERR_STATE,
-                    "_STATE",
+                    KafkaError._STATE,
                     f"seek: {partition.topic}-{partition.partition} is not assigned",
                 )
             )
@@ -361,7 +355,7 @@ class Consumer:
         else:
             targets = [tp for tp in self.position(self.assignment()) if tp.offset >= 0]
         if not targets:
-            raise KafkaException(KafkaError(ERR_NO_OFFSET, "_NO_OFFSET", "no offset to commit"))
+            raise KafkaException(KafkaError(KafkaError._NO_OFFSET, "no offset to commit"))
         group.commit(
             [OffsetToCommit(tp.topic, tp.partition, tp.offset, tp.metadata or "") for tp in targets]
         )

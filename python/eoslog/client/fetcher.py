@@ -71,11 +71,6 @@ def _kind_of(fetched: FetchedRecords | MessageBatch) -> str:
     return ARROW if fetched.columns.headers is None else ARROW_HEADERS
 
 
-# librdkafka's local error code (rdkafka.h RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET), as confluent
-# reports it.
-ERR_AUTO_OFFSET_RESET: Final = -140
-
-
 class OffsetSource(Protocol):
     """What the fetcher needs of the Broker: the group coordinator, for committed offsets."""
 
@@ -199,8 +194,7 @@ class Fetcher:
         else:
             raise KafkaException(
                 KafkaError(
-                    ERR_AUTO_OFFSET_RESET,
-                    "_AUTO_OFFSET_RESET",
+                    KafkaError._AUTO_OFFSET_RESET,
                     f"{assigned.topic}-{assigned.partition}: no offset to start from and "
                     "auto.offset.reset is error",
                 )

@@ -242,7 +242,6 @@ class Sender:
         fatal = type(error)(
             KafkaError(
                 error.error.code(),
-                error.error.name(),
                 f"fatal idempotent producer error: {error.error.str()}",
                 fatal=True,
             )

@@ -113,7 +113,7 @@ def as_abortable(error: KafkaException) -> KafkaException:
     if error.error.txn_requires_abort() and not error.error.fatal():
         return error
     inner = error.error
-    return type(error)(KafkaError(inner.code(), inner.name(), inner.str(), txn_requires_abort=True))
+    return type(error)(KafkaError(inner.code(), inner.str(), txn_requires_abort=True))
 
 
 def as_fatal(error: KafkaException) -> KafkaException:
@@ -121,7 +121,7 @@ def as_fatal(error: KafkaException) -> KafkaException:
     if error.error.fatal():
         return error
     inner = error.error
-    return type(error)(KafkaError(inner.code(), inner.name(), inner.str(), fatal=True))
+    return type(error)(KafkaError(inner.code(), inner.str(), fatal=True))
 
 
 class TransactionManager:

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import Final
 
-from eoslog.errors import KafkaException
+from eoslog.errors import KafkaError, KafkaException
 
 PRODUCER_ID_BLOCK_SIZE: Final = 1000
 # Kafka refuses a block whose first id is past Long.MAX_VALUE - block size.
@@ -22,8 +22,7 @@ _LAST_BLOCK_START: Final = (1 << 63) - 1 - PRODUCER_ID_BLOCK_SIZE
 class ProducerIdsExhaustedError(KafkaException):
     """Every producer id has been used (Kafka: "Exhausted all producerIds")."""
 
-    code = -1
-    error_name = "UNKNOWN_SERVER_ERROR"
+    code = KafkaError.UNKNOWN
 
 
 class ProducerIdManager:
