@@ -12,13 +12,15 @@ their own locks.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import threading
 import uuid
+import weakref
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from eoslog import limits
 from eoslog.clock import wall_clock_ms
@@ -50,6 +52,9 @@ from eoslog.log.partition import PartitionLog
 if TYPE_CHECKING:
     from eoslog.client.consumer import Consumer
     from eoslog.client.producer import Producer
+
+_log = logging.getLogger(__name__)
+_Client = TypeVar("_Client", "Consumer", "Producer")
 
 DURABILITY_MODES: Final = ("commit", "always", "none")
 # A partition directory being deleted: `<topic>-<partition>.<random>-delete` (Kafka's suffix),
@@ -125,6 +130,10 @@ class Broker:
         self._next_producer_id_block = 0
         self._coordinator_epoch = 0
         self._closed = False
+        self._closing = False
+        # The consumers and producers this broker made, weakly: close() closes those still
+        # alive, so that nothing they hold is dropped without a report.
+        self._clients: list[weakref.ref[Consumer | Producer]] = []
         # Set when the directory may hold what a clean open must not trust (a topic creation
         # that could not be undone): close() then writes no clean-shutdown marker.
         self._storage_failure: KafkaStorageError | None = None
@@ -488,7 +497,7 @@ class Broker:
         from eoslog.client.consumer import Consumer
 
         self._check_open()
-        return Consumer(self, config)
+        return self._track(Consumer(self, config))
 
     def producer(self, config: Mapping[str, object] | None = None) -> Producer:
         """A confluent-kafka-style Producer writing to this broker's logs (docs/api.md "Producer";
@@ -497,7 +506,13 @@ class Broker:
         from eoslog.client.producer import Producer
 
         self._check_open()
-        return Producer(self, config)
+        return self._track(Producer(self, config))
+
+    def _track(self, client: _Client) -> _Client:
+        with self._lock:
+            self._clients = [ref for ref in self._clients if ref() is not None]
+            self._clients.append(weakref.ref(client))
+        return client
 
     # --- maintenance and shutdown -----------------------------------------------------------
 
@@ -607,13 +622,22 @@ class Broker:
                 self._checkpoints_final = True
             return True
 
-    def close(self) -> None:
-        """Flush every log, write the checkpoints and the clean-shutdown marker, release the
-        lock. A broker whose storage failed closes without the marker, so the next open
-        recovers."""
+    def close(self, timeout: float | None = None) -> None:
+        """Close the consumers this broker made that are still open (auto-committing their
+        positions, leaving their groups), then its producers (each aborts an open
+        transaction and flushes within `timeout` seconds, None: no limit; what it cannot
+        write is reported to its delivery callbacks with KafkaError._PURGE_QUEUE, never
+        dropped silently); then flush every log, write the checkpoints and the
+        clean-shutdown marker, release the lock. A broker whose storage failed closes
+        without the marker, so the next open recovers. A client's failure to close is
+        logged, not raised: the broker still closes."""
         with self._lock:
-            if self._closed:
+            if self._closed or self._closing:
                 return
+            self._closing = True
+            clients = [c for c in (ref() for ref in self._clients) if c is not None]
+        self._close_clients(clients, timeout)
+        with self._lock:
             self._closed = True
         self._stop.set()
         if self._maintenance is not None:
@@ -647,6 +671,18 @@ class Broker:
             # Not marked clean: the next open recovers. The caller learns that the last
             # writes may not be durable.
             raise failure
+
+    @staticmethod
+    def _close_clients(clients: list[Consumer | Producer], timeout: float | None) -> None:
+        from eoslog.client.consumer import Consumer
+
+        # Consumers first: their auto-commit and group leave may end what a producer's
+        # transaction is waiting on, never the other way round.
+        for client in sorted(clients, key=lambda client: not isinstance(client, Consumer)):
+            try:
+                client.close() if isinstance(client, Consumer) else client.close(timeout)
+            except Exception:  # the broker closes whatever one client does
+                _log.exception("closing %r with its broker failed", client)
 
     def _release_after_failed_open(self) -> None:
         for log in self._logs.values():

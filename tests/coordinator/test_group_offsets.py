@@ -217,6 +217,7 @@ def test_pending_offsets_stay_pending_across_reopen_until_the_transaction_is_fen
     _setup(broker)
     _consumer(broker).commit(offsets=[TopicPartition("in", 0, 3)])
     _transaction_with_offsets(broker, "t1", 10)  # left open: the process "dies" with it
+    logtools.forget_clients(broker)
     broker.close()
     reopened = open_broker()
     assert _committed(reopened) == 3

@@ -368,9 +368,30 @@ class Producer:
         (confluent's len(producer))."""
         return self._accumulator.outstanding
 
+    def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
+        """confluent-kafka's purge: with in_queue, every message not yet appended fails with
+        KafkaError._PURGE_QUEUE (MessagePurgedError), reported by the next poll() or flush().
+        An append already under way completes (there is no network request to abandon, so
+        in_flight purges nothing more); blocking is accepted for confluent's signature. In a
+        transaction with messages purged, the transaction can only be aborted (its commit
+        would lose them): it moves to the abortable state. TypeError for a non-bool flag."""
+        for name, flag in (
+            ("in_queue", in_queue),
+            ("in_flight", in_flight),
+            ("blocking", blocking),
+        ):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be a bool, not {type(flag).__name__}")
+        self._check_open()
+        if in_queue:
+            self._sender.purge_queued("purged by purge()")
+
     def close(self, timeout: float | None = None) -> int:
         """flush(), then stop the linger thread; later calls raise ProducerStateError.
-        Returns what flush() returned. Idempotent.
+        Idempotent. What the flush could not write within `timeout` is purged and reported
+        (KafkaError._PURGE_QUEUE) before close returns, so no message is dropped without a
+        delivery report; returns the messages still unreported (0 unless another thread is
+        appending one of them).
 
         A transactional producer first aborts a transaction still open (IN_TRANSACTION or
         ABORTABLE_ERROR), as Kafka's graceful close does; if that abort fails, the
@@ -380,8 +401,14 @@ class Producer:
             return self._accumulator.outstanding
         try:
             if self._txn is not None:
-                return self._close_transactional(timeout)
-            return self.flush(timeout)
+                remaining = self._close_transactional(timeout)
+            else:
+                remaining = self.flush(timeout)
+            if remaining:
+                self._sender.purge_queued("not written before close()'s timeout")
+                self._sender.serve()
+                remaining = self._accumulator.outstanding
+            return remaining
         finally:
             with self._lock:
                 self._sender.stop()
@@ -535,7 +562,8 @@ class Producer:
                 if txn.state is not TxnState.ABORTING:
                     txn.transition(TxnState.ABORTING)
             deadline = self._sender.deadline(timeout)
-            self._purge()
+            # Waits for an append in flight to finish.
+            self._sender.purge_queued("purged by abort_transaction()")
             self._sender.serve()
             if isinstance(txn.error, InvalidProducerIdMappingError):
                 self._reinitialize(transactional_id, deadline)
@@ -551,15 +579,6 @@ class Producer:
             self._txn.transition(TxnState.INITIALIZING)
             expected = (self._batches.producer_id, self._batches.producer_epoch)
         self._sender.initialize(transactional_id, deadline, expected)
-
-    def _purge(self) -> None:
-        """Close every open batch and fail every queued one with MessagePurgedError (state
-        ABORTING: the sender fails them unsent). Waits for an append in flight to finish."""
-        with self._lock:
-            self._batches.close_open()
-            queued = [(topic, state) for (topic, _), state in self._batches.partitions.items()]
-        for topic, state in queued:
-            self._sender.send(topic, state)
 
     def _require_transactional(self, method: str) -> str:
         transactional_id = self._settings.transactional_id

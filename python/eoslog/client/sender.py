@@ -176,6 +176,32 @@ class Sender:
                 with self._lock:
                     self._done(topic, state, batch, outcome, txn)
 
+    def purge_queued(self, why: str) -> int:
+        """Fail every batch not yet appended, the open ones closed first, with
+        MessagePurgedError (librdkafka's _PURGE_QUEUE); their reports are queued for serve().
+        A batch being appended meanwhile (in flight) completes: each partition's send lock is
+        taken before its batches go. In a transaction, the transaction can no longer commit
+        what it was given, so it moves to ABORTABLE_ERROR. Returns the messages purged."""
+        with self._lock:
+            self._batches.close_open()
+            partitions = [
+                (topic, state)
+                for (topic, _partition), state in self._batches.partitions.items()
+                if state.pending
+            ]
+        purged = 0
+        error = MessagePurgedError(why)
+        for topic, state in partitions:
+            with state.send_lock, self._lock:
+                while state.pending:
+                    purged += state.pending[0].count
+                    self._done(topic, state, state.pending[0], error, self._txn)
+        with self._lock:
+            txn = self._txn
+            if purged and txn is not None and txn.state is TxnState.IN_TRANSACTION:
+                self.txn_failed(error)
+        return purged
+
     def _done(
         self,
         topic: str,
