@@ -455,15 +455,17 @@ class Producer:
         consumer's consumer_group_metadata(): offsets from a member the group has dropped or
         from an older generation raise CommitFailedError (UnknownMemberIdError,
         IllegalGenerationError; abortable: abort_transaction() and carry on, as a fenced
-        zombie must). TypeError / ValueError for bad arguments, changing nothing.
-        InvalidGroupIdError for an empty group id. `timeout` bounds the partition add (None:
-        max.block.ms). Any thread; one transaction call runs at a time."""
+        zombie must). A partition whose offset is negative (position() of a partition not
+        read yet gives OFFSET_INVALID) is left out, and with none left nothing is sent, as
+        librdkafka does. TypeError for bad arguments, changing nothing. InvalidGroupIdError
+        for an empty group id. `timeout` bounds the partition add (None: max.block.ms). Any
+        thread; one transaction call runs at a time."""
         self._require_transactional("send_offsets_to_transaction")
         txn = self._txn
         assert txn is not None
         if not isinstance(group_metadata, ConsumerGroupMetadata):
             raise TypeError("group_metadata must come from Consumer.consumer_group_metadata()")
-        wanted = [offset_to_commit(tp) for tp in offsets]
+        wanted = [offset for tp in offsets if (offset := offset_to_commit(tp)) is not None]
         groups = self._broker.groups
         with self._txn_call_lock:
             with self._lock:
