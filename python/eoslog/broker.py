@@ -75,6 +75,9 @@ _KEPT_WHOLE: Final = {"retention.ms": -1, "retention.bytes": -1}
 # topics over 50 partitions to balance load across brokers; one embedded node has nothing to
 # balance, so eoslog defaults them to 1 (fewer files, faster open); both stay configurable.
 BROKER_DEFAULTS: Final[dict[str, int]] = {
+    # A topic a producer (or a consumer allowing it) names before it exists is created with
+    # num.partitions partitions and the broker's log defaults (topic_metadata).
+    "auto.create.topics.enable": True,
     "num.partitions": 1,
     "log.retention.check.interval.ms": 300_000,
     "transaction.state.log.num.partitions": 1,
@@ -89,6 +92,8 @@ BROKER_DEFAULTS: Final[dict[str, int]] = {
     "transactional.id.expiration.ms": 7 * DAY_MS,
     "producer.id.expiration.ms": DAY_MS,
 }
+
+_BOOLEAN_KEYS: Final = frozenset({"auto.create.topics.enable"})
 
 
 class Broker:
@@ -431,6 +436,28 @@ class Broker:
             return self._storage_failure
         return cause
 
+    def topic_metadata(self, name: str, *, auto_create: bool = False) -> TopicMetadata:
+        """The topic's metadata (its properties: those set on it), as a Kafka Metadata request
+        answers a client. An unknown topic is created first, with num.partitions partitions
+        and the broker's log defaults, when the client allows it (`auto_create`: its
+        allow.auto.create.topics) and so does the broker (auto.create.topics.enable), as
+        Kafka's AutoTopicCreationManager does. Raises InvalidTopicError for an invalid name and
+        UnknownTopicOrPartitionError for an unknown topic not created (nothing is created
+        then), and create_topic's storage errors. Any thread: concurrent callers naming one
+        new topic create it once."""
+        with self._lock:
+            self._check_open()
+            metadata = self._topics.get(name)
+            if metadata is not None:
+                return metadata
+            validate_topic_name(name)
+            # The internal topics exist from the open on (_load); none is ever made here with
+            # a user topic's settings.
+            if not auto_create or not self.settings["auto.create.topics.enable"]:
+                raise UnknownTopicOrPartitionError(f"unknown topic {name!r}")
+            assert name not in INTERNAL_TOPICS, name
+            return self.create_topic(name)
+
     def list_topics(self) -> dict[str, TopicMetadata]:
         with self._lock:
             return {
@@ -719,6 +746,12 @@ def _parse_broker_config(config: Mapping[str, object]) -> tuple[dict[str, int], 
     for key, value in config.items():
         if key in BROKER_KEYS:
             topic_defaults[BROKER_KEYS[key]] = value
+        elif key in _BOOLEAN_KEYS:
+            # Kafka takes the strings "true" and "false" as well as booleans.
+            flag = {"true": True, "false": False}.get(str(value).lower(), value)
+            if not isinstance(flag, bool):
+                raise InvalidConfigError(f"{key} must be a boolean, not {value!r}")
+            settings[key] = flag
         elif key in BROKER_DEFAULTS:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise InvalidConfigError(f"{key} must be a non-negative integer, not {value!r}")

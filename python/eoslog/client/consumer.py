@@ -22,6 +22,7 @@ comes.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
@@ -35,12 +36,18 @@ from eoslog.client.fetcher import ARROW, ARROW_HEADERS, AssignedPartition, Fetch
 from eoslog.client.group_member import GroupMember, Rebalance, RebalanceCallback
 from eoslog.client.message import OFFSET_INVALID, Message, TopicPartition
 from eoslog.coordinator.group_coordinator import ConsumerGroupMetadata, OffsetToCommit
-from eoslog.errors import InvalidGroupIdError, KafkaError, KafkaException
+from eoslog.errors import (
+    InvalidGroupIdError,
+    KafkaError,
+    KafkaException,
+    UnknownTopicOrPartitionError,
+)
 from eoslog.record.columns import spark_schema
 
 if TYPE_CHECKING:
     from eoslog.coordinator.group_coordinator import GroupCoordinator
     from eoslog.log.append_signal import AppendSignal
+    from eoslog.log.meta_file import TopicMetadata
     from eoslog.log.partition import PartitionLog
 
 
@@ -53,6 +60,8 @@ class LogSource(Protocol):
     def log(self, topic: str, partition: int) -> PartitionLog: ...
 
     def partition_counts(self) -> dict[str, int]: ...
+
+    def topic_metadata(self, name: str, *, auto_create: bool = False) -> TopicMetadata: ...
 
     def clock_ms(self) -> int: ...
 
@@ -69,7 +78,10 @@ class Consumer:
     and at close), `max.poll.interval.ms` (default 300000: a member that does not poll for
     that long is removed from its group), `partition.assignment.strategy` ("range",
     "roundrobin" or a comma-separated preference list; default "range,roundrobin"),
-    `check.crcs` (default true), `fetch.max.bytes`, `max.partition.fetch.bytes`. A few common
+    `allow.auto.create.topics` (default false, as librdkafka's: when true, subscribe() and
+    assign() create a named topic that does not exist yet, with the broker's num.partitions,
+    if its auto.create.topics.enable allows), `check.crcs` (default true), `fetch.max.bytes`,
+    `max.partition.fetch.bytes`. A few common
     client keys with no meaning here (bootstrap.servers, client.id, session.timeout.ms, ...)
     are accepted and ignored; any other key raises InvalidConfigError.
 
@@ -111,13 +123,15 @@ class Consumer:
         committed offset, looked up at the first fetch; without one, or without a group.id,
         the auto.offset.reset policy). An offset outside the log is reset by the policy at
         the first fetch. UnknownTopicOrPartitionError for a partition that does
-        not exist (nothing changes then); ValueError for a partition given twice."""
+        not exist (nothing changes then, but a topic allow.auto.create.topics created stays);
+        ValueError for a partition given twice."""
         self._check_open()
         assigned: dict[tuple[str, int], AssignedPartition] = {}
         for tp in partitions:
             key = (tp.topic, tp.partition)
             if key in assigned:
                 raise ValueError(f"partition {tp.topic}-{tp.partition} is assigned twice")
+            self._maybe_create_topic(tp.topic)
             log = self._broker.log(tp.topic, tp.partition)
             assigned[key] = AssignedPartition(log, OFFSET_INVALID)
         for key, tp in zip(assigned, partitions, strict=True):
@@ -319,9 +333,14 @@ class Consumer:
         instead when the member was removed for not polling within max.poll.interval.ms).
         An on_assign that does not call assign() gets the partitions assigned after it
         returns, each at the group's committed offset. Replaces an earlier subscription or
-        assign(). InvalidGroupIdError without a group.id; re.error for a bad pattern."""
+        assign(). With allow.auto.create.topics, each named topic (not a pattern) that does
+        not exist is created here. InvalidGroupIdError without a group.id; re.error for a bad
+        pattern; InvalidTopicError for a bad name under allow.auto.create.topics."""
         group = self._require_group("subscribe")
         group.subscribe(topics, on_assign, on_revoke, on_lost)
+        for topic in topics:
+            if not topic.startswith("^"):
+                self._maybe_create_topic(topic)
         if self._order:
             self.unassign()
 
@@ -442,6 +461,13 @@ class Consumer:
                 self.assign(list(rebalance.assigned))
 
     # --- internals --------------------------------------------------------------------------
+
+    def _maybe_create_topic(self, topic: str) -> None:
+        """Under allow.auto.create.topics, the broker's metadata request that creates `topic`
+        if it is missing (and the broker allows it): librdkafka's subscribe and assign."""
+        if self._config.allow_auto_create_topics:
+            with contextlib.suppress(UnknownTopicOrPartitionError):
+                self._broker.topic_metadata(topic, auto_create=True)
 
     def _require_group(self, name: str) -> GroupMember:
         self._check_open()

@@ -86,15 +86,19 @@ class ProducerBroker(SenderBroker, Protocol):
 
     def init_producer_id(self) -> tuple[int, int]: ...
 
-    def list_topics(self) -> Mapping[str, TopicMetadata]: ...
+    def topic_metadata(self, name: str, *, auto_create: bool = False) -> TopicMetadata: ...
 
 
 class Producer:
     """confluent_kafka.Producer's surface over this process's Broker (docs/api.md "Producer").
 
-    Thread-safe (see the module docstring). Differences from confluent-kafka-python, where
+    Thread-safe (see the module docstring). A topic produced to before it exists is created
+    with the broker's num.partitions, as Kafka's broker does for a producer's metadata request,
+    unless `allow.auto.create.topics` (Java's producer key, default true) or the broker's
+    `auto.create.topics.enable` is false. Differences from confluent-kafka-python, where
     docs/api.md is silent: produce() raises UnknownTopicOrPartitionError at once for an unknown
-    topic or partition (librdkafka reports an unknown topic later, in the delivery report);
+    topic not created, or an unknown partition (librdkafka reports them later, in the delivery
+    report), and InvalidTopicError for an invalid topic name;
     keys `bootstrap.servers`, `socket.timeout.ms`, `request.timeout.ms` and
     `metadata.max.age.ms` are accepted and ignored; `acks` other than all/-1 is accepted only
     without idempotence and changes nothing (one node: an append is acknowledged when it is in
@@ -140,7 +144,11 @@ class Producer:
             transactional=self._transactional,
         )
         self._batches = BatchAccumulator(
-            settings, broker.list_topics, sticky, self._accumulator, self._sender.batch_opened
+            settings,
+            functools.partial(broker.topic_metadata, auto_create=settings.auto_create_topics),
+            sticky,
+            self._accumulator,
+            self._sender.batch_opened,
         )
         # The transaction state (under self._lock); None without a transactional.id. It opens
         # and closes the accumulator's native path with the transaction (in_transaction).
@@ -474,15 +482,17 @@ class Producer:
         consumer's consumer_group_metadata(): offsets from a member the group has dropped or
         from an older generation raise CommitFailedError (UnknownMemberIdError,
         IllegalGenerationError; abortable: abort_transaction() and carry on, as a fenced
-        zombie must). TypeError / ValueError for bad arguments, changing nothing.
-        InvalidGroupIdError for an empty group id. `timeout` bounds the partition add (None:
-        max.block.ms). Any thread; one transaction call runs at a time."""
+        zombie must). A partition whose offset is negative (position() of a partition not
+        read yet gives OFFSET_INVALID) is left out, and with none left nothing is sent, as
+        librdkafka does. TypeError for bad arguments, changing nothing. InvalidGroupIdError
+        for an empty group id. `timeout` bounds the partition add (None: max.block.ms). Any
+        thread; one transaction call runs at a time."""
         self._require_transactional("send_offsets_to_transaction")
         txn = self._txn
         assert txn is not None
         if not isinstance(group_metadata, ConsumerGroupMetadata):
             raise TypeError("group_metadata must come from Consumer.consumer_group_metadata()")
-        wanted = [offset_to_commit(tp) for tp in offsets]
+        wanted = [offset for tp in offsets if (offset := offset_to_commit(tp)) is not None]
         groups = self._broker.groups
         with self._txn_call_lock:
             with self._lock:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -59,13 +59,13 @@ class BatchAccumulator:
     def __init__(
         self,
         settings: ProducerSettings,
-        list_topics: Callable[[], Mapping[str, TopicMetadata]],
+        topic_metadata: Callable[[str], TopicMetadata],
         sticky: partitioner.StickyPartitioner,
         native: accumulator.RecordAccumulator,
         opened: Callable[[ProducerBatch], None],
     ) -> None:
         self._settings = settings
-        self._list_topics = list_topics
+        self._topic_metadata = topic_metadata
         self._transactional = settings.transactional_id is not None
         self._native = native
         self._opened = opened
@@ -146,12 +146,12 @@ class BatchAccumulator:
         return partitioner.partition_for_key(key, count)
 
     def partition_count(self, topic: str) -> int:
+        """The topic's partition count, asked of the broker once per topic: its metadata
+        request, which creates an unknown topic when allow.auto.create.topics and the broker
+        allow it, and raises UnknownTopicOrPartitionError or InvalidTopicError otherwise."""
         count = self._partition_counts.get(topic)
         if count is None:
-            metadata = self._list_topics().get(topic)
-            if metadata is None:
-                raise UnknownTopicOrPartitionError(f"unknown topic {topic!r}")
-            count = self._partition_counts[topic] = metadata.num_partitions
+            count = self._partition_counts[topic] = self._topic_metadata(topic).num_partitions
         return count
 
     def add_partition(self, topic: str, partition: int) -> PartitionState:
