@@ -193,7 +193,9 @@ cdef class RecordAccumulator:
                 timestamp=0, headers=None, *, callback=None):
         """Producer.produce (same arguments, same results, same errors): queue one record."""
         if (headers is not None or type(topic) is not str
-                or type(partition) is not int or type(timestamp) is not int):
+                or type(partition) is not int or type(timestamp) is not int
+                or (on_delivery is not None and not callable(on_delivery))
+                or (callback is not None and not callable(callback))):
             return self.slow(topic, value, key, partition, on_delivery, timestamp, headers,
                              callback=callback)
         cdef object record_value = value.encode() if type(value) is str else value

@@ -30,11 +30,17 @@ from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
 
-from eoslog import limits
+from eoslog import arguments, limits
 from eoslog.client.consumer_config import ConsumerConfig
 from eoslog.client.fetcher import ARROW, ARROW_HEADERS, AssignedPartition, Fetcher
 from eoslog.client.group_member import GroupMember, Rebalance, RebalanceCallback
-from eoslog.client.message import OFFSET_INVALID, Message, TopicPartition
+from eoslog.client.message import (
+    OFFSET_INVALID,
+    Message,
+    TopicPartition,
+    topic_partition,
+    topic_partitions,
+)
 from eoslog.coordinator.group_coordinator import ConsumerGroupMetadata, OffsetToCommit
 from eoslog.errors import (
     InvalidGroupIdError,
@@ -92,6 +98,7 @@ class Consumer:
     Used from one thread. After close() every method raises RuntimeError."""
 
     def __init__(self, broker: LogSource, config: Mapping[str, object] | None = None) -> None:
+        arguments.refuse_config_as_broker("Consumer", broker)
         self._broker = broker
         self._config = ConsumerConfig(config or {})
         self._assigned: dict[tuple[str, int], AssignedPartition] = {}
@@ -126,6 +133,7 @@ class Consumer:
         not exist (nothing changes then, but a topic allow.auto.create.topics created stays);
         ValueError for a partition given twice."""
         self._check_open()
+        partitions = topic_partitions("partitions", partitions)
         assigned: dict[tuple[str, int], AssignedPartition] = {}
         for tp in partitions:
             key = (tp.topic, tp.partition)
@@ -158,6 +166,7 @@ class Consumer:
         assign()); the next poll/consume starts there. Records already fetched past it are
         discarded. KafkaException (_STATE) if the partition is not assigned."""
         self._check_open()
+        topic_partition("partition", partition)
         assigned = self._assigned.get((partition.topic, partition.partition))
         if assigned is None:
             raise KafkaException(
@@ -173,6 +182,7 @@ class Consumer:
         to deliver (the last consumed record's offset + 1, or past skipped control batches);
         OFFSET_INVALID for a partition not assigned or not yet resolved."""
         self._check_open()
+        partitions = topic_partitions("partitions", partitions)
         out = []
         for tp in partitions:
             assigned = self._assigned.get((tp.topic, tp.partition))
@@ -189,6 +199,7 @@ class Consumer:
         asked, assigned or not; timeout and cached are accepted for confluent compatibility
         (the answer is always current). UnknownTopicOrPartitionError if it does not exist."""
         self._check_open()
+        topic_partition("partition", partition)
         log = self._broker.log(partition.topic, partition.partition)
         return log.log_start_offset, self._fetcher.bound(log)
 
@@ -199,6 +210,7 @@ class Consumer:
         `timeout` seconds (None or a negative value: wait indefinitely; 0: do not wait).
         Raises KafkaException for errors (OffsetOutOfRangeError under
         auto.offset.reset=error, CorruptRecordError for damaged batches, ...)."""
+        timeout = arguments.optional_real("timeout", timeout)
         found = self.consume(1, -1 if timeout is None else timeout)
         return found[0] if found else None
 
@@ -211,6 +223,8 @@ class Consumer:
         are served in turn, each delivering in offset order. A fetch that fails after records
         were collected ends the call with those records; the next call raises the error."""
         self._check_open()
+        num_messages = arguments.integer("num_messages", num_messages)
+        timeout = arguments.real("timeout", timeout)
         if not 1 <= num_messages <= limits.consume_messages_max:
             raise ValueError(f"num_messages must be in 1..{limits.consume_messages_max}")
         deadline = _deadline(timeout)
@@ -337,6 +351,12 @@ class Consumer:
         not exist is created here. InvalidGroupIdError without a group.id; re.error for a bad
         pattern; InvalidTopicError for a bad name under allow.auto.create.topics."""
         group = self._require_group("subscribe")
+        for name, callback in (
+            ("on_assign", on_assign),
+            ("on_revoke", on_revoke),
+            ("on_lost", on_lost),
+        ):
+            arguments.callable_or_none(name, callback)
         group.subscribe(topics, on_assign, on_revoke, on_lost)
         for topic in topics:
             if not topic.startswith("^"):
@@ -367,6 +387,10 @@ class Consumer:
         CommitFailedError (UnknownMemberIdError, IllegalGenerationError) when the group
         has moved on without this member (it rejoins at the next poll)."""
         group = self._require_group("commit")
+        if message is not None and not isinstance(message, Message):
+            raise TypeError(f"message must be a Message, not {type(message).__name__}")
+        if offsets is not None:
+            offsets = topic_partitions("offsets", offsets)
         if message is not None:
             targets = [TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
         elif offsets is not None:
@@ -389,6 +413,7 @@ class Consumer:
         offsets for one of them, then raises UnstableOffsetCommitError; under
         read_uncommitted pending offsets are not seen and it never waits."""
         group = self._require_group("committed")
+        partitions = topic_partitions("partitions", partitions)
         wanted = [(tp.topic, tp.partition) for tp in partitions]
         coordinator = self._broker.groups
         if self._config.isolation_level == "read_committed":

@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from eoslog import arguments
 from eoslog.client import partitioner
 from eoslog.client.columns_input import ColumnInput, column_input
 from eoslog.client.delivery import DeliveryReport, Headers
@@ -108,6 +109,7 @@ class Producer(TransactionalCalls):
         *,
         seed: int | None = None,
     ) -> None:
+        arguments.refuse_config_as_broker("Producer", broker)
         settings = parse(config or {})
         self._settings: ProducerSettings = settings
         self._broker = broker
@@ -181,6 +183,12 @@ class Producer(TransactionalCalls):
         This is the Python path; with the extension built, producer.produce is the native
         RecordAccumulator.produce, which takes the common case itself and calls this for the
         rest, before it has changed anything."""
+        # Wrong types raise here, before anything changes (confluent checks them at the call).
+        arguments.text("topic", topic)
+        partition = arguments.integer("partition", partition)
+        timestamp = arguments.integer("timestamp", timestamp)
+        arguments.callable_or_none("on_delivery", on_delivery)
+        arguments.callable_or_none("callback", callback)
         # The hot path: settings are read from attributes set in __init__, and the common
         # cases (a null key sticking to its partition, an open batch with room) take no call.
         if type(value) is str:
@@ -188,7 +196,7 @@ class Producer(TransactionalCalls):
         if type(key) is str:
             key = key.encode()
         if headers is not None:
-            headers = _headers_list(headers)
+            headers = _headers_list(arguments.headers(headers))
         report = on_delivery or callback or self._default_report
         if timestamp == 0:
             timestamp = self._clock_ms()
@@ -324,6 +332,7 @@ class Producer(TransactionalCalls):
         after the fsync that covers them under durability "commit"); the number of messages
         reported. Waits up to `timeout` seconds (None: no limit) for a
         first report while messages are outstanding; returns 0 at once when none are."""
+        timeout = arguments.optional_real("timeout", timeout)
         sender = self._sender
         sender.close_lingering(time.monotonic())
         served = sender.serve()
@@ -344,6 +353,7 @@ class Producer(TransactionalCalls):
         report: a return, like a callback without error, means durable. The number of
         messages still outstanding (0 when done; another thread may have produced meanwhile).
         Raises the fatal error if the producer has one, after reporting every message."""
+        timeout = arguments.optional_real("timeout", timeout)
         deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
         with self._lock:
             self._batches.close_open()
