@@ -156,6 +156,12 @@ cdef class RecordAccumulator:
             slots = self.topics[topic] = [None] * partitions
         slots[state.partition] = state
 
+    def forget_topic(self, str topic):
+        """Take the topic off the fast path (its partition count changed, or it was deleted):
+        its records take the Python path until add_partition registers it again. Producer
+        lock held."""
+        self.topics.pop(topic, None)
+
     cdef PartitionState find(self, str topic, object key, Py_ssize_t partition):
         """The state of the record's partition if its open batch can take the record on the
         fast path, else None. Producer lock held."""

@@ -132,6 +132,10 @@ class Broker:
         # wait on it instead of sleep-polling (eoslog.log.append_signal).
         self.append_signal = AppendSignal()
         self._topics: dict[str, TopicMetadata] = {}
+        # Bumped by every topic creation and deletion (under the lock): a client compares it
+        # with the value its cached partition counts came from, as a Kafka client refreshes
+        # its metadata, and learns a new or deleted topic at its next call.
+        self.topics_version = 0
         self._next_producer_id_block = 0
         self._coordinator_epoch = 0
         self._closed = False
@@ -398,6 +402,7 @@ class Broker:
             if self.fs.exists(stale):
                 remove_tree(self.fs, stale)
         self._topics[name] = metadata
+        self.topics_version += 1
         self._write_meta()
         for partition in range(metadata.num_partitions):
             self._logs[(name, partition)] = self._open_log(
@@ -502,6 +507,7 @@ class Broker:
                     doomed.append(target)
                 self.fs.sync_dir(self.path)
                 del self._topics[name]
+                self.topics_version += 1
                 self._write_meta()
                 for directory in doomed:
                     remove_tree(self.fs, directory)

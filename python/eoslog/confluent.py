@@ -27,7 +27,7 @@ import atexit
 import os
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from eoslog import __version__
@@ -159,21 +159,35 @@ _BROKERS = _Brokers()
 atexit.register(_BROKERS.close_all)
 
 
+def _attach(
+    client: Producer | Consumer,
+    config: Mapping[str, object],
+    kwargs: Mapping[str, object],
+    init: Callable[[Broker, dict[str, object]], None],
+) -> None:
+    """Open or share the directory `config` names, then run the eoslog client's __init__;
+    the client's release (a finalizer) gives the directory back once, at close or
+    collection, or at once if __init__ raises."""
+    directory = _Directory({**config, **kwargs})
+    broker = _BROKERS.acquire(directory)
+    client._release = weakref.finalize(client, _BROKERS.release, directory.path)
+    try:
+        init(broker, directory.client_config)
+    except BaseException:
+        client._release()
+        raise
+
+
 class Producer(_Producer):
     """confluent_kafka.Producer(config): eoslog's Producer over the directory the config names
     (module docstring). close() (an eoslog addition) flushes, stops it and releases the
     directory; without it the directory is released when the producer is collected or at
     exit."""
 
+    _release: weakref.finalize[Any, Any]
+
     def __init__(self, config: Mapping[str, object], **kwargs: Any) -> None:
-        directory = _Directory({**config, **kwargs})
-        broker = _BROKERS.acquire(directory)
-        self._release = weakref.finalize(self, _BROKERS.release, directory.path)
-        try:
-            super().__init__(broker, directory.client_config)
-        except BaseException:
-            self._release()
-            raise
+        _attach(self, config, kwargs, super().__init__)
 
     def close(self, timeout: float | None = None) -> int:
         try:
@@ -186,15 +200,10 @@ class Consumer(_Consumer):
     """confluent_kafka.Consumer(config): eoslog's Consumer over the directory the config names
     (module docstring); close() also releases the directory."""
 
+    _release: weakref.finalize[Any, Any]
+
     def __init__(self, config: Mapping[str, object], **kwargs: Any) -> None:
-        directory = _Directory({**config, **kwargs})
-        broker = _BROKERS.acquire(directory)
-        self._release = weakref.finalize(self, _BROKERS.release, directory.path)
-        try:
-            super().__init__(broker, directory.client_config)
-        except BaseException:
-            self._release()
-            raise
+        _attach(self, config, kwargs, super().__init__)
 
     def close(self) -> None:
         try:

@@ -405,7 +405,7 @@ def test_a_group_member_alone_returns_each_rebalance_as_a_value_to_apply(
     member = GroupMember(
         ConsumerConfig({"group.id": "alone"}),
         broker.groups,
-        lambda: list(broker.partition_counts()),
+        broker.partition_counts,
         broker.clock_ms,
     )
     assert not member.subscribed and member.leaving() is None  # nothing to give up yet

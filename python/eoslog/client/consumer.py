@@ -112,7 +112,7 @@ class Consumer:
             self._group = GroupMember(
                 self._config,
                 broker.groups,
-                lambda: list(broker.partition_counts()),
+                broker.partition_counts,
                 broker.clock_ms,
             )
         self._fetcher = Fetcher(broker, self._config, self._group_id)

@@ -78,6 +78,7 @@ class ProducerBroker(SenderBroker, Protocol):
     way round)."""
 
     groups: GroupCoordinator
+    topics_version: int
 
     def clock_ms(self) -> int: ...
 
@@ -147,6 +148,7 @@ class Producer(TransactionalCalls):
             sticky,
             self._accumulator,
             self._sender.batch_opened,
+            lambda: broker.topics_version,
         )
         # The transaction state (under self._lock); None without a transactional.id. It opens
         # and closes the accumulator's native path with the transaction (in_transaction).
@@ -208,12 +210,11 @@ class Producer(TransactionalCalls):
                 self._txn.check_call("produce")  # raises: only inside a transaction
             if self._accumulator.outstanding >= self._queue_messages_max:
                 raise BufferError("Local: Queue full")
+            batches.refresh_counts()
             if partition < 0:
                 sticky = batches.sticky.current.get(topic) if key is None else None
                 partition = batches.choose_partition(topic, key) if sticky is None else sticky
-            state = batches.partitions.get((topic, partition)) or batches.add_partition(
-                topic, partition
-            )
+            state = batches.state_of(topic, partition)
             batch = state.open
             if batch is None or not batch.builder.append(timestamp, key, value, headers):
                 if batch is not None:
@@ -267,6 +268,7 @@ class Producer(TransactionalCalls):
             self._check_usable()
             if self._txn is not None:
                 self._txn.check_call("produce_batch")
+            self._batches.refresh_counts()
             count = self._batches.partition_count(topic)
             if partition >= count:
                 raise UnknownTopicOrPartitionError(f"unknown partition {topic}-{partition}")
@@ -304,9 +306,7 @@ class Producer(TransactionalCalls):
                 chosen = partition
                 if chosen < 0:
                     chosen = batches.sticky.partition(topic, batches.partition_count(topic))
-                state = batches.partitions.get((topic, chosen)) or batches.add_partition(
-                    topic, chosen
-                )
+                state = batches.state_of(topic, chosen)
                 if state.open is not None:  # produce()'s records first, in their order
                     batches.close(topic, state)
                 state.open = batch
