@@ -162,6 +162,16 @@ def producing_and_consuming(
     )
 
 
+def coming_from_confluent(
+    block: Block, workdir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The confluent-style producer's delivery report and the consumer's first message are
+    printed, and the directory is released once both clients are closed."""
+    execute(block, workdir, monkeypatch)
+    assert capsys.readouterr().out.splitlines() == ["events-0@0", "b'user-1' b'signed-in'"]
+    eoslog.open(str(workdir / "data")).close()
+
+
 def partition_log(
     block: Block, workdir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -219,6 +229,7 @@ CHECKS: dict[str, Check] = {
     "Consumer groups and exactly-once pipelines": copier,
     "Transactions (exactly-once writes across partitions)": transactions,
     "Producing and consuming (idempotent producer, consumer)": producing_and_consuming,
+    "Coming from confluent-kafka": coming_from_confluent,
     "Opening a log directory (the partition log)": partition_log,
     "The Kafka v2 record-batch codec": codec,
     "Offline scans and Spark": offline_scan,
