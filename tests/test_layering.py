@@ -57,6 +57,9 @@ LAYER_RULES: list[tuple[str, tuple[str, ...]]] = [
     ("eoslog.client.fetch", ("eoslog.client.consumer", "eoslog.client.producer")),
     ("eoslog.client.group_member", ("eoslog.client.consumer", "eoslog.client.producer")),
     ("eoslog.client.producer_config", ("eoslog.client.consumer", "eoslog.client.producer")),
+    # librdkafka's keys are data: they import nothing of eoslog; the config reader reads them.
+    ("eoslog.client.librdkafka_keys", ("eoslog",)),
+    ("eoslog.client.config_reader", ("eoslog.client.consumer", "eoslog.client.producer")),
     ("eoslog.client.record_accumulator", ("eoslog.client.consumer", "eoslog.client.producer")),
     ("eoslog.client.sender", ("eoslog.client.consumer", "eoslog.client.producer")),
     (

@@ -87,9 +87,8 @@ class Consumer:
     `allow.auto.create.topics` (default false, as librdkafka's: when true, subscribe() and
     assign() create a named topic that does not exist yet, with the broker's num.partitions,
     if its auto.create.topics.enable allows), `check.crcs` (default true), `fetch.max.bytes`,
-    `max.partition.fetch.bytes`. A few common
-    client keys with no meaning here (bootstrap.servers, client.id, session.timeout.ms, ...)
-    are accepted and ignored; any other key raises InvalidConfigError.
+    `max.partition.fetch.bytes`. Every other librdkafka key is accepted and ignored (network,
+    security, ...; docs/api.md "librdkafka keys"); an unknown key raises InvalidConfigError.
 
     Under read_committed a partition that starts at the group's committed offset waits while
     a transaction holds offsets for it (KIP-447: never a stale offset); committed() likewise

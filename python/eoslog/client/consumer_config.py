@@ -1,18 +1,22 @@
-"""Consumer configuration (docs/api.md "Consumer"): Kafka's dotted keys parsed once into a
-ConsumerConfig, so nothing else in the client spells them out (docs/style.md rule 6). The
-defaults and bounds are named in eoslog.limits.
+"""Consumer configuration (docs/api.md "Consumer", "librdkafka keys"): Kafka's dotted keys
+parsed once into a ConsumerConfig, so nothing else in the client spells them out
+(docs/style.md rule 6). The defaults and bounds are named in eoslog.limits.
 
-Keys and defaults follow Kafka's ConsumerConfig and confluent-kafka-python (librdkafka) where
-docs/api.md is silent. Unknown keys raise InvalidConfigError naming the first bad key, and a
-rejected config changes nothing: the Consumer is not created.
+Every librdkafka key is accepted and checked as librdkafka checks it
+(eoslog.client.config_reader); the keys in APPLIED set the ConsumerConfig, and every other key
+(network, security, statistics, a producer's key, ...) is accepted and ignored. Keys and
+defaults follow Kafka's ConsumerConfig and confluent-kafka-python (librdkafka) where
+docs/api.md is silent. An unknown key raises InvalidConfigError naming it, as librdkafka
+refuses it, and a refused config changes nothing: the Consumer is not created.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Final
+from collections.abc import Callable, Mapping
+from typing import Any, Final
 
 from eoslog import limits
+from eoslog.client.config_reader import CONSUMER, Reader, callback, read_config, within
 from eoslog.coordinator.assignors import ASSIGNORS
 from eoslog.errors import InvalidConfigError
 from eoslog.log.partition_reads import ISOLATION_LEVELS
@@ -29,21 +33,8 @@ RESET_POLICIES: Final = {
 # librdkafka's default partition.assignment.strategy; the strategies eoslog has are
 # eoslog.coordinator.assignors.ASSIGNORS.
 ASSIGNMENT_STRATEGIES_DEFAULT: Final = ("range", "roundrobin")
-# Common confluent/librdkafka consumer keys accepted so that configs carry over unchanged,
-# with no effect here: there is no network and no background thread.
-IGNORED_KEYS: Final = frozenset(
-    {
-        "bootstrap.servers",
-        "client.id",
-        "session.timeout.ms",
-        "heartbeat.interval.ms",
-        "enable.auto.offset.store",
-        "socket.timeout.ms",
-        "request.timeout.ms",
-        "fetch.wait.max.ms",
-        "fetch.min.bytes",
-    }
-)
+# The keys only a consumer takes, read from the Python object as confluent-kafka reads them.
+_OWN_KEYS: Final[dict[str, Reader]] = {"on_commit": callback}
 
 
 class ConsumerConfig:
@@ -60,6 +51,7 @@ class ConsumerConfig:
         "group_id",
         "isolation_level",
         "max_poll_interval_ms",
+        "on_commit",
         "partition_fetch_bytes_max",
     )
 
@@ -78,69 +70,77 @@ class ConsumerConfig:
         # librdkafka's consumer default (Java's consumer says true): subscribe() and assign()
         # create no topic unless asked.
         self.allow_auto_create_topics = False
-        for key, value in config.items():
-            self._set(key, value)
-
-    def _set(self, key: str, value: object) -> None:
-        if key == "group.id":
-            if not isinstance(value, str) or not value:
-                raise InvalidConfigError(f"group.id must be a non-empty string, not {value!r}")
-            self.group_id = value
-        elif key == "isolation.level":
-            if value not in ISOLATION_LEVELS:
-                raise InvalidConfigError(f"isolation.level must be one of {ISOLATION_LEVELS}")
-            self.isolation_level = str(value)
-        elif key == "auto.offset.reset":
-            if not isinstance(value, str) or value not in RESET_POLICIES:
-                raise InvalidConfigError(
-                    f"auto.offset.reset must be one of {sorted(RESET_POLICIES)}, not {value!r}"
-                )
-            self.auto_offset_reset = RESET_POLICIES[value]
-        elif key == "enable.auto.commit":
-            self.enable_auto_commit = _boolean(key, value)
-        elif key == "auto.commit.interval.ms":
-            self.auto_commit_interval_ms = _positive(key, value)
-        elif key == "max.poll.interval.ms":
-            self.max_poll_interval_ms = _positive(key, value)
-        elif key == "partition.assignment.strategy":
-            self.assignment_strategies = _strategies(value)
-        elif key == "allow.auto.create.topics":
-            self.allow_auto_create_topics = _boolean(key, value)
-        elif key == "check.crcs":
-            self.check_crcs = _boolean(key, value)
-        elif key == "fetch.max.bytes":
-            self.fetch_bytes_max = _positive(key, value)
-        elif key == "max.partition.fetch.bytes":
-            self.partition_fetch_bytes_max = _positive(key, value)
-        elif key not in IGNORED_KEYS:
-            raise InvalidConfigError(f"unknown consumer configuration {key!r}")
+        # confluent's on_commit(err, partitions): checked and kept, not called yet.
+        self.on_commit: Callable[[Any, Any], object] | None = None
+        for name, (key, value) in read_config(config, CONSUMER, _OWN_KEYS).items():
+            apply = _APPLIED.get(name)
+            if apply is not None:
+                attribute, parse = apply
+                setattr(self, attribute, parse(key, value))
 
 
-def _boolean(key: str, value: object) -> bool:
-    if isinstance(value, bool):
-        return value
-    if value in ("true", "false"):
-        return value == "true"
-    raise InvalidConfigError(f"{key} must be a boolean, not {value!r}")
+# --- what each applied key means here --------------------------------------------------------
+# Each takes the key as given and the value as librdkafka read it (config_reader: a bool, an
+# int, an enum's canonical word, text, or None for the default), and adds eoslog's own limits
+# where they are narrower than librdkafka's range.
 
 
-def _strategies(value: object) -> tuple[str, ...]:
-    names = value.split(",") if isinstance(value, str) else value
-    if not isinstance(names, (list, tuple)) or not names:
-        raise InvalidConfigError(
-            f"partition.assignment.strategy must be a comma-separated list, not {value!r}"
-        )
-    strategies = tuple(str(name).strip() for name in names)
+def _group_id(key: str, value: object) -> str:
+    # librdkafka takes "" as no group; here a group.id given must name a group.
+    if not value:
+        raise InvalidConfigError(f"{key} must be a non-empty string, not {value!r}")
+    return str(value)
+
+
+def _isolation_level(key: str, value: object) -> str:
+    if value not in ISOLATION_LEVELS:  # None: an all-space value, librdkafka's default
+        return "read_committed"
+    return str(value)
+
+
+def _auto_offset_reset(key: str, value: object) -> str:
+    return RESET_POLICIES[str(value)] if value is not None else "latest"
+
+
+def _strategies(key: str, value: object) -> tuple[str, ...]:
+    names = str(value or "").split(",")
+    strategies = tuple(name.strip() for name in names)
     unknown = [name for name in strategies if name not in ASSIGNORS]
     if unknown:
         raise InvalidConfigError(
-            f"partition.assignment.strategy: {unknown} not supported; use {sorted(ASSIGNORS)}"
+            f"{key}: {unknown} not supported; use {sorted(ASSIGNORS)}"
             " (cooperative-sticky is not implemented)"
         )
     return strategies
 
 
-def _positive(key: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise InvalidConfigError(f"{key} must be a positive integer, not {value!r}")
+def _as_given(key: str, value: object) -> object:
     return value
+
+
+def _at_least_one(key: str, value: object) -> object:
+    # librdkafka's ranges start at 0 for these (fetch.max.bytes 0 it refuses when the consumer
+    # is created, below message.max.bytes); a fetch here returns at least a byte, and an
+    # auto-commit interval is at least a millisecond.
+    return within(key, value, 1, _INT32_MAX)
+
+
+_INT32_MAX: Final = (1 << 31) - 1
+
+
+# librdkafka's name (an alias's target) -> (ConsumerConfig attribute, what the value becomes).
+_APPLIED: Final[dict[str, tuple[str, Callable[[str, object], object]]]] = {
+    "group.id": ("group_id", _group_id),
+    "isolation.level": ("isolation_level", _isolation_level),
+    "auto.offset.reset": ("auto_offset_reset", _auto_offset_reset),
+    "enable.auto.commit": ("enable_auto_commit", _as_given),
+    "auto.commit.interval.ms": ("auto_commit_interval_ms", _at_least_one),
+    "max.poll.interval.ms": ("max_poll_interval_ms", _as_given),
+    "partition.assignment.strategy": ("assignment_strategies", _strategies),
+    "allow.auto.create.topics": ("allow_auto_create_topics", _as_given),
+    "check.crcs": ("check_crcs", _as_given),
+    "fetch.max.bytes": ("fetch_bytes_max", _at_least_one),
+    "fetch.message.max.bytes": ("partition_fetch_bytes_max", _as_given),
+    "on_commit": ("on_commit", _as_given),
+}
+APPLIED: Final = frozenset(_APPLIED)

@@ -97,8 +97,9 @@ class Producer(TransactionalCalls):
     docs/api.md is silent: produce() raises UnknownTopicOrPartitionError at once for an unknown
     topic not created, or an unknown partition (librdkafka reports them later, in the delivery
     report), and InvalidTopicError for an invalid topic name;
-    keys `bootstrap.servers`, `socket.timeout.ms`, `request.timeout.ms` and
-    `metadata.max.age.ms` are accepted and ignored; `acks` other than all/-1 is accepted only
+    every librdkafka key is accepted, and those eoslog.client.producer_config does not apply
+    (network, security, ...) are ignored (docs/api.md "librdkafka keys"); `acks` other than
+    all/-1 is accepted only
     without idempotence and changes nothing (one node: an append is acknowledged when it is in
     the log). Transactions: eoslog.client.transaction_manager has how they run, their states
     and the errors of each call."""
