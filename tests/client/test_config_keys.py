@@ -13,16 +13,21 @@ in the `test` extra; the module is skipped only where it is not installed.
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import eoslog
 from eoslog.client import consumer_config, producer_config
 from eoslog.client import librdkafka_keys as keys
 from eoslog.client.config_reader import CONSUMER, PRODUCER, PYTHON_KEYS
 from eoslog.client.consumer_config import ConsumerConfig
 from eoslog.errors import InvalidConfigError
 from eoslog.record.compression import CODEC_NAMES
+from tests.support import logtools
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
@@ -215,7 +220,7 @@ CONSUMER_VALUES: list[tuple[str, object, str, object]] = [
     ("topic.auto.offset.reset", "smallest", "auto_offset_reset", "earliest"),
     ("isolation.level", "Read_Uncommitted", "isolation_level", "read_uncommitted"),
     ("max.poll.interval.ms", "60000ms", "max_poll_interval_ms", 60_000),
-    ("auto.commit.interval.ms", "1000", "auto_commit_interval_ms", 1000),
+    ("auto.commit.interval.ms", 0, "auto_commit_interval_ms", 0),
     ("allow.auto.create.topics", "t", "allow_auto_create_topics", True),
 ]
 
@@ -350,6 +355,83 @@ def test_default_topic_config_joins_the_config_and_wins_over_it() -> None:
 def test_the_last_of_two_names_for_one_property_wins() -> None:
     assert producer_config.parse({"linger.ms": 1, "queue.buffering.max.ms": 2}).linger_ms == 2
     assert producer_config.parse({"queue.buffering.max.ms": 2, "linger.ms": 1}).linger_ms == 1
+
+
+# --- on_commit and auto.commit.interval.ms -----------------------------------------------------
+
+
+@pytest.fixture
+def broker(tmp_path: os.PathLike[str], clock: logtools.Clock) -> Iterator[eoslog.Broker]:
+    opened = eoslog.open(
+        os.path.join(tmp_path, "data"), durability="none", background=False, clock_ms=clock
+    )
+    opened.create_topic("t", 1)
+    producer = opened.producer({"linger.ms": 0})
+    for index in range(10):
+        producer.produce("t", value=b"%d" % index)
+    assert producer.flush() == 0
+    yield opened
+    opened.close()
+
+
+def subscribed(broker: eoslog.Broker, **config: object) -> tuple[eoslog.Consumer, list[Any]]:
+    """A consumer of group g subscribed to t, its first 3 records read, and what its on_commit
+    heard: (err, [(topic, partition, offset)])."""
+    heard: list[Any] = []
+
+    def on_commit(err: object, partitions: list[eoslog.TopicPartition]) -> None:
+        heard.append((err, [(tp.topic, tp.partition, tp.offset) for tp in partitions]))
+
+    settings = {"group.id": "g", "auto.offset.reset": "earliest", "on_commit": on_commit}
+    consumer = broker.consumer({**settings, **config})
+    consumer.subscribe(["t"])
+    assert len(consumer.consume(3, timeout=1)) == 3
+    return consumer, heard
+
+
+def test_on_commit_hears_of_asynchronous_commits_and_not_of_synchronous_ones(
+    broker: eoslog.Broker,
+) -> None:
+    # As confluent-kafka (checked against its mock cluster): a synchronous commit returns
+    # its result and calls nothing; an asynchronous one is reported to on_commit.
+    consumer, heard = subscribed(broker, **{"enable.auto.commit": False})
+    consumer.commit(asynchronous=False)
+    assert heard == []
+    consumer.commit(offsets=[eoslog.TopicPartition("t", 0, 2)], asynchronous=True)
+    assert heard == [(None, [("t", 0, 2)])]
+    consumer.close()
+    assert len(heard) == 1  # no auto-commit at close
+
+
+def test_on_commit_hears_of_each_auto_commit_that_commits_something(
+    broker: eoslog.Broker, clock: logtools.Clock
+) -> None:
+    # An auto-commit runs at the start of a poll, with the positions of the records read so far.
+    consumer, heard = subscribed(broker, **{"auto.commit.interval.ms": "1000"})
+    clock.advance(1_000)
+    assert len(consumer.consume(1, timeout=0)) == 1
+    assert heard == [(None, [("t", 0, 3)])]
+    assert len(consumer.consume(10, timeout=0)) == 6  # not due yet: no commit
+    assert len(heard) == 1
+    clock.advance(1_000)
+    assert consumer.poll(0) is None
+    assert heard[-1] == (None, [("t", 0, 10)])
+    clock.advance(1_000)
+    consumer.poll(0)  # nothing read since: nothing to commit, nothing reported
+    consumer.close()
+    assert len(heard) == 2
+
+
+def test_an_auto_commit_interval_of_0_turns_the_periodic_commit_off(
+    broker: eoslog.Broker, clock: logtools.Clock
+) -> None:
+    consumer, heard = subscribed(broker, **{"auto.commit.interval.ms": 0})
+    clock.advance(10**9)
+    consumer.consume(1, timeout=0)
+    assert heard == []
+    assert consumer.committed([eoslog.TopicPartition("t", 0)])[0].offset < 0
+    consumer.close()  # at close the positions are committed all the same, as librdkafka does
+    assert heard == [(None, [("t", 0, 4)])]
 
 
 # --- the docs --------------------------------------------------------------------------------

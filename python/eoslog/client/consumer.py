@@ -87,8 +87,9 @@ class Consumer:
     `allow.auto.create.topics` (default false, as librdkafka's: when true, subscribe() and
     assign() create a named topic that does not exist yet, with the broker's num.partitions,
     if its auto.create.topics.enable allows), `check.crcs` (default true), `fetch.max.bytes`,
-    `max.partition.fetch.bytes`. Every other librdkafka key is accepted and ignored (network,
-    security, ...; docs/api.md "librdkafka keys"); an unknown key raises InvalidConfigError.
+    `max.partition.fetch.bytes`, `on_commit` (called after each automatic or asynchronous
+    commit). Every other librdkafka key is accepted and ignored (network, security, ...;
+    docs/api.md "librdkafka keys"); an unknown key raises InvalidConfigError.
 
     Under read_committed a partition that starts at the group's committed offset waits while
     a transaction holds offsets for it (KIP-447: never a stale offset); committed() likewise
@@ -381,10 +382,10 @@ class Consumer:
         record to read), or `message`'s offset + 1, or by default the position of every
         assigned partition. Returns once the commit is durable (durability "commit" and
         "always": fsynced), with the committed list; None when asynchronous (the commit is
-        made before it returns all the same). Raises InvalidGroupIdError without a
-        group.id; KafkaException _NO_OFFSET when there is nothing to commit;
-        CommitFailedError (UnknownMemberIdError, IllegalGenerationError) when the group
-        has moved on without this member (it rejoins at the next poll)."""
+        made before it returns all the same, then on_commit is called). Raises
+        InvalidGroupIdError without a group.id; KafkaException _NO_OFFSET when there is
+        nothing to commit; CommitFailedError (UnknownMemberIdError, IllegalGenerationError)
+        when the group has moved on without this member (it rejoins at the next poll)."""
         group = self._require_group("commit")
         if message is not None and not isinstance(message, Message):
             raise TypeError(f"message must be a Message, not {type(message).__name__}")
@@ -401,6 +402,8 @@ class Consumer:
         group.commit(
             [OffsetToCommit(tp.topic, tp.partition, tp.offset, tp.metadata or "") for tp in targets]
         )
+        if asynchronous:
+            group.report_commit(targets)  # on_commit, as confluent reports an async commit
         return None if asynchronous else targets
 
     def committed(

@@ -61,6 +61,8 @@ class ConsumerConfig:
         # Kafka's default (ConsumerConfig auto.offset.reset = latest).
         self.auto_offset_reset = "latest"
         self.enable_auto_commit = True
+        # 0 turns the periodic commit off (librdkafka): positions are still committed
+        # before partitions are revoked and at close.
         self.auto_commit_interval_ms = limits.auto_commit_interval_ms_default
         self.max_poll_interval_ms = limits.poll_interval_ms_max_default
         self.assignment_strategies: tuple[str, ...] = ASSIGNMENT_STRATEGIES_DEFAULT
@@ -70,7 +72,8 @@ class ConsumerConfig:
         # librdkafka's consumer default (Java's consumer says true): subscribe() and assign()
         # create no topic unless asked.
         self.allow_auto_create_topics = False
-        # confluent's on_commit(err, partitions): checked and kept, not called yet.
+        # confluent's on_commit(err, partitions), called after each automatic or asynchronous
+        # commit (eoslog.client.group_member).
         self.on_commit: Callable[[Any, Any], object] | None = None
         for name, (key, value) in read_config(config, CONSUMER, _OWN_KEYS).items():
             apply = _APPLIED.get(name)
@@ -119,13 +122,12 @@ def _as_given(key: str, value: object) -> object:
 
 
 def _at_least_one(key: str, value: object) -> object:
-    # librdkafka's ranges start at 0 for these (fetch.max.bytes 0 it refuses when the consumer
-    # is created, below message.max.bytes); a fetch here returns at least a byte, and an
-    # auto-commit interval is at least a millisecond.
-    return within(key, value, 1, _INT32_MAX)
+    # librdkafka's fetch.max.bytes range starts at 0 (and refuses 0 when the consumer is
+    # created, below message.max.bytes); a fetch here returns at least a byte.
+    return within(key, value, 1, _FETCH_BYTES_MAX)
 
 
-_INT32_MAX: Final = (1 << 31) - 1
+_FETCH_BYTES_MAX: Final = 2_147_483_135  # librdkafka's upper bound for fetch.max.bytes
 
 
 # librdkafka's name (an alias's target) -> (ConsumerConfig attribute, what the value becomes).
@@ -134,7 +136,7 @@ _APPLIED: Final[dict[str, tuple[str, Callable[[str, object], object]]]] = {
     "isolation.level": ("isolation_level", _isolation_level),
     "auto.offset.reset": ("auto_offset_reset", _auto_offset_reset),
     "enable.auto.commit": ("enable_auto_commit", _as_given),
-    "auto.commit.interval.ms": ("auto_commit_interval_ms", _at_least_one),
+    "auto.commit.interval.ms": ("auto_commit_interval_ms", _as_given),
     "max.poll.interval.ms": ("max_poll_interval_ms", _as_given),
     "partition.assignment.strategy": ("assignment_strategies", _strategies),
     "allow.auto.create.topics": ("allow_auto_create_topics", _as_given),

@@ -24,7 +24,6 @@ Thread safety: like the Consumer, used from the consumer's thread only.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -91,6 +90,7 @@ class GroupMember:
         self.auto_commit = config.enable_auto_commit
         self._auto_commit_interval_ms = config.auto_commit_interval_ms
         self._last_auto_commit_ms = clock_ms()
+        self._on_commit = config.on_commit
         self._last_committed: dict[tuple[str, int], int] = {}
         self.member_id = NO_MEMBER
         self.generation_id = NO_GENERATION
@@ -239,14 +239,18 @@ class GroupMember:
     # --- auto-commit -----------------------------------------------------------------------
 
     def auto_commit_due(self) -> bool:
-        return self.auto_commit and (
-            self._clock_ms() - self._last_auto_commit_ms >= self._auto_commit_interval_ms
+        # An interval of 0 turns the periodic commit off (librdkafka's auto.commit.interval.ms).
+        return (
+            self.auto_commit
+            and self._auto_commit_interval_ms > 0
+            and self._clock_ms() - self._last_auto_commit_ms >= self._auto_commit_interval_ms
         )
 
     def commit_positions(self, positions: list[TopicPartition]) -> None:
         """Commit the consumer's positions that moved since the last commit; a refused commit
         (a member the group fenced) is dropped, as librdkafka's auto-commit reports and goes
-        on."""
+        on. on_commit(err, positions) hears of either, as confluent's does; a commit with
+        nothing moved is no commit and is not reported."""
         self._last_auto_commit_ms = self._clock_ms()
         moved = [
             OffsetToCommit(tp.topic, tp.partition, tp.offset)
@@ -255,9 +259,19 @@ class GroupMember:
         ]
         if not moved:
             return
-        # A refused commit: the next step rejoins; the next owner starts from the last commit.
-        with contextlib.suppress(CommitFailedError):
+        try:
             self.commit(moved)
+        except CommitFailedError as refused:
+            # The next step rejoins; the next owner starts from the last commit.
+            self.report_commit(positions, refused.error)
+        else:
+            self.report_commit(positions)
+
+    def report_commit(self, partitions: list[TopicPartition], error: object = None) -> None:
+        """Call on_commit(error, partitions), if the config gave one: after an automatic or
+        an asynchronous commit, as confluent-kafka calls it (never after a synchronous one)."""
+        if self._on_commit is not None:
+            self._on_commit(error, list(partitions))
 
     def commit(self, offsets: list[OffsetToCommit]) -> None:
         self._coordinator.commit_offsets(self.metadata(), offsets)
