@@ -30,10 +30,12 @@ from typing import TYPE_CHECKING, Protocol
 import pyarrow as pa
 
 from eoslog import limits
+from eoslog.client.arguments import timeout_seconds
 from eoslog.client.consumer_config import ConsumerConfig
 from eoslog.client.fetcher import ARROW, ARROW_HEADERS, AssignedPartition, Fetcher
 from eoslog.client.group_member import GroupMember, Rebalance, RebalanceCallback
 from eoslog.client.message import OFFSET_INVALID, Message, TopicPartition
+from eoslog.client.metadata import ClusterMetadata, MetadataSource, cluster_metadata
 from eoslog.coordinator.group_coordinator import ConsumerGroupMetadata, OffsetToCommit
 from eoslog.errors import InvalidGroupIdError, KafkaError, KafkaException
 from eoslog.record.columns import spark_schema
@@ -44,7 +46,7 @@ if TYPE_CHECKING:
     from eoslog.log.partition import PartitionLog
 
 
-class LogSource(Protocol):
+class LogSource(MetadataSource, Protocol):
     """What the consumer needs of the Broker."""
 
     groups: GroupCoordinator
@@ -177,6 +179,18 @@ class Consumer:
         self._check_open()
         log = self._broker.log(partition.topic, partition.partition)
         return log.log_start_offset, self._fetcher.bound(log)
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
+        """The cluster's metadata (eoslog.client.metadata): every topic, internal ones
+        included, or only `topic`, which is reported with error UNKNOWN_TOPIC_OR_PART and no
+        partitions when it does not exist. The answer is always current; timeout is accepted
+        for confluent compatibility. TypeError for a topic that is not a str or None, or a
+        timeout that is not a number."""
+        self._check_open()
+        if topic is not None and not isinstance(topic, str):
+            raise TypeError(f"argument 1 must be str or None, not {type(topic).__name__}")
+        timeout_seconds(timeout)
+        return cluster_metadata(self._broker, topic)
 
     # --- reading ----------------------------------------------------------------------------
 
@@ -384,6 +398,15 @@ class Consumer:
             else:
                 out.append(TopicPartition(topic, partition, stored.offset, stored.metadata))
         return out
+
+    def memberid(self) -> str | None:
+        """The member id the group coordinator gave this consumer, or None while it has
+        none: before its first join, after it left, and for a consumer without a group.id or
+        that only assign()s."""
+        self._check_open()
+        if self._group is None or not self._group.member_id:
+            return None
+        return self._group.member_id
 
     def consumer_group_metadata(self) -> ConsumerGroupMetadata:
         """The group, member id and generation this consumer reads under, for
