@@ -54,6 +54,7 @@ LAYER_RULES: list[tuple[str, tuple[str, ...]]] = [
         ("eoslog.client.consumer", "eoslog.client.producer"),
     ),
     ("eoslog.client.arguments", ("eoslog.client.consumer", "eoslog.client.producer")),
+    ("eoslog.client.assignment", ("eoslog.client.consumer", "eoslog.client.producer")),
     ("eoslog.client.fetcher", ("eoslog.client.consumer", "eoslog.client.producer")),
     ("eoslog.client.fetch", ("eoslog.client.consumer", "eoslog.client.producer")),
     ("eoslog.client.group_member", ("eoslog.client.consumer", "eoslog.client.producer")),

@@ -862,7 +862,7 @@ def test_a_batch_header_claiming_a_huge_offset_span_sizes_no_allocation_past_the
 
     monkeypatch.setattr(fetcher_module, "RecordRefs", record_refs)
     made = consumer(broker)
-    assigned = made._assigned[(TOPIC, 0)]
+    assigned = made._assignment.partitions[(TOPIC, 0)]
     plan = fetcher_module._planned(result, 0)
     assert plan.records == 1 << 31
     with contextlib.suppress(KafkaException):
@@ -887,7 +887,7 @@ def test_a_batch_whose_record_offsets_go_backwards_is_refused_naming_file_and_by
     forged = assemble(section, records_count=3, last_offset_delta=2)
     result = FetchResult(memoryview(forged), None, 3, 3, 0, "/x/00000000000000000000.log", 0)
     made = consumer(broker)
-    assigned = made._assigned[(TOPIC, 0)]
+    assigned = made._assignment.partitions[(TOPIC, 0)]
     plan = fetcher_module._planned(result, 0)
     with pytest.raises(eoslog.InvalidRecordError) as raised:
         if arrow:

@@ -6,8 +6,9 @@ reads in the Spark Kafka source's schema, and consumer groups: subscribe / commi
 The Consumer is the API; its parts are modules of their own, along the seams of Kafka's Java
 consumer: the configuration (eoslog.client.consumer_config), the fetcher, which holds the
 assigned partitions' positions and fetched records and reads the logs (eoslog.client.fetcher,
-docs/design.md "Fetch"), and the group membership (eoslog.client.group_member), whose steps
-return the Rebalance the consumer applies.
+docs/design.md "Fetch"), the assignment, which keeps those partitions and the order they are
+served in (eoslog.client.assignment), and the group membership (eoslog.client.group_member),
+whose steps return the Rebalance the consumer applies.
 
 Thread safety: like confluent's, a Consumer is used from one thread. Appends from other
 threads (or the same one) are safe: reads take no lock and see only whole batches.
@@ -31,6 +32,7 @@ import pyarrow as pa
 
 from eoslog import limits
 from eoslog.client.arguments import timeout_seconds
+from eoslog.client.assignment import Assignment
 from eoslog.client.consumer_config import ConsumerConfig
 from eoslog.client.fetcher import ARROW, ARROW_HEADERS, AssignedPartition, Fetcher
 from eoslog.client.group_member import GroupMember, Rebalance, RebalanceCallback
@@ -84,12 +86,8 @@ class Consumer:
     def __init__(self, broker: LogSource, config: Mapping[str, object] | None = None) -> None:
         self._broker = broker
         self._config = ConsumerConfig(config or {})
-        self._assigned: dict[tuple[str, int], AssignedPartition] = {}
-        self._order: list[AssignedPartition] = []
-        self._turn = 0  # where the next round over the partitions starts (fairness)
+        self._assignment = Assignment()
         self._closed = False
-        # Counts assign()/unassign() calls: tells whether on_assign assigned (_apply_rebalance).
-        self.assignment_generation = 0
         self._group: GroupMember | None = None
         if self._config.group_id is not None:
             self._group = GroupMember(
@@ -124,29 +122,24 @@ class Consumer:
             assigned[key] = AssignedPartition(log, OFFSET_INVALID)
         for key, tp in zip(assigned, partitions, strict=True):
             self._fetcher.seek_to(assigned[key], tp.offset)
-        self._assigned = assigned
-        self._order = list(assigned.values())
-        self._turn = 0
-        self.assignment_generation += 1
+        self._assignment.replace(assigned)
 
     def unassign(self) -> None:
         """Drop the whole assignment (buffered records are discarded)."""
         self._check_open()
-        self._assigned = {}
-        self._order = []
-        self.assignment_generation += 1
+        self._assignment.replace({})
 
     def assignment(self) -> list[TopicPartition]:
         """The assigned partitions (offsets are not reported here, as in confluent)."""
         self._check_open()
-        return [TopicPartition(p.topic, p.partition) for p in self._order]
+        return [TopicPartition(p.topic, p.partition) for p in self._assignment.partitions.values()]
 
     def seek(self, partition: TopicPartition) -> None:
         """Move an assigned partition's position to partition.offset (special offsets as in
         assign()); the next poll/consume starts there. Records already fetched past it are
         discarded. KafkaException (_STATE) if the partition is not assigned."""
         self._check_open()
-        assigned = self._assigned.get((partition.topic, partition.partition))
+        assigned = self._assignment.get(partition.topic, partition.partition)
         if assigned is None:
             raise KafkaException(
                 KafkaError(
@@ -163,7 +156,7 @@ class Consumer:
         self._check_open()
         out = []
         for tp in partitions:
-            assigned = self._assigned.get((tp.topic, tp.partition))
+            assigned = self._assignment.get(tp.topic, tp.partition)
             offset = OFFSET_INVALID if assigned is None else assigned.current_position()
             known = offset if offset >= 0 else OFFSET_INVALID
             out.append(TopicPartition(tp.topic, tp.partition, known))
@@ -224,7 +217,7 @@ class Consumer:
                     return out
                 sleep_s = min(sleep_s * 2, limits.poll_sleep_s_max)
                 continue
-            for assigned in self._rotation():
+            for assigned in self._assignment.rotation():
                 if len(out) >= num_messages or held[0] >= limits.decompressed_batch_bytes_max:
                     break
                 try:
@@ -265,7 +258,7 @@ class Consumer:
                     return _one_batch(pieces, include_headers)
                 sleep_s = min(sleep_s * 2, limits.poll_sleep_s_max)
                 continue
-            for assigned in self._rotation():
+            for assigned in self._assignment.rotation():
                 try:
                     while (
                         total < max_records
@@ -301,8 +294,7 @@ class Consumer:
             group, self._group = self._group, None
             if not self._leave_group(group) and group.auto_commit:
                 group.commit_positions(self.position(self.assignment()))
-        self._assigned = {}
-        self._order = []
+        self._assignment.replace({})
         self._closed = True
 
     def __enter__(self) -> Consumer:
@@ -336,7 +328,7 @@ class Consumer:
         assign(). InvalidGroupIdError without a group.id; re.error for a bad pattern."""
         group = self._require_group("subscribe")
         group.subscribe(topics, on_assign, on_revoke, on_lost)
-        if self._order:
+        if self._assignment:
             self.unassign()
 
     def unsubscribe(self) -> None:
@@ -344,7 +336,7 @@ class Consumer:
         self._check_open()
         if self._group is not None:
             self._leave_group(self._group)
-        if self._order:
+        if self._assignment:
             self.unassign()
 
     def commit(
@@ -457,10 +449,10 @@ class Consumer:
             self.unassign()
         group.revoked()
         if rebalance.assigned is not None:
-            before = self.assignment_generation
+            before = self._assignment.generation
             if rebalance.on_assign is not None:
                 rebalance.on_assign(self, list(rebalance.assigned))
-            if self.assignment_generation == before:
+            if self._assignment.generation == before:
                 # The callback did not assign: start each partition at its committed offset.
                 self.assign(list(rebalance.assigned))
 
@@ -479,14 +471,6 @@ class Consumer:
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("Consumer closed")
-
-    def _rotation(self) -> list[AssignedPartition]:
-        order = self._order
-        if not order:
-            return []
-        turn = self._turn % len(order)
-        self._turn = turn + 1
-        return order[turn:] + order[:turn]
 
     def _wait(self, deadline: float | None, pause_s: float, seen: int) -> bool:
         """Wait until the broker publishes data past generation `seen` (an append, a marker),
