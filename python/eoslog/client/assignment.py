@@ -1,7 +1,13 @@
 """A consumer's assignment (docs/api.md "Consumer"): the partitions it reads, each an
-AssignedPartition of the fetcher (position, fetched records), and the order poll, consume and
-consume_arrow serve them in: in turn, each call starting one partition further, so that a busy
-partition cannot starve the others.
+AssignedPartition of the fetcher (position, fetched records), the order poll, consume and
+consume_arrow serve them in (in turn, each call starting one partition further, so that a busy
+partition cannot starve the others), and the partitions the application paused.
+
+The pause belongs to the partition, not to the assignment, as librdkafka's does (a flag of its
+toppar, the per-partition object of the client handle, which outlives assignments): a paused
+partition stays paused through unassign(), assign() and rebalances until resume(), and one
+paused before it is assigned starts paused. (Kafka's Java consumer forgets the pause of a
+partition that leaves the assignment; eoslog follows confluent-kafka.)
 
 The Consumer decides what is assigned (assign, unassign, its group's rebalances); this module
 keeps the result. Thread safety: used from the consumer's thread only, as the Consumer is.
@@ -17,10 +23,11 @@ PartitionKey = tuple[str, int]
 class Assignment:
     """The assigned partitions, by (topic, partition), in the order they were assigned."""
 
-    __slots__ = ("_turn", "generation", "partitions")
+    __slots__ = ("_turn", "generation", "partitions", "paused")
 
     def __init__(self) -> None:
         self.partitions: dict[PartitionKey, AssignedPartition] = {}
+        self.paused: set[PartitionKey] = set()
         self._turn = 0  # where the next round over the partitions starts (fairness)
         # Counts the changes: tells whether an on_assign callback assigned (Consumer).
         self.generation = 0
@@ -37,9 +44,24 @@ class Assignment:
         self._turn = 0
         self.generation += 1
 
+    def add(self, partitions: dict[PartitionKey, AssignedPartition]) -> None:
+        """Assign these partitions too (none of them assigned yet), after the others."""
+        assert not self.partitions.keys() & partitions.keys()
+        self.partitions = {**self.partitions, **partitions}
+        self.generation += 1
+
+    def remove(self, keys: list[PartitionKey]) -> None:
+        """Stop reading these partitions (each assigned); their buffered records go."""
+        assert all(key in self.partitions for key in keys)
+        gone = set(keys)
+        self.partitions = {k: v for k, v in self.partitions.items() if k not in gone}
+        self.generation += 1
+
     def rotation(self) -> list[AssignedPartition]:
-        """The partitions in serving order for one poll/consume call."""
+        """The partitions that are not paused, in serving order for one poll/consume call."""
         order = list(self.partitions.values())
+        if self.paused:
+            order = [p for p in order if (p.topic, p.partition) not in self.paused]
         if not order:
             return []
         turn = self._turn % len(order)

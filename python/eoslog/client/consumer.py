@@ -31,7 +31,12 @@ from typing import TYPE_CHECKING, Protocol
 import pyarrow as pa
 
 from eoslog import limits
-from eoslog.client.arguments import timeout_seconds
+from eoslog.client.arguments import (
+    check_no_duplicate,
+    first_duplicate,
+    partition_list,
+    timeout_seconds,
+)
 from eoslog.client.assignment import Assignment
 from eoslog.client.consumer_config import ConsumerConfig
 from eoslog.client.fetcher import ARROW, ARROW_HEADERS, AssignedPartition, Fetcher
@@ -39,7 +44,12 @@ from eoslog.client.group_member import GroupMember, Rebalance, RebalanceCallback
 from eoslog.client.message import OFFSET_INVALID, Message, TopicPartition
 from eoslog.client.metadata import ClusterMetadata, MetadataSource, cluster_metadata
 from eoslog.coordinator.group_coordinator import ConsumerGroupMetadata, OffsetToCommit
-from eoslog.errors import InvalidGroupIdError, KafkaError, KafkaException
+from eoslog.errors import (
+    InvalidGroupIdError,
+    KafkaError,
+    KafkaException,
+    UnknownTopicOrPartitionError,
+)
 from eoslog.record.columns import spark_schema
 
 if TYPE_CHECKING:
@@ -113,26 +123,82 @@ class Consumer:
         the first fetch. UnknownTopicOrPartitionError for a partition that does
         not exist (nothing changes then); ValueError for a partition given twice."""
         self._check_open()
-        assigned: dict[tuple[str, int], AssignedPartition] = {}
-        for tp in partitions:
-            key = (tp.topic, tp.partition)
-            if key in assigned:
-                raise ValueError(f"partition {tp.topic}-{tp.partition} is assigned twice")
-            log = self._broker.log(tp.topic, tp.partition)
-            assigned[key] = AssignedPartition(log, OFFSET_INVALID)
-        for key, tp in zip(assigned, partitions, strict=True):
-            self._fetcher.seek_to(assigned[key], tp.offset)
-        self._assignment.replace(assigned)
+        duplicate = first_duplicate(partitions)
+        if duplicate is not None:
+            raise ValueError(f"partition {duplicate.topic}-{duplicate.partition} is assigned twice")
+        self._assignment.replace(self._started(partitions))
 
     def unassign(self) -> None:
         """Drop the whole assignment (buffered records are discarded)."""
         self._check_open()
         self._assignment.replace({})
 
+    def incremental_assign(self, partitions: Sequence[TopicPartition]) -> None:
+        """Add these partitions to the assignment, each starting at its offset as assign()
+        starts it; the others keep their positions and buffered records. Refused, with
+        nothing changed, as librdkafka refuses it: KafkaException _STATE while subscribed
+        (the group's range and roundrobin strategies are eager: its assignment changes by
+        assign()), _INVALID_ARG for a partition given twice, _CONFLICT for one already
+        assigned; UnknownTopicOrPartitionError for a partition that does not exist (librdkafka
+        takes it and waits for it). TypeError unless a list of TopicPartition."""
+        self._check_open()
+        partitions = partition_list(partitions)
+        self._check_not_eager()
+        check_no_duplicate(partitions)
+        for tp in partitions:
+            if self._assignment.get(tp.topic, tp.partition) is not None:
+                raise KafkaException(
+                    KafkaError(
+                        KafkaError._CONFLICT,
+                        f"{tp.topic} [{tp.partition}] is already part of the current assignment",
+                    )
+                )
+        self._assignment.add(self._started(partitions))
+
+    def incremental_unassign(self, partitions: Sequence[TopicPartition]) -> None:
+        """Remove these partitions from the assignment (their buffered records are
+        discarded); the others go on undisturbed. Refused, with nothing changed: KafkaException
+        _STATE while subscribed (as incremental_assign), _INVALID_ARG for a partition given
+        twice or not assigned. TypeError unless a list of TopicPartition."""
+        self._check_open()
+        partitions = partition_list(partitions)
+        self._check_not_eager()
+        check_no_duplicate(partitions)
+        for tp in partitions:
+            if self._assignment.get(tp.topic, tp.partition) is None:
+                raise KafkaException(
+                    KafkaError(
+                        KafkaError._INVALID_ARG,
+                        f"{tp.topic} [{tp.partition}] can't be unassigned since it is not in "
+                        "the current assignment",
+                    )
+                )
+        self._assignment.remove([(tp.topic, tp.partition) for tp in partitions])
+
     def assignment(self) -> list[TopicPartition]:
         """The assigned partitions (offsets are not reported here, as in confluent)."""
         self._check_open()
         return [TopicPartition(p.topic, p.partition) for p in self._assignment.partitions.values()]
+
+    def pause(self, partitions: Sequence[TopicPartition]) -> None:
+        """Stop delivering from these partitions: poll, consume and consume_arrow return
+        nothing from them until resume(), and their positions stay where they are (records
+        already fetched stay buffered). As in librdkafka the pause belongs to the partition,
+        not the assignment (eoslog.client.assignment): it outlasts unassign(), assign() and
+        rebalances, and a partition paused before it is assigned starts paused. A partition
+        the broker does not have is ignored, as librdkafka ignores it. TypeError unless a list
+        of TopicPartition."""
+        self._check_open()
+        for tp in partition_list(partitions):
+            if self._exists(tp):
+                self._assignment.paused.add((tp.topic, tp.partition))
+
+    def resume(self, partitions: Sequence[TopicPartition]) -> None:
+        """Deliver from these paused partitions again, from their positions; a partition
+        that is not paused is left as it is. TypeError unless a list of TopicPartition."""
+        self._check_open()
+        for tp in partition_list(partitions):
+            self._assignment.paused.discard((tp.topic, tp.partition))
 
     def seek(self, partition: TopicPartition) -> None:
         """Move an assigned partition's position to partition.offset (special offsets as in
@@ -463,6 +529,39 @@ class Consumer:
         if self._group is None:
             raise InvalidGroupIdError(f"Consumer.{name} needs a group.id in the configuration")
         return self._group
+
+    def _started(
+        self, partitions: Sequence[TopicPartition]
+    ) -> dict[tuple[str, int], AssignedPartition]:
+        """An AssignedPartition for each partition (each given once), positioned at its offset
+        as assign() says. UnknownTopicOrPartitionError for a partition that does not exist."""
+        started = {
+            (tp.topic, tp.partition): AssignedPartition(
+                self._broker.log(tp.topic, tp.partition), OFFSET_INVALID
+            )
+            for tp in partitions
+        }
+        for tp, assigned in zip(partitions, started.values(), strict=True):
+            self._fetcher.seek_to(assigned, tp.offset)
+        return started
+
+    def _check_not_eager(self) -> None:
+        """librdkafka's refusal of incremental changes to an eager group's assignment."""
+        if self._group is not None and self._group.subscribed:
+            raise KafkaException(
+                KafkaError(
+                    KafkaError._STATE,
+                    "Changes to the current assignment must be made using assign() when "
+                    "rebalance protocol type is EAGER",
+                )
+            )
+
+    def _exists(self, partition: TopicPartition) -> bool:
+        try:
+            self._broker.log(partition.topic, partition.partition)
+        except UnknownTopicOrPartitionError:
+            return False
+        return True
 
     def _group_id(self) -> str | None:
         """The group whose committed offsets start a partition (none once closed)."""
