@@ -29,8 +29,8 @@ from eoslog import (
     TopicPartition,
     limits,
 )
-from eoslog.client import consumer as consumer_module
 from eoslog.client import fetcher as fetcher_module
+from eoslog.client import read_loop as read_loop_module
 from eoslog.client.fetch import plan_fetch
 from eoslog.errors import InvalidConfigError, KafkaException, OffsetOutOfRangeError
 from eoslog.log.partition import PartitionLog
@@ -571,13 +571,13 @@ def test_consume_arrow_reads_on_across_segments_into_one_piece(
         append(log, [(None, b"%d" % (i * 10 + j) * 100, None) for j in range(10)])
     assert len(log.segments) > 3
     pieces: list[int] = []
-    one_batch = consumer_module._one_batch
+    one_batch = read_loop_module._one_batch
 
     def counted(found: list[pa.RecordBatch], include_headers: bool) -> pa.RecordBatch:
         pieces.append(len(found))
         return one_batch(found, include_headers)
 
-    monkeypatch.setattr(consumer_module, "_one_batch", counted)
+    monkeypatch.setattr(read_loop_module, "_one_batch", counted)
     made = consumer(broker)
     first = made.consume_arrow(25, timeout=0)
     assert first.column("offset").to_pylist() == list(range(25))

@@ -7,23 +7,17 @@ The Consumer is the API; its parts are modules of their own, along the seams of 
 consumer: the configuration (eoslog.client.consumer_config), the fetcher, which holds the
 assigned partitions' positions and fetched records and reads the logs (eoslog.client.fetcher,
 docs/design.md "Fetch"), the assignment, which keeps those partitions and the order they are
-served in (eoslog.client.assignment), and the group membership (eoslog.client.group_member),
-whose steps return the Rebalance the consumer applies.
+served in (eoslog.client.assignment), the loop poll(), consume() and consume_arrow() run, which
+also waits for new data without sleep-polling (eoslog.client.read_loop), and the group
+membership (eoslog.client.group_member), whose steps return the Rebalance the consumer
+applies.
 
 Thread safety: like confluent's, a Consumer is used from one thread. Appends from other
 threads (or the same one) are safe: reads take no lock and see only whole batches.
-
-Waiting: poll(), consume() and consume_arrow() with a timeout wait while nothing new is
-readable on the broker's AppendSignal (eoslog.log.append_signal), which every partition log
-bumps when it publishes a new log end or LSO: an append in another thread wakes the waiting
-consumer at once. The wait also ends after a pause growing from limits.poll_sleep_s_min to
-limits.poll_sleep_s_max, so the group's steps (rebalances, heartbeats) go on while no data
-comes.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol
@@ -39,10 +33,11 @@ from eoslog.client.arguments import (
 )
 from eoslog.client.assignment import Assignment
 from eoslog.client.consumer_config import ConsumerConfig
-from eoslog.client.fetcher import ARROW, ARROW_HEADERS, AssignedPartition, Fetcher
+from eoslog.client.fetcher import AssignedPartition, Fetcher
 from eoslog.client.group_member import GroupMember, Rebalance, RebalanceCallback
 from eoslog.client.message import OFFSET_INVALID, Message, TopicPartition
 from eoslog.client.metadata import ClusterMetadata, MetadataSource, cluster_metadata
+from eoslog.client.read_loop import ReadLoop
 from eoslog.coordinator.group_coordinator import ConsumerGroupMetadata, OffsetToCommit
 from eoslog.errors import (
     InvalidGroupIdError,
@@ -50,7 +45,6 @@ from eoslog.errors import (
     KafkaException,
     UnknownTopicOrPartitionError,
 )
-from eoslog.record.columns import spark_schema
 
 if TYPE_CHECKING:
     from eoslog.coordinator.group_coordinator import GroupCoordinator
@@ -107,6 +101,9 @@ class Consumer:
                 broker.clock_ms,
             )
         self._fetcher = Fetcher(broker, self._config, self._group_id)
+        self._read_loop = ReadLoop(
+            broker.append_signal, self._assignment, self._fetcher, self._step_if_grouped
+        )
 
     @property
     def config(self) -> ConsumerConfig:
@@ -272,33 +269,7 @@ class Consumer:
         self._check_open()
         if not 1 <= num_messages <= limits.consume_messages_max:
             raise ValueError(f"num_messages must be in 1..{limits.consume_messages_max}")
-        deadline = _deadline(timeout)
-        out: list[Message] = []
-        held = [0]  # decompressed bytes the messages taken keep alive
-        sleep_s = limits.poll_sleep_s_min
-        while True:
-            seen = self._broker.append_signal.generation  # before looking: no append missed
-            if self._group is not None and not self._step_group(self._group):
-                if not self._wait(deadline, sleep_s, seen):
-                    return out
-                sleep_s = min(sleep_s * 2, limits.poll_sleep_s_max)
-                continue
-            for assigned in self._assignment.rotation():
-                if len(out) >= num_messages or held[0] >= limits.decompressed_batch_bytes_max:
-                    break
-                try:
-                    self._fetcher.take_messages(assigned, out, num_messages, held)
-                except KafkaException:
-                    if not out:
-                        raise
-                    # The records taken have moved their positions: deliver them. The failing
-                    # fetch is at its partition's position, so the next call raises it.
-                    return out
-            if len(out) >= num_messages or held[0] >= limits.decompressed_batch_bytes_max:
-                return out
-            if not self._wait(deadline, sleep_s, seen):
-                return out
-            sleep_s = min(sleep_s * 2, limits.poll_sleep_s_max)
+        return self._read_loop.messages(num_messages, timeout)
 
     def consume_arrow(
         self, max_records: int = 100_000, timeout: float = -1, *, include_headers: bool = False
@@ -312,42 +283,7 @@ class Consumer:
         self._check_open()
         if max_records < 1:
             raise ValueError("max_records must be at least 1")
-        deadline = _deadline(timeout)
-        pieces: list[pa.RecordBatch] = []
-        total = held = 0
-        budget = limits.decompressed_batch_bytes_max
-        sleep_s = limits.poll_sleep_s_min
-        while True:
-            seen = self._broker.append_signal.generation  # before looking: no append missed
-            if self._group is not None and not self._step_group(self._group):
-                if not self._wait(deadline, sleep_s, seen):
-                    return _one_batch(pieces, include_headers)
-                sleep_s = min(sleep_s * 2, limits.poll_sleep_s_max)
-                continue
-            for assigned in self._assignment.rotation():
-                try:
-                    while (
-                        total < max_records
-                        and held < budget
-                        and self._fetcher.fill(
-                            assigned,
-                            max_records - total,
-                            ARROW_HEADERS if include_headers else ARROW,
-                        )
-                    ):
-                        piece = self._fetcher.take_arrow(
-                            assigned, max_records - total, include_headers
-                        )
-                        pieces.append(piece)
-                        total += piece.num_rows
-                        held += piece.nbytes
-                except KafkaException:
-                    if not total:
-                        raise
-                    return _one_batch(pieces, include_headers)  # as in consume()
-            if total >= max_records or held >= budget or not self._wait(deadline, sleep_s, seen):
-                return _one_batch(pieces, include_headers)
-            sleep_s = min(sleep_s * 2, limits.poll_sleep_s_max)
+        return self._read_loop.arrow(max_records, timeout, include_headers)
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -476,6 +412,10 @@ class Consumer:
 
     # --- the group's steps ------------------------------------------------------------------
 
+    def _step_if_grouped(self) -> bool:
+        """The read loop's step: the group's, if the consumer has one."""
+        return self._group is None or self._step_group(self._group)
+
     def _step_group(self, group: GroupMember) -> bool:
         """Heartbeat, rebalance if needed, auto-commit when due (eoslog.client.group_member).
         True when the member has its partitions (False: a rebalance is in progress; poll
@@ -570,30 +510,3 @@ class Consumer:
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("Consumer closed")
-
-    def _wait(self, deadline: float | None, pause_s: float, seen: int) -> bool:
-        """Wait until the broker publishes data past generation `seen` (an append, a marker),
-        at most pause_s; False once the deadline has passed."""
-        if deadline is None:
-            self._broker.append_signal.wait_for_change(seen, pause_s)
-            return True
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return False
-        self._broker.append_signal.wait_for_change(seen, min(pause_s, left))
-        return True
-
-
-def _deadline(timeout: float) -> float | None:
-    return None if timeout < 0 else time.monotonic() + timeout
-
-
-def _one_batch(pieces: list[pa.RecordBatch], include_headers: bool) -> pa.RecordBatch:
-    if len(pieces) == 1:
-        return pieces[0]
-    schema = spark_schema(include_headers)
-    if not pieces:
-        # pa.nulls, not pa.array([]): the latter imports pandas when it is installed.
-        return pa.RecordBatch.from_arrays([pa.nulls(0, type=f.type) for f in schema], schema=schema)
-    combined = pa.Table.from_batches(pieces, schema=schema).combine_chunks()
-    return combined.to_batches()[0]
