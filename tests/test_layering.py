@@ -59,6 +59,7 @@ LAYER_RULES: list[tuple[str, tuple[str, ...]]] = [
     ("eoslog.client.fetch", ("eoslog.client.consumer", "eoslog.client.producer")),
     ("eoslog.client.group_member", ("eoslog.client.consumer", "eoslog.client.producer")),
     ("eoslog.client.metadata", ("eoslog.client.consumer", "eoslog.client.producer")),
+    ("eoslog.client.offset_store", ("eoslog.client.consumer", "eoslog.client.producer")),
     ("eoslog.client.producer_config", ("eoslog.client.consumer", "eoslog.client.producer")),
     ("eoslog.client.read_loop", ("eoslog.client.consumer", "eoslog.client.producer")),
     ("eoslog.client.record_accumulator", ("eoslog.client.consumer", "eoslog.client.producer")),

@@ -25,20 +25,21 @@ from typing import TYPE_CHECKING, Protocol
 import pyarrow as pa
 
 from eoslog import limits
+from eoslog.client import offset_store
 from eoslog.client.arguments import (
     check_no_duplicate,
     first_duplicate,
     partition_list,
     timeout_seconds,
 )
-from eoslog.client.assignment import Assignment
+from eoslog.client.assignment import Assignment, PartitionKey
 from eoslog.client.consumer_config import ConsumerConfig
 from eoslog.client.fetcher import AssignedPartition, Fetcher
 from eoslog.client.group_member import GroupMember, Rebalance, RebalanceCallback
 from eoslog.client.message import OFFSET_INVALID, Message, TopicPartition
 from eoslog.client.metadata import ClusterMetadata, MetadataSource, cluster_metadata
 from eoslog.client.read_loop import ReadLoop
-from eoslog.coordinator.group_coordinator import ConsumerGroupMetadata, OffsetToCommit
+from eoslog.coordinator.group_coordinator import ConsumerGroupMetadata
 from eoslog.errors import (
     InvalidGroupIdError,
     KafkaError,
@@ -72,9 +73,11 @@ class Consumer:
     commit, committed and consumer_group_metadata), `isolation.level` (read_committed, the
     default, or read_uncommitted), `auto.offset.reset` (earliest | latest | error, and Kafka's
     aliases smallest, beginning, largest, end; default latest as in Kafka; used where the group
-    has no committed offset), `enable.auto.commit` (default true: the positions are committed
-    every `auto.commit.interval.ms`, default 5000, at a poll, before partitions are revoked
-    and at close), `max.poll.interval.ms` (default 300000: a member that does not poll for
+    has no committed offset), `enable.auto.commit` (default true: the stored offsets are
+    committed every `auto.commit.interval.ms`, default 5000, at a poll, before partitions are
+    revoked or unassigned and at close), `enable.auto.offset.store` (default true: each
+    delivered record's offset + 1 is stored; false: only store_offsets() stores),
+    `max.poll.interval.ms` (default 300000: a member that does not poll for
     that long is removed from its group), `partition.assignment.strategy` ("range",
     "roundrobin" or a comma-separated preference list; default "range,roundrobin"),
     `check.crcs` (default true), `fetch.max.bytes`, `max.partition.fetch.bytes`. A few common
@@ -102,7 +105,11 @@ class Consumer:
             )
         self._fetcher = Fetcher(broker, self._config, self._group_id)
         self._read_loop = ReadLoop(
-            broker.append_signal, self._assignment, self._fetcher, self._step_if_grouped
+            broker.append_signal,
+            self._assignment,
+            self._fetcher,
+            self._step_if_grouped,
+            auto_store=self._config.enable_auto_offset_store,
         )
 
     @property
@@ -118,16 +125,24 @@ class Consumer:
         committed offset, looked up at the first fetch; without one, or without a group.id,
         the auto.offset.reset policy). An offset outside the log is reset by the policy at
         the first fetch. UnknownTopicOrPartitionError for a partition that does
-        not exist (nothing changes then); ValueError for a partition given twice."""
+        not exist (nothing changes then); ValueError for a partition given twice. With
+        enable.auto.commit, the stored offsets of the partitions replaced are committed first,
+        as unassign() commits them."""
         self._check_open()
         duplicate = first_duplicate(partitions)
         if duplicate is not None:
             raise ValueError(f"partition {duplicate.topic}-{duplicate.partition} is assigned twice")
-        self._assignment.replace(self._started(partitions))
+        started = self._started(partitions)
+        self._auto_commit_removed(list(self._assignment.partitions))
+        self._assignment.replace(started)
 
     def unassign(self) -> None:
-        """Drop the whole assignment (buffered records are discarded)."""
+        """Drop the whole assignment (buffered records and stored offsets are discarded).
+        With enable.auto.commit and a group.id, the stored offsets that moved are committed
+        first, as librdkafka commits a removed partition's (a refused commit is dropped, as
+        auto-commit drops it)."""
         self._check_open()
+        self._auto_commit_removed(list(self._assignment.partitions))
         self._assignment.replace({})
 
     def incremental_assign(self, partitions: Sequence[TopicPartition]) -> None:
@@ -154,7 +169,9 @@ class Consumer:
 
     def incremental_unassign(self, partitions: Sequence[TopicPartition]) -> None:
         """Remove these partitions from the assignment (their buffered records are
-        discarded); the others go on undisturbed. Refused, with nothing changed: KafkaException
+        discarded; with enable.auto.commit their stored offsets are committed first, as
+        unassign() commits them); the others go on undisturbed. Refused, with nothing changed:
+        KafkaException
         _STATE while subscribed (as incremental_assign), _INVALID_ARG for a partition given
         twice or not assigned. TypeError unless a list of TopicPartition."""
         self._check_open()
@@ -170,7 +187,9 @@ class Consumer:
                         "the current assignment",
                     )
                 )
-        self._assignment.remove([(tp.topic, tp.partition) for tp in partitions])
+        removed = [(tp.topic, tp.partition) for tp in partitions]
+        self._auto_commit_removed(removed)
+        self._assignment.remove(removed)
 
     def assignment(self) -> list[TopicPartition]:
         """The assigned partitions (offsets are not reported here, as in confluent)."""
@@ -288,14 +307,14 @@ class Consumer:
     # --- lifecycle --------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Auto-commit the positions (if enabled), leave the group (its other members
+        """Auto-commit the stored offsets (if enabled), leave the group (its other members
         rebalance), drop the assignment and release the buffered records. Idempotent; any
         other call afterwards raises RuntimeError."""
         if self._group is not None and not self._closed:
             # The consumer has no group from here on: callbacks run by the leaving see none.
             group, self._group = self._group, None
             if not self._leave_group(group) and group.auto_commit:
-                group.commit_positions(self.position(self.assignment()))
+                self._auto_commit(group)
         self._assignment.replace({})
         self._closed = True
 
@@ -348,26 +367,65 @@ class Consumer:
         asynchronous: bool = False,
     ) -> list[TopicPartition] | None:
         """Commit offsets for the group: `offsets` as given (each the offset of the next
-        record to read), or `message`'s offset + 1, or by default the position of every
-        assigned partition. Returns once the commit is durable (durability "commit" and
-        "always": fsynced), with the committed list; None when asynchronous (the commit is
-        made before it returns all the same). Raises InvalidGroupIdError without a
-        group.id; KafkaException _NO_OFFSET when there is nothing to commit;
-        CommitFailedError (UnknownMemberIdError, IllegalGenerationError) when the group
-        has moved on without this member (it rejoins at the next poll)."""
+        record to read, with its metadata), or `message`'s offset + 1, or by default the
+        stored offsets of the assigned partitions (librdkafka's rule; with the default
+        enable.auto.offset.store, where each partition was delivered up to:
+        eoslog.client.offset_store). Returns once the commit is durable (durability "commit"
+        and "always": fsynced), with the committed list; None when asynchronous (the commit
+        is made before it returns all the same). By default only the stored offsets that
+        moved since this consumer last committed them are written, and all of them are
+        returned: a commit() with nothing new succeeds without writing (librdkafka raises
+        _NO_OFFSET there; eoslog's commit is synchronous by default, and a consume/commit
+        loop would then raise whenever it is idle). Raises InvalidGroupIdError without a
+        group.id; ValueError when both message and offsets are given; KafkaException
+        _NO_OFFSET, unless asynchronous, when nothing is stored or given; CommitFailedError
+        (UnknownMemberIdError, IllegalGenerationError) when the group has moved on without
+        this member (it rejoins at the next poll)."""
         group = self._require_group("commit")
+        if message is not None and offsets is not None:
+            raise ValueError("message and offsets are mutually exclusive")
+        moved, reported = offset_store.commit_request(self._assignment, message, offsets)
+        if not reported:
+            if asynchronous:
+                return None  # librdkafka reports it to an offset_commit_cb, not to the caller
+            raise KafkaException(
+                KafkaError(KafkaError._NO_OFFSET, "Commit failed: no offset stored")
+            )
+        if moved:
+            group.commit(moved)
+            offset_store.committed(self._assignment, moved)
+        return None if asynchronous else reported
+
+    def store_offsets(
+        self, message: Message | None = None, offsets: Sequence[TopicPartition] | None = None
+    ) -> None:
+        """Store offsets for the next commit() without arguments, or auto-commit: `message`'s
+        offset + 1, or each of `offsets` as given (with its metadata; a logical offset
+        clears the partition's stored offset). Only with enable.auto.offset.store false, as in
+        librdkafka, else KafkaException _INVALID_ARG. As librdkafka's, it stores what it can
+        and raises only when it could store nothing, with the last error: _UNKNOWN_PARTITION
+        for a partition the broker does not have, _STATE for one not assigned. ValueError
+        unless exactly one of message and offsets is given; TypeError for a message that is
+        not a Message or offsets that are not a list of TopicPartition."""
+        self._check_open()
+        if message is not None and offsets is not None:
+            raise ValueError("message and offsets are mutually exclusive")
         if message is not None:
-            targets = [TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
+            if not isinstance(message, Message):
+                raise TypeError("expected Message")
+            wanted = [TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
         elif offsets is not None:
-            targets = list(offsets)
+            wanted = partition_list(offsets)
         else:
-            targets = [tp for tp in self.position(self.assignment()) if tp.offset >= 0]
-        if not targets:
-            raise KafkaException(KafkaError(KafkaError._NO_OFFSET, "no offset to commit"))
-        group.commit(
-            [OffsetToCommit(tp.topic, tp.partition, tp.offset, tp.metadata or "") for tp in targets]
-        )
-        return None if asynchronous else targets
+            raise ValueError("expected either message or offsets")
+        if self._config.enable_auto_offset_store:
+            raise KafkaException(
+                KafkaError(
+                    KafkaError._INVALID_ARG,
+                    "StoreOffsets failed: enable.auto.offset.store is true",
+                )
+            )
+        offset_store.store(self._assignment, self._exists, wanted)
 
     def committed(
         self, partitions: Sequence[TopicPartition], timeout: float | None = None
@@ -429,7 +487,7 @@ class Consumer:
                 if joined.assigned is None:
                     return False
         if group.auto_commit_due():
-            group.commit_positions(self.position(self.assignment()))
+            self._auto_commit(group)
         return True
 
     def _leave_group(self, group: GroupMember) -> bool:
@@ -449,10 +507,11 @@ class Consumer:
         ones: on_assign, and assign() unless the callback assigned itself."""
         if rebalance.revoked:
             if rebalance.commit_first:
-                group.commit_positions(self.position(self.assignment()))
+                self._auto_commit(group)
             if rebalance.on_revoke is not None:
                 rebalance.on_revoke(self, list(rebalance.revoked))
-            self.unassign()
+            # Not unassign(): auto-commit ran above, or must not run (a lost membership).
+            self._assignment.replace({})
         group.revoked()
         if rebalance.assigned is not None:
             before = self._assignment.generation
@@ -484,6 +543,19 @@ class Consumer:
         for tp, assigned in zip(partitions, started.values(), strict=True):
             self._fetcher.seek_to(assigned, tp.offset)
         return started
+
+    def _auto_commit(self, group: GroupMember, keys: list[PartitionKey] | None = None) -> None:
+        """Auto-commit the stored offsets that moved (of `keys` alone, when given)."""
+        moved = offset_store.to_commit(self._assignment, keys)[0]
+        if group.auto_commit_offsets(moved):
+            offset_store.committed(self._assignment, moved)
+
+    def _auto_commit_removed(self, keys: list[PartitionKey]) -> None:
+        """Before partitions leave the assignment: with enable.auto.commit, commit their
+        stored offsets, as librdkafka does for removed partitions."""
+        group = self._group
+        if group is not None and group.auto_commit and keys:
+            self._auto_commit(group, keys)
 
     def _check_not_eager(self) -> None:
         """librdkafka's refusal of incremental changes to an eager group's assignment."""

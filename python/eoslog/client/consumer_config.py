@@ -37,7 +37,6 @@ IGNORED_KEYS: Final = frozenset(
         "client.id",
         "session.timeout.ms",
         "heartbeat.interval.ms",
-        "enable.auto.offset.store",
         "socket.timeout.ms",
         "request.timeout.ms",
         "fetch.wait.max.ms",
@@ -55,6 +54,7 @@ class ConsumerConfig:
         "auto_offset_reset",
         "check_crcs",
         "enable_auto_commit",
+        "enable_auto_offset_store",
         "fetch_bytes_max",
         "group_id",
         "isolation_level",
@@ -68,6 +68,8 @@ class ConsumerConfig:
         # Kafka's default (ConsumerConfig auto.offset.reset = latest).
         self.auto_offset_reset = "latest"
         self.enable_auto_commit = True
+        # librdkafka's default: poll() stores each delivered message's offset + 1.
+        self.enable_auto_offset_store = True
         self.auto_commit_interval_ms = limits.auto_commit_interval_ms_default
         self.max_poll_interval_ms = limits.poll_interval_ms_max_default
         self.assignment_strategies: tuple[str, ...] = ASSIGNMENT_STRATEGIES_DEFAULT
@@ -94,6 +96,8 @@ class ConsumerConfig:
             self.auto_offset_reset = RESET_POLICIES[value]
         elif key == "enable.auto.commit":
             self.enable_auto_commit = _boolean(key, value)
+        elif key == "enable.auto.offset.store":
+            self.enable_auto_offset_store = _boolean(key, value)
         elif key == "auto.commit.interval.ms":
             self.auto_commit_interval_ms = _positive(key, value)
         elif key == "max.poll.interval.ms":

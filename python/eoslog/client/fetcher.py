@@ -78,10 +78,23 @@ class OffsetSource(Protocol):
 
 
 class AssignedPartition:
-    """One assigned partition: its log, the consumer's position in it, and the decoded
-    records fetched but not yet delivered."""
+    """One assigned partition: its log, the consumer's position in it, the decoded records
+    fetched but not yet delivered, and its offset store (eoslog.client.offset_store): the
+    offset stored for the next commit, with its metadata, and the offset this consumer last
+    committed for it (OFFSET_INVALID: none)."""
 
-    __slots__ = ("bytes_per_record", "fetched", "index", "log", "partition", "position", "topic")
+    __slots__ = (
+        "bytes_per_record",
+        "committed",
+        "fetched",
+        "index",
+        "log",
+        "partition",
+        "position",
+        "stored",
+        "stored_metadata",
+        "topic",
+    )
 
     def __init__(self, log: PartitionLog, position: int) -> None:
         self.log = log
@@ -94,6 +107,9 @@ class AssignedPartition:
         self.index = 0  # next record of fetched[0] to deliver
         # Bytes of log per record delivered, seen so far: sizes consume_arrow's reads.
         self.bytes_per_record = 0.0
+        self.stored = OFFSET_INVALID
+        self.stored_metadata: str | None = None
+        self.committed = OFFSET_INVALID
 
     def drop_fetched(self) -> None:
         self.fetched = []

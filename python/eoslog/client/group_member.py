@@ -6,7 +6,8 @@ consumer_group_metadata() reports, and auto-commit.
 Every poll/consume of the consumer first makes a step of its member (Consumer._step_group). A
 step heartbeats (which also tells the coordinator the member is alive, for
 max.poll.interval.ms), and when the group is rebalancing, or the member was removed, it gives
-up its partitions: auto-commit of the positions (if enabled and still a member), then on_revoke
+up its partitions: auto-commit of the stored offsets (if enabled and still a member;
+eoslog.client.offset_store), then on_revoke
 (on_lost when removed, or on_revoke if no on_lost was given), then unassign. It then joins;
 once every member has rejoined it gets its partitions, calls on_assign(consumer, partitions)
 and, unless the callback assigned itself, assigns them, each starting at the group's committed
@@ -16,15 +17,14 @@ rebalance is in progress.
 
 The member knows nothing of the Consumer: heartbeat(), join() and leaving() return a Rebalance,
 the partitions to give up and to take with their callbacks, which the consumer applies in
-order (Consumer._apply_rebalance) and then reports with revoked(); the consumer passes its
-positions to commit_positions().
+order (Consumer._apply_rebalance) and then reports with revoked(); the consumer passes the
+stored offsets that moved to auto_commit_offsets().
 
 Thread safety: like the Consumer, used from the consumer's thread only.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import re
 from collections.abc import Callable, Sequence
@@ -51,8 +51,8 @@ class Rebalance:
     """What a step of the member decided, for the consumer to apply in this order:
 
     1. give up `revoked` (nothing when empty): first, if `commit_first`, auto-commit the
-       positions (GroupMember.commit_positions), then `on_revoke(consumer, revoked)` if set,
-       then unassign();
+       stored offsets (GroupMember.auto_commit_offsets), then `on_revoke(consumer, revoked)`
+       if set, then unassign();
     2. take `assigned` (nothing when None): `on_assign(consumer, assigned)` if set, then
        assign(assigned) unless the callback assigned itself."""
 
@@ -91,7 +91,6 @@ class GroupMember:
         self.auto_commit = config.enable_auto_commit
         self._auto_commit_interval_ms = config.auto_commit_interval_ms
         self._last_auto_commit_ms = clock_ms()
-        self._last_committed: dict[tuple[str, int], int] = {}
         self.member_id = NO_MEMBER
         self.generation_id = NO_GENERATION
         self._subscription: list[str] | None = None
@@ -232,23 +231,19 @@ class GroupMember:
             self._clock_ms() - self._last_auto_commit_ms >= self._auto_commit_interval_ms
         )
 
-    def commit_positions(self, positions: list[TopicPartition]) -> None:
-        """Commit the consumer's positions that moved since the last commit; a refused commit
-        (a member the group fenced) is dropped, as librdkafka's auto-commit reports and goes
-        on."""
+    def auto_commit_offsets(self, offsets: list[OffsetToCommit]) -> bool:
+        """Auto-commit: commit these offsets (the stored ones that moved) and restart the
+        interval. A refused commit (a member the group fenced) is dropped, as librdkafka's
+        auto-commit reports and goes on; False then, or when there was nothing to commit."""
         self._last_auto_commit_ms = self._clock_ms()
-        moved = [
-            OffsetToCommit(tp.topic, tp.partition, tp.offset)
-            for tp in positions
-            if tp.offset >= 0 and self._last_committed.get((tp.topic, tp.partition)) != tp.offset
-        ]
-        if not moved:
-            return
-        # A refused commit: the next step rejoins; the next owner starts from the last commit.
-        with contextlib.suppress(CommitFailedError):
-            self.commit(moved)
+        if not offsets:
+            return False
+        try:
+            self.commit(offsets)
+        except CommitFailedError:
+            # The next step rejoins; the next owner starts from the last commit.
+            return False
+        return True
 
     def commit(self, offsets: list[OffsetToCommit]) -> None:
         self._coordinator.commit_offsets(self.metadata(), offsets)
-        for item in offsets:
-            self._last_committed[(item.topic, item.partition)] = item.offset

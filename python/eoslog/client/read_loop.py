@@ -1,6 +1,8 @@
 """The loop behind Consumer.poll, consume and consume_arrow (docs/api.md "Consumer",
 docs/design.md "Fetch"): make the group's step, take records from the assigned partitions in
-turn, and wait for more until the call has what it asked for or its timeout expires.
+turn (storing, with enable.auto.offset.store, each partition's offset once its records are
+taken: eoslog.client.offset_store), and wait for more until the call has what it asked for or
+its timeout expires.
 
 Waiting: while nothing new is readable the loop waits on the broker's AppendSignal
 (eoslog.log.append_signal), which every partition log bumps when it publishes a new log end
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from eoslog import limits
+from eoslog.client import offset_store
 from eoslog.client.fetcher import ARROW, ARROW_HEADERS
 from eoslog.errors import KafkaException
 from eoslog.record.columns import spark_schema
@@ -35,7 +38,7 @@ if TYPE_CHECKING:
 class ReadLoop:
     """Reads for one Consumer. `step_group()` makes the step of the consumer's group, if it
     has one, and is True when the member has its partitions (False: a rebalance is in
-    progress, nothing is read yet)."""
+    progress, nothing is read yet). auto_store: enable.auto.offset.store."""
 
     def __init__(
         self,
@@ -43,8 +46,11 @@ class ReadLoop:
         assignment: Assignment,
         fetcher: Fetcher,
         step_group: Callable[[], bool],
+        *,
+        auto_store: bool,
     ) -> None:
         self._signal = signal
+        self._auto_store = auto_store
         self._assignment = assignment
         self._fetcher = fetcher
         self._step_group = step_group
@@ -65,6 +71,7 @@ class ReadLoop:
             for assigned in self._assignment.rotation():
                 if len(out) >= num_messages or held[0] >= limits.decompressed_batch_bytes_max:
                     break
+                taken, before = len(out), assigned.current_position()
                 try:
                     self._fetcher.take_messages(assigned, out, num_messages, held)
                 except KafkaException:
@@ -73,6 +80,9 @@ class ReadLoop:
                     # The records taken have moved their positions: deliver them. The failing
                     # fetch is at its partition's position, so the next call raises it.
                     return out
+                finally:
+                    if self._auto_store:
+                        offset_store.store_delivered(assigned, before, len(out) > taken)
             if len(out) >= num_messages or held[0] >= limits.decompressed_batch_bytes_max:
                 return out
             if not self._wait(deadline, sleep_s, seen):
@@ -95,6 +105,7 @@ class ReadLoop:
                 sleep_s = min(sleep_s * 2, limits.poll_sleep_s_max)
                 continue
             for assigned in self._assignment.rotation():
+                taken, before = total, assigned.current_position()
                 try:
                     while (
                         total < max_records
@@ -111,6 +122,9 @@ class ReadLoop:
                     if not total:
                         raise
                     return _one_batch(pieces, include_headers)  # as in messages()
+                finally:
+                    if self._auto_store:
+                        offset_store.store_delivered(assigned, before, total > taken)
             if total >= max_records or held >= budget or not self._wait(deadline, sleep_s, seen):
                 return _one_batch(pieces, include_headers)
             sleep_s = min(sleep_s * 2, limits.poll_sleep_s_max)
