@@ -255,6 +255,25 @@ class Consumer:
         log = self._broker.log(partition.topic, partition.partition)
         return log.log_start_offset, self._fetcher.bound(log)
 
+    def offsets_for_times(
+        self, partitions: Sequence[TopicPartition], timeout: float | None = None
+    ) -> list[TopicPartition]:
+        """For each partition, whose offset field holds a timestamp in milliseconds, a
+        TopicPartition whose offset is the earliest offset with a record timestamp at or
+        after it, or -1 (OFFSET_END) when no such record is readable under this consumer's
+        isolation level (Kafka's ListOffsets; eoslog.client.fetcher Fetcher.offsets_for_times).
+        The special timestamps -1 and -2 give the bound (LSO or high watermark) and the log
+        start. Any partition of the broker may be asked, assigned or not; the answer is
+        always current (timeout is accepted for confluent compatibility). KafkaException, as
+        librdkafka's: _INVALID_ARG for an empty list or another negative timestamp,
+        _UNKNOWN_PARTITION for a partition that does not exist. TypeError unless a list of
+        TopicPartition, or for a timeout that is not a number."""
+        self._check_open()
+        partitions = partition_list(partitions)
+        if timeout is not None:
+            timeout_seconds(timeout)
+        return self._fetcher.offsets_for_times(partitions)
+
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
         """The cluster's metadata (eoslog.client.metadata): every topic, internal ones
         included, or only `topic`, which is reported with error UNKNOWN_TOPIC_OR_PART and no
