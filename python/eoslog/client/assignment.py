@@ -7,7 +7,9 @@ The pause belongs to the partition, not to the assignment, as librdkafka's does 
 toppar, the per-partition object of the client handle, which outlives assignments): a paused
 partition stays paused through unassign(), assign() and rebalances until resume(), and one
 paused before it is assigned starts paused. (Kafka's Java consumer forgets the pause of a
-partition that leaves the assignment; eoslog follows confluent-kafka.)
+partition that leaves the assignment; eoslog follows confluent-kafka. librdkafka ignores a
+pause of a partition whose topic it has no metadata for yet; eoslog's broker always knows its
+topics, so here a pause of any existing partition holds.)
 
 The Consumer decides what is assigned (assign, unassign, its group's rebalances); this module
 keeps the result. Thread safety: used from the consumer's thread only, as the Consumer is.
