@@ -62,16 +62,34 @@ def eoslog_producer(
     batch: bool = False,
     transactional: bool = False,
     config: dict[str, object] | None = None,
+    confluent_layer: bool = False,
 ) -> harness.Contender:
     """eoslog's Producer on a fresh broker per run: `produce()` per record (poll(0) every
     POLL_EVERY) then `flush()`, or `produce_batch(values)` then `flush()`; `transactional`:
     `produce()` per record in transactions of TXN_RECORDS (init_transactions() untimed).
+    `confluent_layer`: the same producer made as a confluent-kafka user makes it,
+    eoslog.confluent.Producer({"eoslog.dir": ...}), on the same prepared directory.
     Checked: the records landed (every run), read_committed reads them all (warm-up)."""
 
     def prepare() -> tuple[Any, Any]:
         broker = open_broker(root, durability, config)
         transactional_id = {"transactional.id": "bench-txn"} if transactional else {}
-        producer = broker.producer({**PRODUCER_CONFIG, **transactional_id})
+        if confluent_layer:
+            import eoslog.confluent
+
+            path = broker.path
+            broker.close()  # the confluent layer opens the directory itself, as a user's would
+            producer = eoslog.confluent.Producer(
+                {
+                    "eoslog.dir": path,
+                    "eoslog.durability": durability,
+                    **PRODUCER_CONFIG,
+                    **transactional_id,
+                }
+            )
+            broker = producer._broker
+        else:
+            producer = broker.producer({**PRODUCER_CONFIG, **transactional_id})
         if transactional:
             producer.init_transactions()
         return broker, producer

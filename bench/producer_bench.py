@@ -23,7 +23,7 @@ import prose
 from contenders_producer import confluent_producer, eoslog_producer, sqlite_insert
 from harness import median_spread, x
 from report import Report, Section
-from scenarios import CONFLUENT_IDEMPOTENT, PRODUCER, PRODUCER_TARGETS
+from scenarios import CONFLUENT_IDEMPOTENT, CONFLUENT_LAYER, PRODUCER, PRODUCER_TARGETS
 from workload import BATCH_RECORDS, VALUE_BYTES, make_values
 
 PACKAGES = ("eoslog", "confluent-kafka", "numpy")
@@ -39,6 +39,7 @@ def scenario(root: str, values: list[bytes]) -> dict[str, harness.Contender]:
                 for kind, b in (("produce()", False), ("produce_batch()", True))
                 for durability in ("none", "commit")
             ),
+            eoslog_producer(CONFLUENT_LAYER, root, values, "none", confluent_layer=True),
             confluent_producer(CONFLUENT_IDEMPOTENT, values, transactional=False),
             *(sqlite_insert(f"SQLite WAL {s}", root, values, s) for s in ("NORMAL", "FULL")),
         )

@@ -156,8 +156,10 @@ LOG = Area(
 # --- producer (producer_bench.py) -------------------------------------------------------------
 
 CONFLUENT_IDEMPOTENT = "confluent-kafka idempotent (mock)"
+CONFLUENT_LAYER = "eoslog.confluent produce() none"
 PRODUCER_CONTENDERS = (
     "eoslog produce() none",
+    CONFLUENT_LAYER,
     "eoslog produce() commit",
     "eoslog produce_batch() none",
     "eoslog produce_batch() commit",
@@ -172,6 +174,13 @@ PRODUCER = Area(
     paths=PRODUCER_CONTENDERS,
 )
 PRODUCER_TARGETS = [
+    Target(
+        "eoslog.confluent.Producer (the drop-in, issue 16)",
+        "÷ eoslog produce() none",
+        0.95,
+        ours=CONFLUENT_LAYER,
+        peer="eoslog produce() none",
+    ),
     Target(
         "produce() per record (idempotent; docs/bench.md states it transactional)",
         f"÷ {CONFLUENT_IDEMPOTENT}",

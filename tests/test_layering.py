@@ -53,7 +53,6 @@ LAYER_RULES: list[tuple[str, tuple[str, ...]]] = [
         "eoslog.client.consumer_config",
         ("eoslog.client.consumer", "eoslog.client.producer"),
     ),
-    ("eoslog.client.arguments", ("eoslog.client.consumer", "eoslog.client.producer")),
     ("eoslog.client.assignment", ("eoslog.client.consumer", "eoslog.client.producer")),
     ("eoslog.client.fetcher", ("eoslog.client.consumer", "eoslog.client.producer")),
     ("eoslog.client.fetch", ("eoslog.client.consumer", "eoslog.client.producer")),

@@ -102,9 +102,9 @@ def test_list_topics_follows_topic_creation_and_deletion(
 
 
 def test_list_topics_checks_its_arguments_as_confluent_does(consumer: eoslog.Consumer) -> None:
-    with pytest.raises(TypeError, match="must be str or None, not int"):
+    with pytest.raises(TypeError, match="topic must be str, not int"):
         consumer.list_topics(5)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="must be real number, not str"):
+    with pytest.raises(TypeError, match="timeout must be a number of seconds, not str"):
         consumer.list_topics(timeout="1")  # type: ignore[arg-type]
 
 

@@ -228,9 +228,9 @@ def test_store_offsets_checks_its_arguments_as_confluent_does(open_broker: OpenB
         consumer.store_offsets()
     with pytest.raises(ValueError, match="mutually exclusive"):
         consumer.store_offsets(message=message, offsets=[tp(0, 1)])
-    with pytest.raises(TypeError, match="expected Message"):
+    with pytest.raises(TypeError, match="message must be a Message, not str"):
         consumer.store_offsets(message="m")  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="requires list of TopicPartition"):
+    with pytest.raises(TypeError, match="must be a list of TopicPartition"):
         consumer.store_offsets(offsets=tp(0, 1))  # type: ignore[arg-type]
     consumer.close()
     with pytest.raises(RuntimeError):

@@ -103,9 +103,9 @@ def test_errors_are_librdkafka_s(broker: eoslog.Broker) -> None:
 
 def test_arguments_are_type_checked_as_confluent_does(broker: eoslog.Broker) -> None:
     consumer = broker.consumer({})
-    with pytest.raises(TypeError, match="requires list of TopicPartition"):
+    with pytest.raises(TypeError, match="must be a list of TopicPartition"):
         consumer.offsets_for_times(TopicPartition(TOPIC, 0, 5))  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="must be real number"):
+    with pytest.raises(TypeError, match="timeout must be a number of seconds"):
         consumer.offsets_for_times([TopicPartition(TOPIC, 0, 5)], timeout="1")  # type: ignore[arg-type]
     consumer.close()
     with pytest.raises(RuntimeError):

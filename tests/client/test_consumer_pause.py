@@ -141,9 +141,9 @@ def test_partition_list_arguments_are_type_checked_as_confluent_does(
     consumer: eoslog.Consumer, method: str
 ) -> None:
     call = getattr(consumer, method)
-    with pytest.raises(TypeError, match="requires list of TopicPartition"):
+    with pytest.raises(TypeError, match="must be a list of TopicPartition"):
         call(tp(0))
-    with pytest.raises(TypeError, match="expected TopicPartition"):
+    with pytest.raises(TypeError, match="must be a list of TopicPartition"):
         call([(TOPIC, 0)])
 
 

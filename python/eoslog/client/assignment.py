@@ -17,7 +17,11 @@ keeps the result. Thread safety: used from the consumer's thread only, as the Co
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from eoslog.client.fetcher import AssignedPartition
+from eoslog.client.message import TopicPartition
+from eoslog.errors import KafkaError, KafkaException
 
 PartitionKey = tuple[str, int]
 
@@ -59,6 +63,34 @@ class Assignment:
         self.partitions = {k: v for k, v in self.partitions.items() if k not in gone}
         self.generation += 1
 
+    def check_addable(self, partitions: Sequence[TopicPartition]) -> None:
+        """incremental_assign's refusals, librdkafka's: KafkaException _INVALID_ARG for a
+        partition given twice, _CONFLICT for one already assigned."""
+        _check_no_duplicate(partitions)
+        for tp in partitions:
+            if (tp.topic, tp.partition) in self.partitions:
+                raise KafkaException(
+                    KafkaError(
+                        KafkaError._CONFLICT,
+                        f"{tp.topic} [{tp.partition}] is already part of the current assignment",
+                    )
+                )
+
+    def check_removable(self, partitions: Sequence[TopicPartition]) -> list[PartitionKey]:
+        """incremental_unassign's refusals, librdkafka's: KafkaException _INVALID_ARG for a
+        partition given twice or not assigned. The partitions' keys."""
+        _check_no_duplicate(partitions)
+        for tp in partitions:
+            if (tp.topic, tp.partition) not in self.partitions:
+                raise KafkaException(
+                    KafkaError(
+                        KafkaError._INVALID_ARG,
+                        f"{tp.topic} [{tp.partition}] can't be unassigned since it is not in "
+                        "the current assignment",
+                    )
+                )
+        return [(tp.topic, tp.partition) for tp in partitions]
+
     def rotation(self) -> list[AssignedPartition]:
         """The partitions that are not paused, in serving order for one poll/consume call."""
         order = list(self.partitions.values())
@@ -69,3 +101,25 @@ class Assignment:
         turn = self._turn % len(order)
         self._turn = turn + 1
         return order[turn:] + order[:turn]
+
+
+def first_duplicate(partitions: Sequence[TopicPartition]) -> TopicPartition | None:
+    """The first partition given a second time, or None."""
+    seen: set[PartitionKey] = set()
+    for tp in partitions:
+        if (tp.topic, tp.partition) in seen:
+            return tp
+        seen.add((tp.topic, tp.partition))
+    return None
+
+
+def _check_no_duplicate(partitions: Sequence[TopicPartition]) -> None:
+    """librdkafka's refusal of a partition list that names one partition twice."""
+    duplicate = first_duplicate(partitions)
+    if duplicate is not None:
+        raise KafkaException(
+            KafkaError(
+                KafkaError._INVALID_ARG,
+                f"Duplicate {duplicate.topic} [{duplicate.partition}] in input list",
+            )
+        )

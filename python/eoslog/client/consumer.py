@@ -18,25 +18,26 @@ threads (or the same one) are safe: reads take no lock and see only whole batche
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
 
-from eoslog import limits
+from eoslog import arguments, limits
 from eoslog.client import offset_store
-from eoslog.client.arguments import (
-    check_no_duplicate,
-    first_duplicate,
-    partition_list,
-    timeout_seconds,
-)
-from eoslog.client.assignment import Assignment, PartitionKey
+from eoslog.client.assignment import Assignment, PartitionKey, first_duplicate
 from eoslog.client.consumer_config import ConsumerConfig
 from eoslog.client.fetcher import AssignedPartition, Fetcher
 from eoslog.client.group_member import GroupMember, Rebalance, RebalanceCallback
-from eoslog.client.message import OFFSET_INVALID, Message, TopicPartition
+from eoslog.client.message import (
+    OFFSET_INVALID,
+    Message,
+    TopicPartition,
+    topic_partition,
+    topic_partitions,
+)
 from eoslog.client.metadata import ClusterMetadata, MetadataSource, cluster_metadata
 from eoslog.client.read_loop import ReadLoop
 from eoslog.coordinator.group_coordinator import ConsumerGroupMetadata
@@ -50,6 +51,7 @@ from eoslog.errors import (
 if TYPE_CHECKING:
     from eoslog.coordinator.group_coordinator import GroupCoordinator
     from eoslog.log.append_signal import AppendSignal
+    from eoslog.log.meta_file import TopicMetadata
     from eoslog.log.partition import PartitionLog
 
 
@@ -62,6 +64,8 @@ class LogSource(MetadataSource, Protocol):
     def log(self, topic: str, partition: int) -> PartitionLog: ...
 
     def partition_counts(self) -> dict[str, int]: ...
+
+    def topic_metadata(self, name: str, *, auto_create: bool = False) -> TopicMetadata: ...
 
     def clock_ms(self) -> int: ...
 
@@ -80,7 +84,10 @@ class Consumer:
     `max.poll.interval.ms` (default 300000: a member that does not poll for
     that long is removed from its group), `partition.assignment.strategy` ("range",
     "roundrobin" or a comma-separated preference list; default "range,roundrobin"),
-    `check.crcs` (default true), `fetch.max.bytes`, `max.partition.fetch.bytes`. A few common
+    `allow.auto.create.topics` (default false, as librdkafka's: when true, subscribe() and
+    assign() create a named topic that does not exist yet, with the broker's num.partitions,
+    if its auto.create.topics.enable allows), `check.crcs` (default true), `fetch.max.bytes`,
+    `max.partition.fetch.bytes`. A few common
     client keys with no meaning here (bootstrap.servers, client.id, session.timeout.ms, ...)
     are accepted and ignored; any other key raises InvalidConfigError.
 
@@ -91,6 +98,7 @@ class Consumer:
     Used from one thread. After close() every method raises RuntimeError."""
 
     def __init__(self, broker: LogSource, config: Mapping[str, object] | None = None) -> None:
+        arguments.refuse_config_as_broker("Consumer", broker)
         self._broker = broker
         self._config = ConsumerConfig(config or {})
         self._assignment = Assignment()
@@ -100,7 +108,7 @@ class Consumer:
             self._group = GroupMember(
                 self._config,
                 broker.groups,
-                lambda: list(broker.partition_counts()),
+                broker.partition_counts,
                 broker.clock_ms,
             )
         self._fetcher = Fetcher(broker, self._config, self._group_id)
@@ -125,10 +133,11 @@ class Consumer:
         committed offset, looked up at the first fetch; without one, or without a group.id,
         the auto.offset.reset policy). An offset outside the log is reset by the policy at
         the first fetch. UnknownTopicOrPartitionError for a partition that does
-        not exist (nothing changes then); ValueError for a partition given twice. With
-        enable.auto.commit, the stored offsets of the partitions replaced are committed first,
-        as unassign() commits them."""
+        not exist (nothing changes then, but a topic allow.auto.create.topics created stays);
+        ValueError for a partition given twice. With enable.auto.commit, the stored offsets of
+        the partitions replaced are committed first, as unassign() commits them."""
         self._check_open()
+        partitions = topic_partitions("partitions", partitions)
         duplicate = first_duplicate(partitions)
         if duplicate is not None:
             raise ValueError(f"partition {duplicate.topic}-{duplicate.partition} is assigned twice")
@@ -154,40 +163,21 @@ class Consumer:
         assigned; UnknownTopicOrPartitionError for a partition that does not exist (librdkafka
         takes it and waits for it). TypeError unless a list of TopicPartition."""
         self._check_open()
-        partitions = partition_list(partitions)
+        partitions = topic_partitions("partitions", partitions)
         self._check_not_eager()
-        check_no_duplicate(partitions)
-        for tp in partitions:
-            if self._assignment.get(tp.topic, tp.partition) is not None:
-                raise KafkaException(
-                    KafkaError(
-                        KafkaError._CONFLICT,
-                        f"{tp.topic} [{tp.partition}] is already part of the current assignment",
-                    )
-                )
+        self._assignment.check_addable(partitions)
         self._assignment.add(self._started(partitions))
 
     def incremental_unassign(self, partitions: Sequence[TopicPartition]) -> None:
         """Remove these partitions from the assignment (their buffered records are
         discarded; with enable.auto.commit their stored offsets are committed first, as
         unassign() commits them); the others go on undisturbed. Refused, with nothing changed:
-        KafkaException
-        _STATE while subscribed (as incremental_assign), _INVALID_ARG for a partition given
-        twice or not assigned. TypeError unless a list of TopicPartition."""
+        KafkaException _STATE while subscribed (as incremental_assign), _INVALID_ARG for a
+        partition given twice or not assigned. TypeError unless a list of TopicPartition."""
         self._check_open()
-        partitions = partition_list(partitions)
+        partitions = topic_partitions("partitions", partitions)
         self._check_not_eager()
-        check_no_duplicate(partitions)
-        for tp in partitions:
-            if self._assignment.get(tp.topic, tp.partition) is None:
-                raise KafkaException(
-                    KafkaError(
-                        KafkaError._INVALID_ARG,
-                        f"{tp.topic} [{tp.partition}] can't be unassigned since it is not in "
-                        "the current assignment",
-                    )
-                )
-        removed = [(tp.topic, tp.partition) for tp in partitions]
+        removed = self._assignment.check_removable(partitions)
         self._auto_commit_removed(removed)
         self._assignment.remove(removed)
 
@@ -205,7 +195,7 @@ class Consumer:
         the broker does not have is ignored, as librdkafka ignores it. TypeError unless a list
         of TopicPartition."""
         self._check_open()
-        for tp in partition_list(partitions):
+        for tp in topic_partitions("partitions", partitions):
             if self._exists(tp):
                 self._assignment.paused.add((tp.topic, tp.partition))
 
@@ -213,7 +203,7 @@ class Consumer:
         """Deliver from these paused partitions again, from their positions; a partition
         that is not paused is left as it is. TypeError unless a list of TopicPartition."""
         self._check_open()
-        for tp in partition_list(partitions):
+        for tp in topic_partitions("partitions", partitions):
             self._assignment.paused.discard((tp.topic, tp.partition))
 
     def seek(self, partition: TopicPartition) -> None:
@@ -221,6 +211,7 @@ class Consumer:
         assign()); the next poll/consume starts there. Records already fetched past it are
         discarded. KafkaException (_STATE) if the partition is not assigned."""
         self._check_open()
+        topic_partition("partition", partition)
         assigned = self._assignment.get(partition.topic, partition.partition)
         if assigned is None:
             raise KafkaException(
@@ -236,6 +227,7 @@ class Consumer:
         to deliver (the last consumed record's offset + 1, or past skipped control batches);
         OFFSET_INVALID for a partition not assigned or not yet resolved."""
         self._check_open()
+        partitions = topic_partitions("partitions", partitions)
         out = []
         for tp in partitions:
             assigned = self._assignment.get(tp.topic, tp.partition)
@@ -252,6 +244,7 @@ class Consumer:
         asked, assigned or not; timeout and cached are accepted for confluent compatibility
         (the answer is always current). UnknownTopicOrPartitionError if it does not exist."""
         self._check_open()
+        topic_partition("partition", partition)
         log = self._broker.log(partition.topic, partition.partition)
         return log.log_start_offset, self._fetcher.bound(log)
 
@@ -269,9 +262,8 @@ class Consumer:
         _UNKNOWN_PARTITION for a partition that does not exist. TypeError unless a list of
         TopicPartition, or for a timeout that is not a number."""
         self._check_open()
-        partitions = partition_list(partitions)
-        if timeout is not None:
-            timeout_seconds(timeout)
+        partitions = topic_partitions("partitions", partitions)
+        arguments.optional_real("timeout", timeout)
         return self._fetcher.offsets_for_times(partitions)
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
@@ -281,9 +273,9 @@ class Consumer:
         for confluent compatibility. TypeError for a topic that is not a str or None, or a
         timeout that is not a number."""
         self._check_open()
-        if topic is not None and not isinstance(topic, str):
-            raise TypeError(f"argument 1 must be str or None, not {type(topic).__name__}")
-        timeout_seconds(timeout)
+        if topic is not None:
+            arguments.text("topic", topic)
+        arguments.real("timeout", timeout)
         return cluster_metadata(self._broker, topic)
 
     # --- reading ----------------------------------------------------------------------------
@@ -293,6 +285,7 @@ class Consumer:
         `timeout` seconds (None or a negative value: wait indefinitely; 0: do not wait).
         Raises KafkaException for errors (OffsetOutOfRangeError under
         auto.offset.reset=error, CorruptRecordError for damaged batches, ...)."""
+        timeout = arguments.optional_real("timeout", timeout)
         found = self.consume(1, -1 if timeout is None else timeout)
         return found[0] if found else None
 
@@ -305,6 +298,8 @@ class Consumer:
         are served in turn, each delivering in offset order. A fetch that fails after records
         were collected ends the call with those records; the next call raises the error."""
         self._check_open()
+        num_messages = arguments.integer("num_messages", num_messages)
+        timeout = arguments.real("timeout", timeout)
         if not 1 <= num_messages <= limits.consume_messages_max:
             raise ValueError(f"num_messages must be in 1..{limits.consume_messages_max}")
         return self._read_loop.messages(num_messages, timeout)
@@ -365,9 +360,20 @@ class Consumer:
         instead when the member was removed for not polling within max.poll.interval.ms).
         An on_assign that does not call assign() gets the partitions assigned after it
         returns, each at the group's committed offset. Replaces an earlier subscription or
-        assign(). InvalidGroupIdError without a group.id; re.error for a bad pattern."""
+        assign(). With allow.auto.create.topics, each named topic (not a pattern) that does
+        not exist is created here. InvalidGroupIdError without a group.id; re.error for a bad
+        pattern; InvalidTopicError for a bad name under allow.auto.create.topics."""
         group = self._require_group("subscribe")
+        for name, callback in (
+            ("on_assign", on_assign),
+            ("on_revoke", on_revoke),
+            ("on_lost", on_lost),
+        ):
+            arguments.callable_or_none(name, callback)
         group.subscribe(topics, on_assign, on_revoke, on_lost)
+        for topic in topics:
+            if not topic.startswith("^"):
+                self._maybe_create_topic(topic)
         if self._assignment:
             self.unassign()
 
@@ -401,8 +407,6 @@ class Consumer:
         (UnknownMemberIdError, IllegalGenerationError) when the group has moved on without
         this member (it rejoins at the next poll)."""
         group = self._require_group("commit")
-        if message is not None and offsets is not None:
-            raise ValueError("message and offsets are mutually exclusive")
         moved, reported = offset_store.commit_request(self._assignment, message, offsets)
         if not reported:
             if asynchronous:
@@ -427,23 +431,9 @@ class Consumer:
         unless exactly one of message and offsets is given; TypeError for a message that is
         not a Message or offsets that are not a list of TopicPartition."""
         self._check_open()
-        if message is not None and offsets is not None:
-            raise ValueError("message and offsets are mutually exclusive")
-        if message is not None:
-            if not isinstance(message, Message):
-                raise TypeError("expected Message")
-            wanted = [TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
-        elif offsets is not None:
-            wanted = partition_list(offsets)
-        else:
-            raise ValueError("expected either message or offsets")
-        if self._config.enable_auto_offset_store:
-            raise KafkaException(
-                KafkaError(
-                    KafkaError._INVALID_ARG,
-                    "StoreOffsets failed: enable.auto.offset.store is true",
-                )
-            )
+        wanted = offset_store.store_request(
+            message, offsets, automatic=self._config.enable_auto_offset_store
+        )
         offset_store.store(self._assignment, self._exists, wanted)
 
     def committed(
@@ -455,6 +445,7 @@ class Consumer:
         offsets for one of them, then raises UnstableOffsetCommitError; under
         read_uncommitted pending offsets are not seen and it never waits."""
         group = self._require_group("committed")
+        partitions = topic_partitions("partitions", partitions)
         wanted = [(tp.topic, tp.partition) for tp in partitions]
         coordinator = self._broker.groups
         if self._config.isolation_level == "read_committed":
@@ -542,6 +533,13 @@ class Consumer:
 
     # --- internals --------------------------------------------------------------------------
 
+    def _maybe_create_topic(self, topic: str) -> None:
+        """Under allow.auto.create.topics, the broker's metadata request that creates `topic`
+        if it is missing (and the broker allows it): librdkafka's subscribe and assign."""
+        if self._config.allow_auto_create_topics:
+            with contextlib.suppress(UnknownTopicOrPartitionError):
+                self._broker.topic_metadata(topic, auto_create=True)
+
     def _require_group(self, name: str) -> GroupMember:
         self._check_open()
         if self._group is None:
@@ -552,13 +550,13 @@ class Consumer:
         self, partitions: Sequence[TopicPartition]
     ) -> dict[tuple[str, int], AssignedPartition]:
         """An AssignedPartition for each partition (each given once), positioned at its offset
-        as assign() says. UnknownTopicOrPartitionError for a partition that does not exist."""
-        started = {
-            (tp.topic, tp.partition): AssignedPartition(
-                self._broker.log(tp.topic, tp.partition), OFFSET_INVALID
-            )
-            for tp in partitions
-        }
+        as assign() says; under allow.auto.create.topics a missing topic is created first.
+        UnknownTopicOrPartitionError for a partition that does not exist."""
+        started = {}
+        for tp in partitions:
+            self._maybe_create_topic(tp.topic)
+            log = self._broker.log(tp.topic, tp.partition)
+            started[(tp.topic, tp.partition)] = AssignedPartition(log, OFFSET_INVALID)
         for tp, assigned in zip(partitions, started.values(), strict=True):
             self._fetcher.seek_to(assigned, tp.offset)
         return started

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from eoslog.client.assignment import Assignment, PartitionKey
 from eoslog.client.fetcher import AssignedPartition
-from eoslog.client.message import Message, TopicPartition
+from eoslog.client.message import Message, TopicPartition, topic_partitions
 from eoslog.coordinator.group_coordinator import OffsetToCommit
 from eoslog.errors import KafkaError, KafkaException
 
@@ -95,11 +95,33 @@ def to_commit(
     return moved, stored
 
 
+def store_request(message: object, offsets: object, *, automatic: bool) -> list[TopicPartition]:
+    """What store_offsets(message, offsets) asks to store, checked as librdkafka and
+    confluent check it: ValueError unless exactly one is given, TypeError for a wrong type,
+    KafkaException _INVALID_ARG while the store is automatic (enable.auto.offset.store)."""
+    message, offsets = _message_or_offsets(message, offsets)
+    if message is not None:
+        wanted = [TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
+    elif offsets is not None:
+        wanted = offsets
+    else:
+        raise ValueError("expected either message or offsets")
+    if automatic:
+        raise KafkaException(
+            KafkaError(
+                KafkaError._INVALID_ARG, "StoreOffsets failed: enable.auto.offset.store is true"
+            )
+        )
+    return wanted
+
+
 def commit_request(
-    assignment: Assignment, message: Message | None, offsets: Sequence[TopicPartition] | None
+    assignment: Assignment, message: object, offsets: object
 ) -> tuple[list[OffsetToCommit], list[TopicPartition]]:
     """What commit(message, offsets) writes and what it reports: the message's offset + 1,
-    or the offsets as given, or by default to_commit()'s answer."""
+    or the offsets as given, or by default to_commit()'s answer. ValueError when both are
+    given, TypeError for a wrong type."""
+    message, offsets = _message_or_offsets(message, offsets)
     if message is not None:
         given = [TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
     elif offsets is not None:
@@ -116,3 +138,15 @@ def committed(assignment: Assignment, offsets: Iterable[OffsetToCommit]) -> None
         assigned = assignment.get(item.topic, item.partition)
         if assigned is not None:
             assigned.committed = item.offset
+
+
+def _message_or_offsets(
+    message: object, offsets: object
+) -> tuple[Message | None, list[TopicPartition] | None]:
+    """commit's and store_offsets' arguments, checked as confluent checks them."""
+    if message is not None and not isinstance(message, Message):
+        raise TypeError(f"message must be a Message, not {type(message).__name__}")
+    checked = None if offsets is None else topic_partitions("offsets", offsets)
+    if message is not None and checked is not None:
+        raise ValueError("message and offsets are mutually exclusive")
+    return message, checked
