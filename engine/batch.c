@@ -588,6 +588,7 @@ int eos_index_records(eos_record_ref *refs, int64_t capacity, int64_t *count,
         ref->value_length = r.value_length;
         ref->headers_count = r.headers_count;
         ref->timestamp_type = log_append_time;
+        ref->leader_epoch = h->partition_leader_epoch;
     }
     if (cursor != end) return EOS_RECORDS_REMAINING;
     EOS_VERIFY(n >= *count && n <= capacity);

@@ -134,6 +134,7 @@ typedef struct {
     int32_t value_length; /* < 0: null value */
     int32_t headers_count;
     int32_t timestamp_type; /* 0 CreateTime, 1 LogAppendTime (the batch's) */
+    int32_t leader_epoch;   /* the batch's partition leader epoch (-1: none) */
 } eos_record_ref;
 
 /* Append a reference to each record of one batch (records section [records, records + len),

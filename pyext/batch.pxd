@@ -70,6 +70,7 @@ cdef extern from "batch.h" nogil:
         int32_t value_length
         int32_t headers_count
         int32_t timestamp_type
+        int32_t leader_epoch
 
     enum:
         EOS_WALK_CLIENT_RULES

@@ -4,6 +4,8 @@ from typing import Final
 
 from typing_extensions import Buffer
 
+from eoslog.errors import KafkaError
+
 Header = tuple[str, bytes | None]
 
 class RecordRefs:
@@ -66,25 +68,41 @@ class MessageBatch:
     def offset_at(self, index: int) -> int: ...
 
 class Message:
-    """One record (confluent_kafka.Message). Immutable; made only by the Consumer."""
+    """One record (confluent_kafka.Message), made only by the Consumer. The set_* methods
+    replace a field of this Message only (any object, kept as given, as confluent's do); used
+    by the thread that owns the Consumer."""
 
     def topic(self) -> str: ...
     def partition(self) -> int: ...
     def offset(self) -> int: ...
     def key(self) -> bytes | None:
-        """The key, or None for a null key. Each call makes a new bytes object."""
+        """The key, or None for a null key. Each call makes a new bytes object (until
+        set_key(), which replaces it)."""
     def value(self) -> bytes | None:
-        """The value, or None for a null value. Each call makes a new bytes object."""
+        """The value, or None for a null value. Each call makes a new bytes object (until
+        set_value(), which replaces it)."""
     def headers(self) -> list[Header] | None:
         """[(key, value), ...] in record order (a value may be None), or None when the
-        record has no headers. Each call returns a new list."""
+        record has no headers. Each call returns a new list (until set_headers())."""
     def timestamp(self) -> tuple[int, int]:
         """(TIMESTAMP_CREATE_TIME or TIMESTAMP_LOG_APPEND_TIME, milliseconds since the
         epoch); a CreateTime record produced without a timestamp reports -1."""
-    def error(self) -> None:
-        """Always None: consumer errors are raised as KafkaException."""
+    def leader_epoch(self) -> int | None:
+        """The partition leader epoch of the record's batch (0 for every batch an eoslog
+        log wrote: one broker, never re-elected), or None where the batch has none (-1)."""
+    def latency(self) -> float | None:
+        """Always None: confluent's latency() measures a produced message, from produce() to
+        its acknowledgement, and a consumed one has none."""
+    def error(self) -> KafkaError | None:
+        """None (consumer errors are raised as KafkaException), or what set_error() set."""
+    def set_topic(self, topic: str, /) -> None: ...
+    def set_key(self, key: object, /) -> None: ...
+    def set_value(self, value: object, /) -> None: ...
+    def set_headers(self, headers: list[Header] | None, /) -> None: ...
+    def set_error(self, error: KafkaError | None, /) -> None: ...
     def len(self) -> int:
-        """The length of the value in bytes (0 for a null value)."""
+        """The length of the value in bytes (0 for a null value); after set_value(), the
+        len() of the object it set."""
     def __len__(self) -> int: ...
 
 def make_messages(out: list[Message], batch: MessageBatch, start: int, stop: int) -> None:

@@ -153,6 +153,26 @@ def index_records(data, Py_ssize_t start, Py_ssize_t end, RecordRefs refs, list 
     return -1
 
 
+# What a field of _Overrides holds until its set_* is called.
+cdef object _UNSET = object()
+
+
+@cython.final
+cdef class _Overrides:
+    """The fields one Message's set_* methods replaced: any object, kept as given, as
+    confluent's Message keeps it (a DeserializingConsumer stores the decoded key and value
+    this way). A field still _UNSET is read from the record."""
+
+    cdef object topic
+    cdef object key
+    cdef object value
+    cdef object headers
+    cdef object error
+
+    def __cinit__(self):
+        self.topic = self.key = self.value = self.headers = self.error = _UNSET
+
+
 @cython.final
 cdef class MessageBatch:
     """The records of one fetch of one partition, as references into bytes this object keeps
@@ -161,8 +181,9 @@ cdef class MessageBatch:
     Message keeps its fetch alive, as a confluent Message keeps its fetch buffer.
     `next_offset`: where the consumer's position goes once every record here is consumed (past
     control or dropped batches after the last one). `decompressed_bytes`: the size of the
-    decompressed sections it keeps alive (the bytes objects among its owners). Immutable;
-    used by the thread that owns the Consumer."""
+    decompressed sections it keeps alive (the bytes objects among its owners). Immutable, but
+    for `overrides`, which only the one-record batch of a Message whose set_* was called has
+    (overrides_of); used by the thread that owns the Consumer."""
 
     cdef readonly str topic
     cdef readonly int partition
@@ -172,6 +193,7 @@ cdef class MessageBatch:
     cdef RecordRefs _refs
     cdef list _owners
     cdef const eos_record_ref *refs
+    cdef _Overrides overrides
 
     def __cinit__(self, str topic, int partition, RecordRefs refs, list owners,
                   int64_t next_offset):
@@ -200,11 +222,15 @@ cdef class MessageBatch:
 @cython.freelist(256)
 cdef class Message:
     """One record (confluent_kafka.Message): topic(), partition(), offset(), key(), value(),
-    headers(), timestamp(), error(), len(). Immutable. Consumer errors are raised as
-    KafkaException, never delivered as messages, so error() is always None.
+    headers(), timestamp(), leader_epoch(), latency(), error(), len(), and confluent's
+    setters set_topic(), set_key(), set_value(), set_headers(), set_error(), which replace a
+    field of this Message only, with any object, kept as given. Consumer errors are raised as
+    KafkaException, never delivered as messages, so error() is None unless set_error() set it.
 
     No cyclic GC: a Message refers only to its MessageBatch, which never refers back to a
-    Message, so no cycle can pass through one."""
+    Message, so no cycle can pass through one, unless a set_* stores an object that refers
+    back to the Message; such a cycle is never freed (a Message tracked by the GC would cost
+    every Message 16 bytes and the collector's time)."""
 
     cdef MessageBatch _batch
     cdef Py_ssize_t _index
@@ -213,6 +239,9 @@ cdef class Message:
         raise TypeError("Messages are made by the Consumer")
 
     def topic(self):
+        cdef _Overrides o = self._batch.overrides
+        if o is not None and o.topic is not _UNSET:
+            return o.topic
         return self._batch.topic
 
     def partition(self):
@@ -222,18 +251,27 @@ cdef class Message:
         return ref_of(self).offset
 
     def key(self):
+        cdef _Overrides o = self._batch.overrides
+        if o is not None and o.key is not _UNSET:
+            return o.key
         cdef const eos_record_ref *r = ref_of(self)
         if r.key == NULL:
             return None
         return PyBytes_FromStringAndSize(<const char *>r.key, r.key_length)
 
     def value(self):
+        cdef _Overrides o = self._batch.overrides
+        if o is not None and o.value is not _UNSET:
+            return o.value
         cdef const eos_record_ref *r = ref_of(self)
         if r.value == NULL:
             return None
         return PyBytes_FromStringAndSize(<const char *>r.value, r.value_length)
 
     def headers(self):
+        cdef _Overrides o = self._batch.overrides
+        if o is not None and o.headers is not _UNSET:
+            return o.headers
         cdef const eos_record_ref *r = ref_of(self)
         cdef const uint8_t *p = r.headers
         cdef const uint8_t *key
@@ -254,10 +292,42 @@ cdef class Message:
         cdef const eos_record_ref *r = ref_of(self)
         return (TIMESTAMP_TYPE_BASE + r.timestamp_type, r.timestamp_ms)
 
-    def error(self):
+    def leader_epoch(self):
+        cdef const eos_record_ref *r = ref_of(self)
+        # librdkafka reports the batch's partition leader epoch, None where it has none (-1).
+        return None if r.leader_epoch < 0 else r.leader_epoch
+
+    def latency(self):
+        # confluent's latency() is a producer's, from produce() to the acknowledgement; a
+        # consumed message has none.
         return None
 
+    def error(self):
+        cdef _Overrides o = self._batch.overrides
+        if o is not None and o.error is not _UNSET:
+            return o.error
+        return None
+
+    def set_topic(self, topic, /):
+        overrides_of(self).topic = topic
+
+    def set_key(self, key, /):
+        overrides_of(self).key = key
+
+    def set_value(self, value, /):
+        overrides_of(self).value = value
+
+    def set_headers(self, headers, /):
+        overrides_of(self).headers = headers
+
+    def set_error(self, error, /):
+        overrides_of(self).error = error
+
     def len(self):
+        cdef _Overrides o = self._batch.overrides
+        if o is not None and o.value is not _UNSET:
+            # As confluent's len(): the length of whatever set_value() stored.
+            return 0 if o.value is None else len(o.value)
         cdef const eos_record_ref *r = ref_of(self)
         return 0 if r.value == NULL else r.value_length
 
@@ -273,6 +343,25 @@ cdef inline const eos_record_ref *ref_of(Message message) noexcept:
     # A function, not a cdef method: a method would add a vtable pointer to every Message,
     # 32 -> 48 bytes in pymalloc's size classes.
     return &message._batch.refs[message._index]
+
+
+cdef _Overrides overrides_of(Message message):
+    """The Message's overrides, made at its first set_*: the Message then gets a MessageBatch
+    of its own, one reference (a copy of its record's) with the fetch it came from as owner,
+    so the other Messages of that fetch keep their fields and the fetch stays alive."""
+    cdef MessageBatch batch = message._batch
+    cdef MessageBatch own
+    cdef RecordRefs refs
+    if batch.overrides is not None:
+        return batch.overrides
+    refs = RecordRefs(1)
+    refs.refs[0] = batch.refs[message._index]
+    refs.count = 1
+    own = MessageBatch(batch.topic, batch.partition, refs, [batch], refs.refs[0].offset + 1)
+    own.overrides = _Overrides()
+    message._batch = own
+    message._index = 0
+    return own.overrides
 
 
 def make_messages(list out, MessageBatch batch, Py_ssize_t start, Py_ssize_t stop):

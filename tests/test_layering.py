@@ -53,13 +53,17 @@ LAYER_RULES: list[tuple[str, tuple[str, ...]]] = [
         "eoslog.client.consumer_config",
         ("eoslog.client.consumer", "eoslog.client.producer"),
     ),
+    ("eoslog.client.assignment", ("eoslog.client.consumer", "eoslog.client.producer")),
     ("eoslog.client.fetcher", ("eoslog.client.consumer", "eoslog.client.producer")),
     ("eoslog.client.fetch", ("eoslog.client.consumer", "eoslog.client.producer")),
     ("eoslog.client.group_member", ("eoslog.client.consumer", "eoslog.client.producer")),
+    ("eoslog.client.metadata", ("eoslog.client.consumer", "eoslog.client.producer")),
+    ("eoslog.client.offset_store", ("eoslog.client.consumer", "eoslog.client.producer")),
     ("eoslog.client.producer_config", ("eoslog.client.consumer", "eoslog.client.producer")),
     # librdkafka's keys are data: they import nothing of eoslog; the config reader reads them.
     ("eoslog.client.librdkafka_keys", ("eoslog",)),
     ("eoslog.client.config_reader", ("eoslog.client.consumer", "eoslog.client.producer")),
+    ("eoslog.client.read_loop", ("eoslog.client.consumer", "eoslog.client.producer")),
     ("eoslog.client.record_accumulator", ("eoslog.client.consumer", "eoslog.client.producer")),
     ("eoslog.client.sender", ("eoslog.client.consumer", "eoslog.client.producer")),
     (

@@ -29,8 +29,8 @@ from eoslog import (
     TopicPartition,
     limits,
 )
-from eoslog.client import consumer as consumer_module
 from eoslog.client import fetcher as fetcher_module
+from eoslog.client import read_loop as read_loop_module
 from eoslog.client.fetch import plan_fetch
 from eoslog.errors import InvalidConfigError, KafkaException, OffsetOutOfRangeError
 from eoslog.log.partition import PartitionLog
@@ -571,13 +571,13 @@ def test_consume_arrow_reads_on_across_segments_into_one_piece(
         append(log, [(None, b"%d" % (i * 10 + j) * 100, None) for j in range(10)])
     assert len(log.segments) > 3
     pieces: list[int] = []
-    one_batch = consumer_module._one_batch
+    one_batch = read_loop_module._one_batch
 
     def counted(found: list[pa.RecordBatch], include_headers: bool) -> pa.RecordBatch:
         pieces.append(len(found))
         return one_batch(found, include_headers)
 
-    monkeypatch.setattr(consumer_module, "_one_batch", counted)
+    monkeypatch.setattr(read_loop_module, "_one_batch", counted)
     made = consumer(broker)
     first = made.consume_arrow(25, timeout=0)
     assert first.column("offset").to_pylist() == list(range(25))
@@ -877,7 +877,7 @@ def test_a_batch_header_claiming_a_huge_offset_span_sizes_no_allocation_past_the
 
     monkeypatch.setattr(fetcher_module, "RecordRefs", record_refs)
     made = consumer(broker)
-    assigned = made._assigned[(TOPIC, 0)]
+    assigned = made._assignment.partitions[(TOPIC, 0)]
     plan = fetcher_module._planned(result, 0)
     assert plan.records == 1 << 31
     with contextlib.suppress(KafkaException):
@@ -902,7 +902,7 @@ def test_a_batch_whose_record_offsets_go_backwards_is_refused_naming_file_and_by
     forged = assemble(section, records_count=3, last_offset_delta=2)
     result = FetchResult(memoryview(forged), None, 3, 3, 0, "/x/00000000000000000000.log", 0)
     made = consumer(broker)
-    assigned = made._assigned[(TOPIC, 0)]
+    assigned = made._assignment.partitions[(TOPIC, 0)]
     plan = fetcher_module._planned(result, 0)
     with pytest.raises(eoslog.InvalidRecordError) as raised:
         if arrow:

@@ -6,24 +6,19 @@ reads in the Spark Kafka source's schema, and consumer groups: subscribe / commi
 The Consumer is the API; its parts are modules of their own, along the seams of Kafka's Java
 consumer: the configuration (eoslog.client.consumer_config), the fetcher, which holds the
 assigned partitions' positions and fetched records and reads the logs (eoslog.client.fetcher,
-docs/design.md "Fetch"), and the group membership (eoslog.client.group_member), whose steps
-return the Rebalance the consumer applies.
+docs/design.md "Fetch"), the assignment, which keeps those partitions and the order they are
+served in (eoslog.client.assignment), the loop poll(), consume() and consume_arrow() run, which
+also waits for new data without sleep-polling (eoslog.client.read_loop), and the group
+membership (eoslog.client.group_member), whose steps return the Rebalance the consumer
+applies.
 
 Thread safety: like confluent's, a Consumer is used from one thread. Appends from other
 threads (or the same one) are safe: reads take no lock and see only whole batches.
-
-Waiting: poll(), consume() and consume_arrow() with a timeout wait while nothing new is
-readable on the broker's AppendSignal (eoslog.log.append_signal), which every partition log
-bumps when it publishes a new log end or LSO: an append in another thread wakes the waiting
-consumer at once. The wait also ends after a pause growing from limits.poll_sleep_s_min to
-limits.poll_sleep_s_max, so the group's steps (rebalances, heartbeats) go on while no data
-comes.
 """
 
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Protocol
@@ -31,8 +26,10 @@ from typing import TYPE_CHECKING, Protocol
 import pyarrow as pa
 
 from eoslog import arguments, limits
+from eoslog.client import offset_store
+from eoslog.client.assignment import Assignment, PartitionKey, first_duplicate
 from eoslog.client.consumer_config import ConsumerConfig
-from eoslog.client.fetcher import ARROW, ARROW_HEADERS, AssignedPartition, Fetcher
+from eoslog.client.fetcher import AssignedPartition, Fetcher
 from eoslog.client.group_member import GroupMember, Rebalance, RebalanceCallback
 from eoslog.client.message import (
     OFFSET_INVALID,
@@ -41,14 +38,15 @@ from eoslog.client.message import (
     topic_partition,
     topic_partitions,
 )
-from eoslog.coordinator.group_coordinator import ConsumerGroupMetadata, OffsetToCommit
+from eoslog.client.metadata import ClusterMetadata, MetadataSource, cluster_metadata
+from eoslog.client.read_loop import ReadLoop
+from eoslog.coordinator.group_coordinator import ConsumerGroupMetadata
 from eoslog.errors import (
     InvalidGroupIdError,
     KafkaError,
     KafkaException,
     UnknownTopicOrPartitionError,
 )
-from eoslog.record.columns import spark_schema
 
 if TYPE_CHECKING:
     from eoslog.coordinator.group_coordinator import GroupCoordinator
@@ -57,7 +55,7 @@ if TYPE_CHECKING:
     from eoslog.log.partition import PartitionLog
 
 
-class LogSource(Protocol):
+class LogSource(MetadataSource, Protocol):
     """What the consumer needs of the Broker."""
 
     groups: GroupCoordinator
@@ -79,9 +77,11 @@ class Consumer:
     commit, committed and consumer_group_metadata), `isolation.level` (read_committed, the
     default, or read_uncommitted), `auto.offset.reset` (earliest | latest | error, and Kafka's
     aliases smallest, beginning, largest, end; default latest as in Kafka; used where the group
-    has no committed offset), `enable.auto.commit` (default true: the positions are committed
-    every `auto.commit.interval.ms`, default 5000, at a poll, before partitions are revoked
-    and at close), `max.poll.interval.ms` (default 300000: a member that does not poll for
+    has no committed offset), `enable.auto.commit` (default true: the stored offsets are
+    committed every `auto.commit.interval.ms`, default 5000, at a poll, before partitions are
+    revoked or unassigned and at close), `enable.auto.offset.store` (default true: each
+    delivered record's offset + 1 is stored; false: only store_offsets() stores),
+    `max.poll.interval.ms` (default 300000: a member that does not poll for
     that long is removed from its group), `partition.assignment.strategy` ("range",
     "roundrobin" or a comma-separated preference list; default "range,roundrobin"),
     `allow.auto.create.topics` (default false, as librdkafka's: when true, subscribe() and
@@ -101,12 +101,8 @@ class Consumer:
         arguments.refuse_config_as_broker("Consumer", broker)
         self._broker = broker
         self._config = ConsumerConfig(config or {})
-        self._assigned: dict[tuple[str, int], AssignedPartition] = {}
-        self._order: list[AssignedPartition] = []
-        self._turn = 0  # where the next round over the partitions starts (fairness)
+        self._assignment = Assignment()
         self._closed = False
-        # Counts assign()/unassign() calls: tells whether on_assign assigned (_apply_rebalance).
-        self.assignment_generation = 0
         self._group: GroupMember | None = None
         if self._config.group_id is not None:
             self._group = GroupMember(
@@ -116,6 +112,13 @@ class Consumer:
                 broker.clock_ms,
             )
         self._fetcher = Fetcher(broker, self._config, self._group_id)
+        self._read_loop = ReadLoop(
+            broker.append_signal,
+            self._assignment,
+            self._fetcher,
+            self._step_if_grouped,
+            auto_store=self._config.enable_auto_offset_store,
+        )
 
     @property
     def config(self) -> ConsumerConfig:
@@ -131,35 +134,77 @@ class Consumer:
         the auto.offset.reset policy). An offset outside the log is reset by the policy at
         the first fetch. UnknownTopicOrPartitionError for a partition that does
         not exist (nothing changes then, but a topic allow.auto.create.topics created stays);
-        ValueError for a partition given twice."""
+        ValueError for a partition given twice. With enable.auto.commit, the stored offsets of
+        the partitions replaced are committed first, as unassign() commits them."""
         self._check_open()
         partitions = topic_partitions("partitions", partitions)
-        assigned: dict[tuple[str, int], AssignedPartition] = {}
-        for tp in partitions:
-            key = (tp.topic, tp.partition)
-            if key in assigned:
-                raise ValueError(f"partition {tp.topic}-{tp.partition} is assigned twice")
-            self._maybe_create_topic(tp.topic)
-            log = self._broker.log(tp.topic, tp.partition)
-            assigned[key] = AssignedPartition(log, OFFSET_INVALID)
-        for key, tp in zip(assigned, partitions, strict=True):
-            self._fetcher.seek_to(assigned[key], tp.offset)
-        self._assigned = assigned
-        self._order = list(assigned.values())
-        self._turn = 0
-        self.assignment_generation += 1
+        duplicate = first_duplicate(partitions)
+        if duplicate is not None:
+            raise ValueError(f"partition {duplicate.topic}-{duplicate.partition} is assigned twice")
+        started = self._started(partitions)
+        self._auto_commit_removed(list(self._assignment.partitions))
+        self._assignment.replace(started)
 
     def unassign(self) -> None:
-        """Drop the whole assignment (buffered records are discarded)."""
+        """Drop the whole assignment (buffered records and stored offsets are discarded).
+        With enable.auto.commit and a group.id, the stored offsets that moved are committed
+        first, as librdkafka commits a removed partition's (a refused commit is dropped, as
+        auto-commit drops it)."""
         self._check_open()
-        self._assigned = {}
-        self._order = []
-        self.assignment_generation += 1
+        self._auto_commit_removed(list(self._assignment.partitions))
+        self._assignment.replace({})
+
+    def incremental_assign(self, partitions: Sequence[TopicPartition]) -> None:
+        """Add these partitions to the assignment, each starting at its offset as assign()
+        starts it; the others keep their positions and buffered records. Refused, with
+        nothing changed, as librdkafka refuses it: KafkaException _STATE while subscribed
+        (the group's range and roundrobin strategies are eager: its assignment changes by
+        assign()), _INVALID_ARG for a partition given twice, _CONFLICT for one already
+        assigned; UnknownTopicOrPartitionError for a partition that does not exist (librdkafka
+        takes it and waits for it). TypeError unless a list of TopicPartition."""
+        self._check_open()
+        partitions = topic_partitions("partitions", partitions)
+        self._check_not_eager()
+        self._assignment.check_addable(partitions)
+        self._assignment.add(self._started(partitions))
+
+    def incremental_unassign(self, partitions: Sequence[TopicPartition]) -> None:
+        """Remove these partitions from the assignment (their buffered records are
+        discarded; with enable.auto.commit their stored offsets are committed first, as
+        unassign() commits them); the others go on undisturbed. Refused, with nothing changed:
+        KafkaException _STATE while subscribed (as incremental_assign), _INVALID_ARG for a
+        partition given twice or not assigned. TypeError unless a list of TopicPartition."""
+        self._check_open()
+        partitions = topic_partitions("partitions", partitions)
+        self._check_not_eager()
+        removed = self._assignment.check_removable(partitions)
+        self._auto_commit_removed(removed)
+        self._assignment.remove(removed)
 
     def assignment(self) -> list[TopicPartition]:
         """The assigned partitions (offsets are not reported here, as in confluent)."""
         self._check_open()
-        return [TopicPartition(p.topic, p.partition) for p in self._order]
+        return [TopicPartition(p.topic, p.partition) for p in self._assignment.partitions.values()]
+
+    def pause(self, partitions: Sequence[TopicPartition]) -> None:
+        """Stop delivering from these partitions: poll, consume and consume_arrow return
+        nothing from them until resume(), and their positions stay where they are (records
+        already fetched stay buffered). As in librdkafka the pause belongs to the partition,
+        not the assignment (eoslog.client.assignment): it outlasts unassign(), assign() and
+        rebalances, and a partition paused before it is assigned starts paused. A partition
+        the broker does not have is ignored, as librdkafka ignores it. TypeError unless a list
+        of TopicPartition."""
+        self._check_open()
+        for tp in topic_partitions("partitions", partitions):
+            if self._exists(tp):
+                self._assignment.paused.add((tp.topic, tp.partition))
+
+    def resume(self, partitions: Sequence[TopicPartition]) -> None:
+        """Deliver from these paused partitions again, from their positions; a partition
+        that is not paused is left as it is. TypeError unless a list of TopicPartition."""
+        self._check_open()
+        for tp in topic_partitions("partitions", partitions):
+            self._assignment.paused.discard((tp.topic, tp.partition))
 
     def seek(self, partition: TopicPartition) -> None:
         """Move an assigned partition's position to partition.offset (special offsets as in
@@ -167,7 +212,7 @@ class Consumer:
         discarded. KafkaException (_STATE) if the partition is not assigned."""
         self._check_open()
         topic_partition("partition", partition)
-        assigned = self._assigned.get((partition.topic, partition.partition))
+        assigned = self._assignment.get(partition.topic, partition.partition)
         if assigned is None:
             raise KafkaException(
                 KafkaError(
@@ -185,7 +230,7 @@ class Consumer:
         partitions = topic_partitions("partitions", partitions)
         out = []
         for tp in partitions:
-            assigned = self._assigned.get((tp.topic, tp.partition))
+            assigned = self._assignment.get(tp.topic, tp.partition)
             offset = OFFSET_INVALID if assigned is None else assigned.current_position()
             known = offset if offset >= 0 else OFFSET_INVALID
             out.append(TopicPartition(tp.topic, tp.partition, known))
@@ -202,6 +247,36 @@ class Consumer:
         topic_partition("partition", partition)
         log = self._broker.log(partition.topic, partition.partition)
         return log.log_start_offset, self._fetcher.bound(log)
+
+    def offsets_for_times(
+        self, partitions: Sequence[TopicPartition], timeout: float | None = None
+    ) -> list[TopicPartition]:
+        """For each partition, whose offset field holds a timestamp in milliseconds, a
+        TopicPartition whose offset is the earliest offset with a record timestamp at or
+        after it, or -1 (OFFSET_END) when no such record is readable under this consumer's
+        isolation level (Kafka's ListOffsets; eoslog.client.fetcher Fetcher.offsets_for_times).
+        The special timestamps -1 and -2 give the bound (LSO or high watermark) and the log
+        start. Any partition of the broker may be asked, assigned or not; the answer is
+        always current (timeout is accepted for confluent compatibility). KafkaException, as
+        librdkafka's: _INVALID_ARG for an empty list or another negative timestamp,
+        _UNKNOWN_PARTITION for a partition that does not exist. TypeError unless a list of
+        TopicPartition, or for a timeout that is not a number."""
+        self._check_open()
+        partitions = topic_partitions("partitions", partitions)
+        arguments.optional_real("timeout", timeout)
+        return self._fetcher.offsets_for_times(partitions)
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> ClusterMetadata:
+        """The cluster's metadata (eoslog.client.metadata): every topic, internal ones
+        included, or only `topic`, which is reported with error UNKNOWN_TOPIC_OR_PART and no
+        partitions when it does not exist. The answer is always current; timeout is accepted
+        for confluent compatibility. TypeError for a topic that is not a str or None, or a
+        timeout that is not a number."""
+        self._check_open()
+        if topic is not None:
+            arguments.text("topic", topic)
+        arguments.real("timeout", timeout)
+        return cluster_metadata(self._broker, topic)
 
     # --- reading ----------------------------------------------------------------------------
 
@@ -227,33 +302,7 @@ class Consumer:
         timeout = arguments.real("timeout", timeout)
         if not 1 <= num_messages <= limits.consume_messages_max:
             raise ValueError(f"num_messages must be in 1..{limits.consume_messages_max}")
-        deadline = _deadline(timeout)
-        out: list[Message] = []
-        held = [0]  # decompressed bytes the messages taken keep alive
-        sleep_s = limits.poll_sleep_s_min
-        while True:
-            seen = self._broker.append_signal.generation  # before looking: no append missed
-            if self._group is not None and not self._step_group(self._group):
-                if not self._wait(deadline, sleep_s, seen):
-                    return out
-                sleep_s = min(sleep_s * 2, limits.poll_sleep_s_max)
-                continue
-            for assigned in self._rotation():
-                if len(out) >= num_messages or held[0] >= limits.decompressed_batch_bytes_max:
-                    break
-                try:
-                    self._fetcher.take_messages(assigned, out, num_messages, held)
-                except KafkaException:
-                    if not out:
-                        raise
-                    # The records taken have moved their positions: deliver them. The failing
-                    # fetch is at its partition's position, so the next call raises it.
-                    return out
-            if len(out) >= num_messages or held[0] >= limits.decompressed_batch_bytes_max:
-                return out
-            if not self._wait(deadline, sleep_s, seen):
-                return out
-            sleep_s = min(sleep_s * 2, limits.poll_sleep_s_max)
+        return self._read_loop.messages(num_messages, timeout)
 
     def consume_arrow(
         self, max_records: int = 100_000, timeout: float = -1, *, include_headers: bool = False
@@ -267,56 +316,20 @@ class Consumer:
         self._check_open()
         if max_records < 1:
             raise ValueError("max_records must be at least 1")
-        deadline = _deadline(timeout)
-        pieces: list[pa.RecordBatch] = []
-        total = held = 0
-        budget = limits.decompressed_batch_bytes_max
-        sleep_s = limits.poll_sleep_s_min
-        while True:
-            seen = self._broker.append_signal.generation  # before looking: no append missed
-            if self._group is not None and not self._step_group(self._group):
-                if not self._wait(deadline, sleep_s, seen):
-                    return _one_batch(pieces, include_headers)
-                sleep_s = min(sleep_s * 2, limits.poll_sleep_s_max)
-                continue
-            for assigned in self._rotation():
-                try:
-                    while (
-                        total < max_records
-                        and held < budget
-                        and self._fetcher.fill(
-                            assigned,
-                            max_records - total,
-                            ARROW_HEADERS if include_headers else ARROW,
-                        )
-                    ):
-                        piece = self._fetcher.take_arrow(
-                            assigned, max_records - total, include_headers
-                        )
-                        pieces.append(piece)
-                        total += piece.num_rows
-                        held += piece.nbytes
-                except KafkaException:
-                    if not total:
-                        raise
-                    return _one_batch(pieces, include_headers)  # as in consume()
-            if total >= max_records or held >= budget or not self._wait(deadline, sleep_s, seen):
-                return _one_batch(pieces, include_headers)
-            sleep_s = min(sleep_s * 2, limits.poll_sleep_s_max)
+        return self._read_loop.arrow(max_records, timeout, include_headers)
 
     # --- lifecycle --------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Auto-commit the positions (if enabled), leave the group (its other members
+        """Auto-commit the stored offsets (if enabled), leave the group (its other members
         rebalance), drop the assignment and release the buffered records. Idempotent; any
         other call afterwards raises RuntimeError."""
         if self._group is not None and not self._closed:
             # The consumer has no group from here on: callbacks run by the leaving see none.
             group, self._group = self._group, None
             if not self._leave_group(group) and group.auto_commit:
-                group.commit_positions(self.position(self.assignment()))
-        self._assigned = {}
-        self._order = []
+                self._auto_commit(group)
+        self._assignment.replace({})
         self._closed = True
 
     def __enter__(self) -> Consumer:
@@ -361,7 +374,7 @@ class Consumer:
         for topic in topics:
             if not topic.startswith("^"):
                 self._maybe_create_topic(topic)
-        if self._order:
+        if self._assignment:
             self.unassign()
 
     def unsubscribe(self) -> None:
@@ -369,7 +382,7 @@ class Consumer:
         self._check_open()
         if self._group is not None:
             self._leave_group(self._group)
-        if self._order:
+        if self._assignment:
             self.unassign()
 
     def commit(
@@ -379,32 +392,52 @@ class Consumer:
         asynchronous: bool = False,
     ) -> list[TopicPartition] | None:
         """Commit offsets for the group: `offsets` as given (each the offset of the next
-        record to read), or `message`'s offset + 1, or by default the position of every
-        assigned partition. Returns once the commit is durable (durability "commit" and
-        "always": fsynced), with the committed list; None when asynchronous (the commit is
-        made before it returns all the same, then on_commit is called). Raises
-        InvalidGroupIdError without a group.id; KafkaException _NO_OFFSET when there is
-        nothing to commit; CommitFailedError (UnknownMemberIdError, IllegalGenerationError)
-        when the group has moved on without this member (it rejoins at the next poll)."""
+        record to read, with its metadata), or `message`'s offset + 1, or by default the
+        stored offsets of the assigned partitions (librdkafka's rule; with the default
+        enable.auto.offset.store, where each partition was delivered up to:
+        eoslog.client.offset_store). Returns once the commit is durable (durability "commit"
+        and "always": fsynced), with the committed list; None when asynchronous (the commit
+        is made before it returns all the same, then on_commit is called). By default only
+        the stored offsets that moved since this consumer last committed them are written,
+        and all of them are returned: a commit() with nothing new succeeds without writing
+        (librdkafka raises _NO_OFFSET there; eoslog's commit is synchronous by default, and a
+        consume/commit loop would then raise whenever it is idle). Raises InvalidGroupIdError
+        without a group.id; ValueError when both message and offsets are given;
+        KafkaException _NO_OFFSET, unless asynchronous, when nothing is stored or given;
+        CommitFailedError (UnknownMemberIdError, IllegalGenerationError) when the group has
+        moved on without this member (it rejoins at the next poll)."""
         group = self._require_group("commit")
-        if message is not None and not isinstance(message, Message):
-            raise TypeError(f"message must be a Message, not {type(message).__name__}")
-        if offsets is not None:
-            offsets = topic_partitions("offsets", offsets)
-        if message is not None:
-            targets = [TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
-        elif offsets is not None:
-            targets = list(offsets)
-        else:
-            targets = [tp for tp in self.position(self.assignment()) if tp.offset >= 0]
-        if not targets:
-            raise KafkaException(KafkaError(KafkaError._NO_OFFSET, "no offset to commit"))
-        group.commit(
-            [OffsetToCommit(tp.topic, tp.partition, tp.offset, tp.metadata or "") for tp in targets]
-        )
+        moved, reported = offset_store.commit_request(self._assignment, message, offsets)
+        if not reported:
+            if asynchronous:
+                return None  # librdkafka reports it to an offset_commit_cb, not to the caller
+            raise KafkaException(
+                KafkaError(KafkaError._NO_OFFSET, "Commit failed: no offset stored")
+            )
+        if moved:
+            group.commit(moved)
+            offset_store.committed(self._assignment, moved)
         if asynchronous:
-            group.report_commit(targets)  # on_commit, as confluent reports an async commit
-        return None if asynchronous else targets
+            group.report_commit(reported)  # on_commit, as confluent reports an async commit
+            return None
+        return reported
+
+    def store_offsets(
+        self, message: Message | None = None, offsets: Sequence[TopicPartition] | None = None
+    ) -> None:
+        """Store offsets for the next commit() without arguments, or auto-commit: `message`'s
+        offset + 1, or each of `offsets` as given (with its metadata; a logical offset
+        clears the partition's stored offset). Only with enable.auto.offset.store false, as in
+        librdkafka, else KafkaException _INVALID_ARG. As librdkafka's, it stores what it can
+        and raises only when it could store nothing, with the last error: _UNKNOWN_PARTITION
+        for a partition the broker does not have, _STATE for one not assigned. ValueError
+        unless exactly one of message and offsets is given; TypeError for a message that is
+        not a Message or offsets that are not a list of TopicPartition."""
+        self._check_open()
+        wanted = offset_store.store_request(
+            message, offsets, automatic=self._config.enable_auto_offset_store
+        )
+        offset_store.store(self._assignment, self._exists, wanted)
 
     def committed(
         self, partitions: Sequence[TopicPartition], timeout: float | None = None
@@ -431,6 +464,15 @@ class Consumer:
                 out.append(TopicPartition(topic, partition, stored.offset, stored.metadata))
         return out
 
+    def memberid(self) -> str | None:
+        """The member id the group coordinator gave this consumer, or None while it has
+        none: before its first join, after it left, and for a consumer without a group.id or
+        that only assign()s."""
+        self._check_open()
+        if self._group is None or not self._group.member_id:
+            return None
+        return self._group.member_id
+
     def consumer_group_metadata(self) -> ConsumerGroupMetadata:
         """The group, member id and generation this consumer reads under, for
         Producer.send_offsets_to_transaction: the coordinator refuses offsets sent with it
@@ -440,6 +482,10 @@ class Consumer:
         return self._require_group("consumer_group_metadata").metadata()
 
     # --- the group's steps ------------------------------------------------------------------
+
+    def _step_if_grouped(self) -> bool:
+        """The read loop's step: the group's, if the consumer has one."""
+        return self._group is None or self._step_group(self._group)
 
     def _step_group(self, group: GroupMember) -> bool:
         """Heartbeat, rebalance if needed, auto-commit when due (eoslog.client.group_member).
@@ -454,7 +500,7 @@ class Consumer:
                 if joined.assigned is None:
                     return False
         if group.auto_commit_due():
-            group.commit_positions(self.position(self.assignment()))
+            self._auto_commit(group)
         return True
 
     def _leave_group(self, group: GroupMember) -> bool:
@@ -474,16 +520,17 @@ class Consumer:
         ones: on_assign, and assign() unless the callback assigned itself."""
         if rebalance.revoked:
             if rebalance.commit_first:
-                group.commit_positions(self.position(self.assignment()))
+                self._auto_commit(group)
             if rebalance.on_revoke is not None:
                 rebalance.on_revoke(self, list(rebalance.revoked))
-            self.unassign()
+            # Not unassign(): auto-commit ran above, or must not run (a lost membership).
+            self._assignment.replace({})
         group.revoked()
         if rebalance.assigned is not None:
-            before = self.assignment_generation
+            before = self._assignment.generation
             if rebalance.on_assign is not None:
                 rebalance.on_assign(self, list(rebalance.assigned))
-            if self.assignment_generation == before:
+            if self._assignment.generation == before:
                 # The callback did not assign: start each partition at its committed offset.
                 self.assign(list(rebalance.assigned))
 
@@ -502,6 +549,52 @@ class Consumer:
             raise InvalidGroupIdError(f"Consumer.{name} needs a group.id in the configuration")
         return self._group
 
+    def _started(
+        self, partitions: Sequence[TopicPartition]
+    ) -> dict[tuple[str, int], AssignedPartition]:
+        """An AssignedPartition for each partition (each given once), positioned at its offset
+        as assign() says; under allow.auto.create.topics a missing topic is created first.
+        UnknownTopicOrPartitionError for a partition that does not exist."""
+        started = {}
+        for tp in partitions:
+            self._maybe_create_topic(tp.topic)
+            log = self._broker.log(tp.topic, tp.partition)
+            started[(tp.topic, tp.partition)] = AssignedPartition(log, OFFSET_INVALID)
+        for tp, assigned in zip(partitions, started.values(), strict=True):
+            self._fetcher.seek_to(assigned, tp.offset)
+        return started
+
+    def _auto_commit(self, group: GroupMember, keys: list[PartitionKey] | None = None) -> None:
+        """Auto-commit the stored offsets that moved (of `keys` alone, when given)."""
+        moved = offset_store.to_commit(self._assignment, keys)[0]
+        if group.auto_commit_offsets(moved):
+            offset_store.committed(self._assignment, moved)
+
+    def _auto_commit_removed(self, keys: list[PartitionKey]) -> None:
+        """Before partitions leave the assignment: with enable.auto.commit, commit their
+        stored offsets, as librdkafka does for removed partitions."""
+        group = self._group
+        if group is not None and group.auto_commit and keys:
+            self._auto_commit(group, keys)
+
+    def _check_not_eager(self) -> None:
+        """librdkafka's refusal of incremental changes to an eager group's assignment."""
+        if self._group is not None and self._group.subscribed:
+            raise KafkaException(
+                KafkaError(
+                    KafkaError._STATE,
+                    "Changes to the current assignment must be made using assign() when "
+                    "rebalance protocol type is EAGER",
+                )
+            )
+
+    def _exists(self, partition: TopicPartition) -> bool:
+        try:
+            self._broker.log(partition.topic, partition.partition)
+        except UnknownTopicOrPartitionError:
+            return False
+        return True
+
     def _group_id(self) -> str | None:
         """The group whose committed offsets start a partition (none once closed)."""
         return None if self._group is None else self._group.group_id
@@ -509,38 +602,3 @@ class Consumer:
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError("Consumer closed")
-
-    def _rotation(self) -> list[AssignedPartition]:
-        order = self._order
-        if not order:
-            return []
-        turn = self._turn % len(order)
-        self._turn = turn + 1
-        return order[turn:] + order[:turn]
-
-    def _wait(self, deadline: float | None, pause_s: float, seen: int) -> bool:
-        """Wait until the broker publishes data past generation `seen` (an append, a marker),
-        at most pause_s; False once the deadline has passed."""
-        if deadline is None:
-            self._broker.append_signal.wait_for_change(seen, pause_s)
-            return True
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return False
-        self._broker.append_signal.wait_for_change(seen, min(pause_s, left))
-        return True
-
-
-def _deadline(timeout: float) -> float | None:
-    return None if timeout < 0 else time.monotonic() + timeout
-
-
-def _one_batch(pieces: list[pa.RecordBatch], include_headers: bool) -> pa.RecordBatch:
-    if len(pieces) == 1:
-        return pieces[0]
-    schema = spark_schema(include_headers)
-    if not pieces:
-        # pa.nulls, not pa.array([]): the latter imports pandas when it is installed.
-        return pa.RecordBatch.from_arrays([pa.nulls(0, type=f.type) for f in schema], schema=schema)
-    combined = pa.Table.from_batches(pieces, schema=schema).combine_chunks()
-    return combined.to_batches()[0]

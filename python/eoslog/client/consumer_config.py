@@ -47,6 +47,7 @@ class ConsumerConfig:
         "auto_offset_reset",
         "check_crcs",
         "enable_auto_commit",
+        "enable_auto_offset_store",
         "fetch_bytes_max",
         "group_id",
         "isolation_level",
@@ -61,7 +62,10 @@ class ConsumerConfig:
         # Kafka's default (ConsumerConfig auto.offset.reset = latest).
         self.auto_offset_reset = "latest"
         self.enable_auto_commit = True
-        # 0 turns the periodic commit off (librdkafka): positions are still committed
+        # librdkafka's default: poll() stores each delivered message's offset + 1
+        # (eoslog.client.offset_store), and commits commit what is stored.
+        self.enable_auto_offset_store = True
+        # 0 turns the periodic commit off (librdkafka): stored offsets are still committed
         # before partitions are revoked and at close.
         self.auto_commit_interval_ms = limits.auto_commit_interval_ms_default
         self.max_poll_interval_ms = limits.poll_interval_ms_max_default
@@ -136,6 +140,7 @@ _APPLIED: Final[dict[str, tuple[str, Callable[[str, object], object]]]] = {
     "isolation.level": ("isolation_level", _isolation_level),
     "auto.offset.reset": ("auto_offset_reset", _auto_offset_reset),
     "enable.auto.commit": ("enable_auto_commit", _as_given),
+    "enable.auto.offset.store": ("enable_auto_offset_store", _as_given),
     "auto.commit.interval.ms": ("auto_commit_interval_ms", _as_given),
     "max.poll.interval.ms": ("max_poll_interval_ms", _as_given),
     "partition.assignment.strategy": ("assignment_strategies", _strategies),

@@ -2,8 +2,10 @@
 Message accessors).
 
 DeliveryReport has the accessor names of confluent-kafka-python's Message (topic(),
-partition(), offset(), key(), value(), headers(), timestamp() -> (type, ms), error()), so
-that it can be unified with the consumer's Message later. Immutable; any thread may read it.
+partition(), offset(), key(), value(), headers(), timestamp() -> (type, ms), leader_epoch(),
+latency(), error()) and its setters (set_topic(), set_key(), set_value(), set_headers(),
+set_error()), so that it can be unified with the consumer's Message later. Any thread may
+read it; the setters are for the thread the callback runs on.
 """
 
 from __future__ import annotations
@@ -90,8 +92,34 @@ class DeliveryReport:
     def error(self) -> KafkaError | None:
         return self._error
 
+    def leader_epoch(self) -> int | None:
+        """None, as librdkafka reports for a delivered message."""
+        return None
+
+    def latency(self) -> float | None:
+        """None: the producer does not record when each message was produced yet
+        (confluent's is the seconds from produce() to the acknowledgement)."""
+        return None
+
+    # confluent's setters: any object, kept as given.
+
+    def set_topic(self, topic: str, /) -> None:
+        self._topic = topic
+
+    def set_key(self, key: object, /) -> None:
+        self._key = key  # type: ignore[assignment]
+
+    def set_value(self, value: object, /) -> None:
+        self._value = value  # type: ignore[assignment]
+
+    def set_headers(self, headers: Headers | None, /) -> None:
+        self._headers = headers
+
+    def set_error(self, error: KafkaError | None, /) -> None:
+        self._error = error
+
     def __len__(self) -> int:
-        # confluent's len(msg) is the value's length.
+        # confluent's len(msg) is the value's length (whatever set_value() set).
         return 0 if self._value is None else len(self._value)
 
     def __repr__(self) -> str:

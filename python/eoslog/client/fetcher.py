@@ -12,7 +12,9 @@ per read over the plan's runs (aborted batches skipped in C, columns sized once,
 records wanted), into Arrow-layout columns, with no Python object per record or per batch.
 
 A position not known yet (OFFSET_STORED, OFFSET_INVALID) is resolved at the first fetch: the
-group's committed offset, else the auto.offset.reset policy.
+group's committed offset, else the auto.offset.reset policy. The fetcher also answers
+offsets_for_times as a partition leader answers Kafka's ListOffsets, under the consumer's
+isolation level.
 
 Thread safety: used from the consumer's thread only, as the Consumer is.
 """
@@ -35,6 +37,7 @@ from eoslog.client.message import (
     Message,
     MessageBatch,
     RecordRefs,
+    TopicPartition,
     index_records,
     make_messages,
 )
@@ -42,6 +45,7 @@ from eoslog.errors import (
     KafkaError,
     KafkaException,
     OffsetOutOfRangeError,
+    UnknownTopicOrPartitionError,
     UnstableOffsetCommitError,
 )
 from eoslog.record import codec
@@ -72,16 +76,32 @@ def _kind_of(fetched: FetchedRecords | MessageBatch) -> str:
 
 
 class OffsetSource(Protocol):
-    """What the fetcher needs of the Broker: the group coordinator, for committed offsets."""
+    """What the fetcher needs of the Broker: the group coordinator, for committed offsets,
+    and the partition logs, for offsets_for_times."""
 
     groups: GroupCoordinator
 
+    def log(self, topic: str, partition: int) -> PartitionLog: ...
+
 
 class AssignedPartition:
-    """One assigned partition: its log, the consumer's position in it, and the decoded
-    records fetched but not yet delivered."""
+    """One assigned partition: its log, the consumer's position in it, the decoded records
+    fetched but not yet delivered, and its offset store (eoslog.client.offset_store): the
+    offset stored for the next commit, with its metadata, and the offset this consumer last
+    committed for it (OFFSET_INVALID: none)."""
 
-    __slots__ = ("bytes_per_record", "fetched", "index", "log", "partition", "position", "topic")
+    __slots__ = (
+        "bytes_per_record",
+        "committed",
+        "fetched",
+        "index",
+        "log",
+        "partition",
+        "position",
+        "stored",
+        "stored_metadata",
+        "topic",
+    )
 
     def __init__(self, log: PartitionLog, position: int) -> None:
         self.log = log
@@ -94,6 +114,9 @@ class AssignedPartition:
         self.index = 0  # next record of fetched[0] to deliver
         # Bytes of log per record delivered, seen so far: sizes consume_arrow's reads.
         self.bytes_per_record = 0.0
+        self.stored = OFFSET_INVALID
+        self.stored_metadata: str | None = None
+        self.committed = OFFSET_INVALID
 
     def drop_fetched(self) -> None:
         self.fetched = []
@@ -137,6 +160,56 @@ class Fetcher:
         if self._config.isolation_level == "read_committed":
             return log.last_stable_offset
         return log.high_watermark
+
+    def offsets_for_times(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        """Consumer.offsets_for_times: offset_for_time of each partition, as new
+        TopicPartitions. KafkaException, as librdkafka's: _INVALID_ARG for an empty list,
+        _UNKNOWN_PARTITION for a partition that does not exist."""
+        if not partitions:
+            raise KafkaException(
+                KafkaError(KafkaError._INVALID_ARG, "Failed to get offsets: no partitions")
+            )
+        found = []
+        for tp in partitions:
+            try:
+                log = self._broker.log(tp.topic, tp.partition)
+            except UnknownTopicOrPartitionError:
+                raise KafkaException(
+                    KafkaError(
+                        KafkaError._UNKNOWN_PARTITION,
+                        f"Failed to get offsets: {tp.topic} [{tp.partition}] is unknown",
+                    )
+                ) from None
+            found.append(
+                TopicPartition(tp.topic, tp.partition, self.offset_for_time(log, tp.offset))
+            )
+        return found
+
+    def offset_for_time(self, log: PartitionLog, timestamp_ms: int) -> int:
+        """Kafka's ListOffsets for one partition, as a leader answers it under this consumer's
+        isolation level: OFFSET_END (Kafka's LATEST_TIMESTAMP, -1) asks for the bound (LSO
+        or high watermark), OFFSET_BEGINNING (EARLIEST_TIMESTAMP, -2) for the log start;
+        any other timestamp for the earliest offset whose record's timestamp is at or after
+        it, through the time index (PartitionLog.offset_for_timestamp), if that offset is
+        below the bound (Kafka's Partition.fetchOffsetForTimestamp), else -1, as librdkafka
+        reports none. KafkaException _INVALID_ARG for Kafka's other special timestamps
+        (-3, the largest timestamp, KIP-734, and below), which eoslog does not answer."""
+        bound = self.bound(log)
+        if timestamp_ms == OFFSET_END:
+            return bound
+        if timestamp_ms == OFFSET_BEGINNING:
+            return log.log_start_offset
+        if timestamp_ms < 0:
+            raise KafkaException(
+                KafkaError(
+                    KafkaError._INVALID_ARG,
+                    f"Failed to get offsets: special timestamp {timestamp_ms} is not supported",
+                )
+            )
+        found = log.offset_for_timestamp(timestamp_ms)
+        if found is None or found[0] >= bound:
+            return OFFSET_END
+        return found[0]
 
     def seek_to(self, assigned: AssignedPartition, offset: int) -> None:
         """Move the partition to `offset` or a special offset (Consumer.assign's), dropping

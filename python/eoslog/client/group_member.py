@@ -6,7 +6,8 @@ consumer_group_metadata() reports, and auto-commit.
 Every poll/consume of the consumer first makes a step of its member (Consumer._step_group). A
 step heartbeats (which also tells the coordinator the member is alive, for
 max.poll.interval.ms), and when the group is rebalancing, or the member was removed, it gives
-up its partitions: auto-commit of the positions (if enabled and still a member), then on_revoke
+up its partitions: auto-commit of the stored offsets (if enabled and still a member;
+eoslog.client.offset_store), then on_revoke
 (on_lost when removed, or on_revoke if no on_lost was given), then unassign. It then joins;
 once every member has rejoined it gets its partitions, calls on_assign(consumer, partitions)
 and, unless the callback assigned itself, assigns them, each starting at the group's committed
@@ -16,8 +17,8 @@ rebalance is in progress.
 
 The member knows nothing of the Consumer: heartbeat(), join() and leaving() return a Rebalance,
 the partitions to give up and to take with their callbacks, which the consumer applies in
-order (Consumer._apply_rebalance) and then reports with revoked(); the consumer passes its
-positions to commit_positions().
+order (Consumer._apply_rebalance) and then reports with revoked(); the consumer passes the
+stored offsets that moved to auto_commit_offsets().
 
 Thread safety: like the Consumer, used from the consumer's thread only.
 """
@@ -50,8 +51,8 @@ class Rebalance:
     """What a step of the member decided, for the consumer to apply in this order:
 
     1. give up `revoked` (nothing when empty): first, if `commit_first`, auto-commit the
-       positions (GroupMember.commit_positions), then `on_revoke(consumer, revoked)` if set,
-       then unassign();
+       stored offsets (GroupMember.auto_commit_offsets), then `on_revoke(consumer, revoked)`
+       if set, then unassign();
     2. take `assigned` (nothing when None): `on_assign(consumer, assigned)` if set, then
        assign(assigned) unless the callback assigned itself."""
 
@@ -91,7 +92,6 @@ class GroupMember:
         self._auto_commit_interval_ms = config.auto_commit_interval_ms
         self._last_auto_commit_ms = clock_ms()
         self._on_commit = config.on_commit
-        self._last_committed: dict[tuple[str, int], int] = {}
         self.member_id = NO_MEMBER
         self.generation_id = NO_GENERATION
         self._subscription: list[str] | None = None
@@ -246,26 +246,24 @@ class GroupMember:
             and self._clock_ms() - self._last_auto_commit_ms >= self._auto_commit_interval_ms
         )
 
-    def commit_positions(self, positions: list[TopicPartition]) -> None:
-        """Commit the consumer's positions that moved since the last commit; a refused commit
-        (a member the group fenced) is dropped, as librdkafka's auto-commit reports and goes
-        on. on_commit(err, positions) hears of either, as confluent's does; a commit with
+    def auto_commit_offsets(self, offsets: list[OffsetToCommit]) -> bool:
+        """Auto-commit: commit these offsets (the stored ones that moved) and restart the
+        interval. A refused commit (a member the group fenced) is dropped, as librdkafka's
+        auto-commit reports and goes on; False then, or when there was nothing to commit.
+        on_commit(err, partitions) hears of either, as confluent's does; a commit with
         nothing moved is no commit and is not reported."""
         self._last_auto_commit_ms = self._clock_ms()
-        moved = [
-            OffsetToCommit(tp.topic, tp.partition, tp.offset)
-            for tp in positions
-            if tp.offset >= 0 and self._last_committed.get((tp.topic, tp.partition)) != tp.offset
-        ]
-        if not moved:
-            return
+        if not offsets:
+            return False
+        partitions = [TopicPartition(item.topic, item.partition, item.offset) for item in offsets]
         try:
-            self.commit(moved)
+            self.commit(offsets)
         except CommitFailedError as refused:
             # The next step rejoins; the next owner starts from the last commit.
-            self.report_commit(positions, refused.error)
-        else:
-            self.report_commit(positions)
+            self.report_commit(partitions, refused.error)
+            return False
+        self.report_commit(partitions)
+        return True
 
     def report_commit(self, partitions: list[TopicPartition], error: object = None) -> None:
         """Call on_commit(error, partitions), if the config gave one: after an automatic or
@@ -275,5 +273,3 @@ class GroupMember:
 
     def commit(self, offsets: list[OffsetToCommit]) -> None:
         self._coordinator.commit_offsets(self.metadata(), offsets)
-        for item in offsets:
-            self._last_committed[(item.topic, item.partition)] = item.offset
