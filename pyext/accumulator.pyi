@@ -88,6 +88,9 @@ class RecordAccumulator:
         """Make `state` reachable by produce() (producer lock held). ValueError if
         state.partition is outside [0, partitions)."""
 
+    def forget_topic(self, topic: str) -> None:
+        """Take the topic off the fast path until add_partition registers it again."""
+
     def produce(
         self,
         topic: str,

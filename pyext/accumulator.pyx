@@ -156,6 +156,12 @@ cdef class RecordAccumulator:
             slots = self.topics[topic] = [None] * partitions
         slots[state.partition] = state
 
+    def forget_topic(self, str topic):
+        """Take the topic off the fast path (its partition count changed, or it was deleted):
+        its records take the Python path until add_partition registers it again. Producer
+        lock held."""
+        self.topics.pop(topic, None)
+
     cdef PartitionState find(self, str topic, object key, Py_ssize_t partition):
         """The state of the record's partition if its open batch can take the record on the
         fast path, else None. Producer lock held."""
@@ -193,7 +199,9 @@ cdef class RecordAccumulator:
                 timestamp=0, headers=None, *, callback=None):
         """Producer.produce (same arguments, same results, same errors): queue one record."""
         if (headers is not None or type(topic) is not str
-                or type(partition) is not int or type(timestamp) is not int):
+                or type(partition) is not int or type(timestamp) is not int
+                or (on_delivery is not None and not callable(on_delivery))
+                or (callback is not None and not callable(callback))):
             return self.slow(topic, value, key, partition, on_delivery, timestamp, headers,
                              callback=callback)
         cdef object record_value = value.encode() if type(value) is str else value

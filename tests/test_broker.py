@@ -8,6 +8,7 @@ close() leaves on disk in Kafka's formats.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import errno
 import json
@@ -321,6 +322,65 @@ def test_bad_topic_config_raises_invalid_config_and_creates_nothing(
         broker.create_topic("t", num_partitions, config=config)
     assert (logtools.contents(tmp_path), logtools.tree(tmp_path)) == before
     assert "t" not in broker.list_topics()
+
+
+# --- topics created on first use ------------------------------------------------------------
+
+
+def test_a_metadata_request_that_allows_it_creates_an_unknown_topic_with_num_partitions(
+    open_broker: OpenBroker, data_dir: str
+) -> None:
+    broker = open_broker(config={**SMALL_INDEXES, "num.partitions": 3})
+    made = broker.topic_metadata("new", auto_create=True)
+    assert (made.name, made.num_partitions) == ("new", 3)
+    assert broker.topic_metadata("new") == made  # asked again: the same topic
+    assert broker.list_topics()["new"].num_partitions == 3
+    broker.close()
+    assert open_broker().list_topics()["new"].num_partitions == 3  # persisted as any topic
+
+
+def test_auto_create_disabled_raises_unknown_topic(open_broker: OpenBroker) -> None:
+    """Kafka's broker setting auto.create.topics.enable (default true), and a client that
+    does not allow creation (allow.auto.create.topics false): either refuses."""
+    broker = open_broker(config={**SMALL_INDEXES, "auto.create.topics.enable": "false"})
+    with pytest.raises(eoslog.UnknownTopicOrPartitionError):
+        broker.topic_metadata("new", auto_create=True)
+    broker.close()
+    broker = open_broker()
+    with pytest.raises(eoslog.UnknownTopicOrPartitionError):
+        broker.topic_metadata("new", auto_create=False)
+    assert "new" not in broker.list_topics()
+
+
+def test_an_invalid_name_is_never_auto_created(open_broker: OpenBroker, tmp_path: str) -> None:
+    broker = open_broker()
+    before = logtools.tree(tmp_path)
+    for name in ("", "a/b", "..", "x" * 250):
+        with pytest.raises(eoslog.InvalidTopicError):
+            broker.topic_metadata(name, auto_create=True)
+    assert logtools.tree(tmp_path) == before
+
+
+def test_internal_topics_are_never_auto_created_with_user_topic_settings(
+    open_broker: OpenBroker,
+) -> None:
+    broker = open_broker(config={**SMALL_INDEXES, "num.partitions": 4})
+    for name in INTERNAL_TOPICS:
+        assert broker.topic_metadata(name, auto_create=True).num_partitions == 1
+    assert set(broker.list_topics()) == set(INTERNAL_TOPICS)
+
+
+def test_concurrent_metadata_requests_create_a_new_topic_once(open_broker: OpenBroker) -> None:
+    broker = open_broker()
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        made = list(pool.map(lambda _: broker.topic_metadata("new", auto_create=True), range(8)))
+    assert made == [made[0]] * 8 and made[0].num_partitions == 1
+
+
+@pytest.mark.parametrize("value", [1, "yes", None])
+def test_auto_create_topics_enable_must_be_a_boolean(data_dir: str, value: object) -> None:
+    with pytest.raises(InvalidConfigError):
+        eoslog.open(data_dir, config={"auto.create.topics.enable": value}, background=False)
 
 
 # --- files on disk -----------------------------------------------------------------------------

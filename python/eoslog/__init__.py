@@ -15,6 +15,7 @@ from eoslog.client.message import (
     Message,
     TopicPartition,
 )
+from eoslog.client.producer import Producer
 from eoslog.coordinator.group_coordinator import ConsumerGroupMetadata
 from eoslog.errors import (
     CommitFailedError,
@@ -73,6 +74,7 @@ __all__ = [
     "MessagePurgedError",
     "OffsetOutOfRangeError",
     "OutOfOrderSequenceError",
+    "Producer",
     "ProducerFencedError",
     "ProducerStateError",
     "RecordTooLargeError",

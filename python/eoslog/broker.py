@@ -12,13 +12,15 @@ their own locks.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import threading
 import uuid
+import weakref
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from eoslog import limits
 from eoslog.clock import wall_clock_ms
@@ -51,6 +53,9 @@ if TYPE_CHECKING:
     from eoslog.client.consumer import Consumer
     from eoslog.client.producer import Producer
 
+_log = logging.getLogger(__name__)
+_Client = TypeVar("_Client", "Consumer", "Producer")
+
 DURABILITY_MODES: Final = ("commit", "always", "none")
 # A partition directory being deleted: `<topic>-<partition>.<random>-delete` (Kafka's suffix),
 # the topic cut short so that the name fits limits.file_name_bytes_max (Kafka's
@@ -70,6 +75,9 @@ _KEPT_WHOLE: Final = {"retention.ms": -1, "retention.bytes": -1}
 # topics over 50 partitions to balance load across brokers; one embedded node has nothing to
 # balance, so eoslog defaults them to 1 (fewer files, faster open); both stay configurable.
 BROKER_DEFAULTS: Final[dict[str, int]] = {
+    # A topic a producer (or a consumer allowing it) names before it exists is created with
+    # num.partitions partitions and the broker's log defaults (topic_metadata).
+    "auto.create.topics.enable": True,
     "num.partitions": 1,
     "log.retention.check.interval.ms": 300_000,
     "transaction.state.log.num.partitions": 1,
@@ -84,6 +92,8 @@ BROKER_DEFAULTS: Final[dict[str, int]] = {
     "transactional.id.expiration.ms": 7 * DAY_MS,
     "producer.id.expiration.ms": DAY_MS,
 }
+
+_BOOLEAN_KEYS: Final = frozenset({"auto.create.topics.enable"})
 
 
 class Broker:
@@ -122,9 +132,17 @@ class Broker:
         # wait on it instead of sleep-polling (eoslog.log.append_signal).
         self.append_signal = AppendSignal()
         self._topics: dict[str, TopicMetadata] = {}
+        # Bumped by every topic creation and deletion (under the lock): a client compares it
+        # with the value its cached partition counts came from, as a Kafka client refreshes
+        # its metadata, and learns a new or deleted topic at its next call.
+        self.topics_version = 0
         self._next_producer_id_block = 0
         self._coordinator_epoch = 0
         self._closed = False
+        self._closing = False
+        # The consumers and producers this broker made, weakly: close() closes those still
+        # alive, so that nothing they hold is dropped without a report.
+        self._clients: list[weakref.ref[Consumer | Producer]] = []
         # Set when the directory may hold what a clean open must not trust (a topic creation
         # that could not be undone): close() then writes no clean-shutdown marker.
         self._storage_failure: KafkaStorageError | None = None
@@ -384,6 +402,7 @@ class Broker:
             if self.fs.exists(stale):
                 remove_tree(self.fs, stale)
         self._topics[name] = metadata
+        self.topics_version += 1
         self._write_meta()
         for partition in range(metadata.num_partitions):
             self._logs[(name, partition)] = self._open_log(
@@ -421,6 +440,28 @@ class Broker:
             self._storage_failure = KafkaStorageError(f"{cause}; undoing it failed: {error}")
             return self._storage_failure
         return cause
+
+    def topic_metadata(self, name: str, *, auto_create: bool = False) -> TopicMetadata:
+        """The topic's metadata (its properties: those set on it), as a Kafka Metadata request
+        answers a client. An unknown topic is created first, with num.partitions partitions
+        and the broker's log defaults, when the client allows it (`auto_create`: its
+        allow.auto.create.topics) and so does the broker (auto.create.topics.enable), as
+        Kafka's AutoTopicCreationManager does. Raises InvalidTopicError for an invalid name and
+        UnknownTopicOrPartitionError for an unknown topic not created (nothing is created
+        then), and create_topic's storage errors. Any thread: concurrent callers naming one
+        new topic create it once."""
+        with self._lock:
+            self._check_open()
+            metadata = self._topics.get(name)
+            if metadata is not None:
+                return metadata
+            validate_topic_name(name)
+            # The internal topics exist from the open on (_load); none is ever made here with
+            # a user topic's settings.
+            if not auto_create or not self.settings["auto.create.topics.enable"]:
+                raise UnknownTopicOrPartitionError(f"unknown topic {name!r}")
+            assert name not in INTERNAL_TOPICS, name
+            return self.create_topic(name)
 
     def list_topics(self) -> dict[str, TopicMetadata]:
         with self._lock:
@@ -466,6 +507,7 @@ class Broker:
                     doomed.append(target)
                 self.fs.sync_dir(self.path)
                 del self._topics[name]
+                self.topics_version += 1
                 self._write_meta()
                 for directory in doomed:
                     remove_tree(self.fs, directory)
@@ -488,7 +530,7 @@ class Broker:
         from eoslog.client.consumer import Consumer
 
         self._check_open()
-        return Consumer(self, config)
+        return self._track(Consumer(self, config))
 
     def producer(self, config: Mapping[str, object] | None = None) -> Producer:
         """A confluent-kafka-style Producer writing to this broker's logs (docs/api.md "Producer";
@@ -497,7 +539,13 @@ class Broker:
         from eoslog.client.producer import Producer
 
         self._check_open()
-        return Producer(self, config)
+        return self._track(Producer(self, config))
+
+    def _track(self, client: _Client) -> _Client:
+        with self._lock:
+            self._clients = [ref for ref in self._clients if ref() is not None]
+            self._clients.append(weakref.ref(client))
+        return client
 
     # --- maintenance and shutdown -----------------------------------------------------------
 
@@ -607,13 +655,22 @@ class Broker:
                 self._checkpoints_final = True
             return True
 
-    def close(self) -> None:
-        """Flush every log, write the checkpoints and the clean-shutdown marker, release the
-        lock. A broker whose storage failed closes without the marker, so the next open
-        recovers."""
+    def close(self, timeout: float | None = None) -> None:
+        """Close the consumers this broker made that are still open (auto-committing their
+        positions, leaving their groups), then its producers (each aborts an open
+        transaction and flushes within `timeout` seconds, None: no limit; what it cannot
+        write is reported to its delivery callbacks with KafkaError._PURGE_QUEUE, never
+        dropped silently); then flush every log, write the checkpoints and the
+        clean-shutdown marker, release the lock. A broker whose storage failed closes
+        without the marker, so the next open recovers. A client's failure to close is
+        logged, not raised: the broker still closes."""
         with self._lock:
-            if self._closed:
+            if self._closed or self._closing:
                 return
+            self._closing = True
+            clients = [c for c in (ref() for ref in self._clients) if c is not None]
+        self._close_clients(clients, timeout)
+        with self._lock:
             self._closed = True
         self._stop.set()
         if self._maintenance is not None:
@@ -647,6 +704,18 @@ class Broker:
             # Not marked clean: the next open recovers. The caller learns that the last
             # writes may not be durable.
             raise failure
+
+    @staticmethod
+    def _close_clients(clients: list[Consumer | Producer], timeout: float | None) -> None:
+        from eoslog.client.consumer import Consumer
+
+        # Consumers first: their auto-commit and group leave may end what a producer's
+        # transaction is waiting on, never the other way round.
+        for client in sorted(clients, key=lambda client: not isinstance(client, Consumer)):
+            try:
+                client.close() if isinstance(client, Consumer) else client.close(timeout)
+            except Exception:  # the broker closes whatever one client does
+                _log.exception("closing %r with its broker failed", client)
 
     def _release_after_failed_open(self) -> None:
         for log in self._logs.values():
@@ -683,6 +752,12 @@ def _parse_broker_config(config: Mapping[str, object]) -> tuple[dict[str, int], 
     for key, value in config.items():
         if key in BROKER_KEYS:
             topic_defaults[BROKER_KEYS[key]] = value
+        elif key in _BOOLEAN_KEYS:
+            # Kafka takes the strings "true" and "false" as well as booleans.
+            flag = {"true": True, "false": False}.get(str(value).lower(), value)
+            if not isinstance(flag, bool):
+                raise InvalidConfigError(f"{key} must be a boolean, not {value!r}")
+            settings[key] = flag
         elif key in BROKER_DEFAULTS:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise InvalidConfigError(f"{key} must be a non-negative integer, not {value!r}")

@@ -22,6 +22,7 @@ from typing import Final, NamedTuple
 import pyarrow as pa
 
 from eoslog import limits
+from eoslog.arguments import names
 from eoslog.errors import KafkaStorageError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from eoslog.fs import FileSystem, PosixFileSystem
 from eoslog.log import checkpoints
@@ -348,6 +349,8 @@ def scan(
     CorruptCheckpointError for a checkpoint the segments contradict (a log start past the
     log end, a recovery point the log does not reach), OffsetOutOfRangeError for planned
     records retention deleted (see above)."""
+    if topics is not None:
+        topics = names("topics", topics)
     if topics is None and pattern is None and partitions is None:
         pattern = ".*"
     pairs = list_partitions(path, topics, pattern=pattern, partitions=partitions)

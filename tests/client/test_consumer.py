@@ -749,6 +749,21 @@ def test_partitions_are_served_in_turn(broker: eoslog.Broker) -> None:
     assert made.assignment() == [] and made.consume(1, timeout=0) == []
 
 
+def test_assign_creates_a_missing_topic_only_when_allowed(broker: eoslog.Broker) -> None:
+    """librdkafka's allow.auto.create.topics (default false) covers assign() too; the
+    partition must still exist in the topic created."""
+    with pytest.raises(eoslog.UnknownTopicOrPartitionError):
+        broker.consumer().assign([TopicPartition("missing", 0, 0)])
+    assert "missing" not in broker.list_topics()
+    allowed = broker.consumer({"allow.auto.create.topics": True})
+    with pytest.raises(eoslog.UnknownTopicOrPartitionError):
+        allowed.assign([TopicPartition("made", 1, 0)])
+    assert broker.list_topics()["made"].num_partitions == 1
+    allowed.assign([TopicPartition("new", 0, 0)])
+    assert allowed.assignment() == [TopicPartition("new", 0)]
+    assert allowed.consume(1, timeout=0) == []
+
+
 def test_assign_checks_partitions_before_changing_anything(
     broker: eoslog.Broker, log: PartitionLog
 ) -> None:

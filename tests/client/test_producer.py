@@ -403,14 +403,54 @@ def test_confluent_keys_and_aliases_are_accepted(broker: eoslog.Broker) -> None:
     assert plain.producer_id == -1
 
 
-def test_unknown_topic_or_partition_raises_at_produce(broker: eoslog.Broker) -> None:
+def test_unknown_partition_raises_at_produce(broker: eoslog.Broker) -> None:
     broker.create_topic("t", 2)
     producer = broker.producer()
     with pytest.raises(UnknownTopicOrPartitionError):
-        producer.produce("missing", b"v")
-    with pytest.raises(UnknownTopicOrPartitionError):
         producer.produce("t", b"v", partition=2)
+    with pytest.raises(UnknownTopicOrPartitionError):
+        producer.produce_batch("t", [b"v"], partition=2)
     assert len(producer) == 0
+
+
+def test_produce_to_an_unknown_topic_creates_it_with_num_partitions(tmp_path: Any) -> None:
+    """Kafka's broker creates a topic a producer names (auto.create.topics.enable and the
+    producer's allow.auto.create.topics, both true by default) with num.partitions."""
+    config = {"num.partitions": 3}
+    with eoslog.open(str(tmp_path / "log"), "none", config, background=False) as broker:
+        producer = broker.producer({"linger.ms": 0})
+        producer.produce("keyed", b"v", key=b"k")
+        producer.produce_batch("batched", [b"a", b"b"], partition=-1)
+        assert producer.flush() == 0
+        topics = broker.list_topics()
+        assert topics["keyed"].num_partitions == topics["batched"].num_partitions == 3
+        keyed = [values_of(broker, "keyed", partition) for partition in range(3)]
+        assert sorted(keyed) == [[], [], [b"v"]]
+
+
+def test_auto_create_disabled_raises_unknown_topic(tmp_path: Any) -> None:
+    """Off at the broker (auto.create.topics.enable) or at the producer
+    (allow.auto.create.topics): produce() raises at once and queues nothing."""
+    config = {"auto.create.topics.enable": False}
+    with eoslog.open(str(tmp_path / "off"), "none", config, background=False) as broker:
+        producer = broker.producer()
+        with pytest.raises(UnknownTopicOrPartitionError):
+            producer.produce("missing", b"v")
+        assert len(producer) == 0 and "missing" not in broker.list_topics()
+    with eoslog.open(str(tmp_path / "on"), "none", background=False) as broker:
+        producer = broker.producer({"allow.auto.create.topics": "false"})
+        with pytest.raises(UnknownTopicOrPartitionError):
+            producer.produce("missing", b"v")
+        with pytest.raises(UnknownTopicOrPartitionError):
+            producer.produce_batch("missing", [b"v"])
+        assert len(producer) == 0 and "missing" not in broker.list_topics()
+
+
+def test_produce_to_an_invalid_topic_name_raises_invalid_topic(broker: eoslog.Broker) -> None:
+    producer = broker.producer()
+    with pytest.raises(eoslog.InvalidTopicError):
+        producer.produce("no spaces", b"v")
+    assert len(producer) == 0 and "no spaces" not in broker.list_topics()
 
 
 def test_transaction_calls_without_a_transactional_id_raise_state_errors(

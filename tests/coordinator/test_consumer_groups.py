@@ -232,6 +232,24 @@ def test_a_pattern_subscription_picks_up_a_topic_created_later(open_broker: Open
     assert consumer.consumer_group_metadata().generation_id == 2
 
 
+def test_consumer_does_not_create_a_subscribed_topic_by_default(open_broker: OpenBroker) -> None:
+    """librdkafka's allow.auto.create.topics defaults to false for consumers."""
+    broker = open_broker()
+    consumer = _subscribed(broker, ["missing"])
+    assert _owned(consumer) == set() and "missing" not in broker.list_topics()
+
+
+def test_a_consumer_allowing_auto_create_creates_its_named_topics_at_subscribe(
+    open_broker: OpenBroker,
+) -> None:
+    broker = open_broker()
+    consumer = _consumer(broker, allow_auto_create_topics=True)
+    consumer.subscribe(["made", "^pattern-.*"])
+    _members([consumer])
+    assert set(broker.partition_counts()) == {"made"}  # a pattern names no topic to create
+    assert _owned(consumer) == {("made", 0)}
+
+
 def test_a_subscribed_member_resumes_from_the_group_committed_offsets(
     open_broker: OpenBroker,
 ) -> None:
@@ -387,7 +405,7 @@ def test_a_group_member_alone_returns_each_rebalance_as_a_value_to_apply(
     member = GroupMember(
         ConsumerConfig({"group.id": "alone"}),
         broker.groups,
-        lambda: list(broker.partition_counts()),
+        broker.partition_counts,
         broker.clock_ms,
     )
     assert not member.subscribed and member.leaving() is None  # nothing to give up yet

@@ -11,6 +11,7 @@ import sys
 import textwrap
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -116,6 +117,50 @@ def test_an_abort_marker_drops_the_pending_offsets(open_broker: OpenBroker) -> N
     assert _consumer(broker).committed([TP0], timeout=0)[0].offset == 3
 
 
+def test_send_offsets_ignores_partitions_without_a_position(open_broker: OpenBroker) -> None:
+    """position() of a partition not read yet is OFFSET_INVALID (-1001); librdkafka leaves a
+    negative offset out of the commit (issue 16: the README's copier raised ValueError)."""
+    broker = open_broker()
+    _setup(broker)
+    producer = _transaction_with_offsets(broker, "t1", 0)
+    producer.send_offsets_to_transaction(
+        [TopicPartition("in", 0, 7), TopicPartition("in", 1, eoslog.OFFSET_INVALID)],
+        ConsumerGroupMetadata(GROUP),
+    )
+    producer.commit_transaction()
+    assert (_committed(broker, 0), _committed(broker, 1)) == (7, None)
+
+
+def test_send_offsets_with_no_offset_left_sends_nothing(open_broker: OpenBroker) -> None:
+    broker = open_broker()
+    _setup(broker)
+    offsets_log = broker.log(*broker.groups.offsets_partition(GROUP))
+    producer = broker.producer({"transactional.id": "t1"})
+    producer.init_transactions()
+    end = offsets_log.log_end_offset
+    producer.begin_transaction()
+    unread = [TopicPartition("in", p, eoslog.OFFSET_INVALID) for p in (0, 1)]
+    producer.send_offsets_to_transaction(unread, ConsumerGroupMetadata(GROUP))
+    producer.send_offsets_to_transaction([], ConsumerGroupMetadata(GROUP))
+    producer.commit_transaction()
+    assert offsets_log.log_end_offset == end  # the offsets partition never joined
+    assert (_committed(broker, 0), _committed(broker, 1)) == (None, None)
+
+
+def test_send_offsets_of_a_wrong_type_raise_type_error_and_change_nothing(
+    open_broker: OpenBroker,
+) -> None:
+    broker = open_broker()
+    _setup(broker)
+    producer = _transaction_with_offsets(broker, "t1", 4)
+    not_a_partition: list[Any] = [("in", 0, 9)]
+    with pytest.raises(TypeError):
+        producer.send_offsets_to_transaction(not_a_partition, ConsumerGroupMetadata(GROUP))
+    assert producer.transaction_state == "IN_TRANSACTION"
+    producer.commit_transaction()
+    assert _committed(broker) == 4
+
+
 def test_committed_under_read_committed_raises_unstable_while_offsets_are_pending(
     open_broker: OpenBroker,
 ) -> None:
@@ -217,6 +262,7 @@ def test_pending_offsets_stay_pending_across_reopen_until_the_transaction_is_fen
     _setup(broker)
     _consumer(broker).commit(offsets=[TopicPartition("in", 0, 3)])
     _transaction_with_offsets(broker, "t1", 10)  # left open: the process "dies" with it
+    logtools.forget_clients(broker)
     broker.close()
     reopened = open_broker()
     assert _committed(reopened) == 3

@@ -269,3 +269,10 @@ def contents(root: str | os.PathLike[str], skip: Iterable[str] = (".lock",)) -> 
 def partition_files(directory: str | os.PathLike[str], suffix: str) -> list[str]:
     """Paths of the files ending in `suffix` in a partition directory, sorted."""
     return sorted(os.path.join(directory, n) for n in os.listdir(directory) if n.endswith(suffix))
+
+
+def forget_clients(broker: eoslog.Broker) -> None:
+    """As if the broker's producers and consumers had died with their process: close() then
+    has none to flush, abort or commit for, and leaves what they left open (a transaction,
+    queued records) as a crash would."""
+    broker._clients.clear()

@@ -23,6 +23,7 @@ comes.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
 
-from eoslog import limits
+from eoslog import arguments, limits
 from eoslog.client.arguments import (
     check_no_duplicate,
     first_duplicate,
@@ -41,7 +42,13 @@ from eoslog.client.assignment import Assignment
 from eoslog.client.consumer_config import ConsumerConfig
 from eoslog.client.fetcher import ARROW, ARROW_HEADERS, AssignedPartition, Fetcher
 from eoslog.client.group_member import GroupMember, Rebalance, RebalanceCallback
-from eoslog.client.message import OFFSET_INVALID, Message, TopicPartition
+from eoslog.client.message import (
+    OFFSET_INVALID,
+    Message,
+    TopicPartition,
+    topic_partition,
+    topic_partitions,
+)
 from eoslog.client.metadata import ClusterMetadata, MetadataSource, cluster_metadata
 from eoslog.coordinator.group_coordinator import ConsumerGroupMetadata, OffsetToCommit
 from eoslog.errors import (
@@ -55,6 +62,7 @@ from eoslog.record.columns import spark_schema
 if TYPE_CHECKING:
     from eoslog.coordinator.group_coordinator import GroupCoordinator
     from eoslog.log.append_signal import AppendSignal
+    from eoslog.log.meta_file import TopicMetadata
     from eoslog.log.partition import PartitionLog
 
 
@@ -67,6 +75,8 @@ class LogSource(MetadataSource, Protocol):
     def log(self, topic: str, partition: int) -> PartitionLog: ...
 
     def partition_counts(self) -> dict[str, int]: ...
+
+    def topic_metadata(self, name: str, *, auto_create: bool = False) -> TopicMetadata: ...
 
     def clock_ms(self) -> int: ...
 
@@ -83,7 +93,10 @@ class Consumer:
     and at close), `max.poll.interval.ms` (default 300000: a member that does not poll for
     that long is removed from its group), `partition.assignment.strategy` ("range",
     "roundrobin" or a comma-separated preference list; default "range,roundrobin"),
-    `check.crcs` (default true), `fetch.max.bytes`, `max.partition.fetch.bytes`. A few common
+    `allow.auto.create.topics` (default false, as librdkafka's: when true, subscribe() and
+    assign() create a named topic that does not exist yet, with the broker's num.partitions,
+    if its auto.create.topics.enable allows), `check.crcs` (default true), `fetch.max.bytes`,
+    `max.partition.fetch.bytes`. A few common
     client keys with no meaning here (bootstrap.servers, client.id, session.timeout.ms, ...)
     are accepted and ignored; any other key raises InvalidConfigError.
 
@@ -94,6 +107,7 @@ class Consumer:
     Used from one thread. After close() every method raises RuntimeError."""
 
     def __init__(self, broker: LogSource, config: Mapping[str, object] | None = None) -> None:
+        arguments.refuse_config_as_broker("Consumer", broker)
         self._broker = broker
         self._config = ConsumerConfig(config or {})
         self._assignment = Assignment()
@@ -103,7 +117,7 @@ class Consumer:
             self._group = GroupMember(
                 self._config,
                 broker.groups,
-                lambda: list(broker.partition_counts()),
+                broker.partition_counts,
                 broker.clock_ms,
             )
         self._fetcher = Fetcher(broker, self._config, self._group_id)
@@ -121,8 +135,10 @@ class Consumer:
         committed offset, looked up at the first fetch; without one, or without a group.id,
         the auto.offset.reset policy). An offset outside the log is reset by the policy at
         the first fetch. UnknownTopicOrPartitionError for a partition that does
-        not exist (nothing changes then); ValueError for a partition given twice."""
+        not exist (nothing changes then, but a topic allow.auto.create.topics created stays);
+        ValueError for a partition given twice."""
         self._check_open()
+        partitions = topic_partitions("partitions", partitions)
         duplicate = first_duplicate(partitions)
         if duplicate is not None:
             raise ValueError(f"partition {duplicate.topic}-{duplicate.partition} is assigned twice")
@@ -205,6 +221,7 @@ class Consumer:
         assign()); the next poll/consume starts there. Records already fetched past it are
         discarded. KafkaException (_STATE) if the partition is not assigned."""
         self._check_open()
+        topic_partition("partition", partition)
         assigned = self._assignment.get(partition.topic, partition.partition)
         if assigned is None:
             raise KafkaException(
@@ -220,6 +237,7 @@ class Consumer:
         to deliver (the last consumed record's offset + 1, or past skipped control batches);
         OFFSET_INVALID for a partition not assigned or not yet resolved."""
         self._check_open()
+        partitions = topic_partitions("partitions", partitions)
         out = []
         for tp in partitions:
             assigned = self._assignment.get(tp.topic, tp.partition)
@@ -236,6 +254,7 @@ class Consumer:
         asked, assigned or not; timeout and cached are accepted for confluent compatibility
         (the answer is always current). UnknownTopicOrPartitionError if it does not exist."""
         self._check_open()
+        topic_partition("partition", partition)
         log = self._broker.log(partition.topic, partition.partition)
         return log.log_start_offset, self._fetcher.bound(log)
 
@@ -258,6 +277,7 @@ class Consumer:
         `timeout` seconds (None or a negative value: wait indefinitely; 0: do not wait).
         Raises KafkaException for errors (OffsetOutOfRangeError under
         auto.offset.reset=error, CorruptRecordError for damaged batches, ...)."""
+        timeout = arguments.optional_real("timeout", timeout)
         found = self.consume(1, -1 if timeout is None else timeout)
         return found[0] if found else None
 
@@ -270,6 +290,8 @@ class Consumer:
         are served in turn, each delivering in offset order. A fetch that fails after records
         were collected ends the call with those records; the next call raises the error."""
         self._check_open()
+        num_messages = arguments.integer("num_messages", num_messages)
+        timeout = arguments.real("timeout", timeout)
         if not 1 <= num_messages <= limits.consume_messages_max:
             raise ValueError(f"num_messages must be in 1..{limits.consume_messages_max}")
         deadline = _deadline(timeout)
@@ -391,9 +413,20 @@ class Consumer:
         instead when the member was removed for not polling within max.poll.interval.ms).
         An on_assign that does not call assign() gets the partitions assigned after it
         returns, each at the group's committed offset. Replaces an earlier subscription or
-        assign(). InvalidGroupIdError without a group.id; re.error for a bad pattern."""
+        assign(). With allow.auto.create.topics, each named topic (not a pattern) that does
+        not exist is created here. InvalidGroupIdError without a group.id; re.error for a bad
+        pattern; InvalidTopicError for a bad name under allow.auto.create.topics."""
         group = self._require_group("subscribe")
+        for name, callback in (
+            ("on_assign", on_assign),
+            ("on_revoke", on_revoke),
+            ("on_lost", on_lost),
+        ):
+            arguments.callable_or_none(name, callback)
         group.subscribe(topics, on_assign, on_revoke, on_lost)
+        for topic in topics:
+            if not topic.startswith("^"):
+                self._maybe_create_topic(topic)
         if self._assignment:
             self.unassign()
 
@@ -420,6 +453,10 @@ class Consumer:
         CommitFailedError (UnknownMemberIdError, IllegalGenerationError) when the group
         has moved on without this member (it rejoins at the next poll)."""
         group = self._require_group("commit")
+        if message is not None and not isinstance(message, Message):
+            raise TypeError(f"message must be a Message, not {type(message).__name__}")
+        if offsets is not None:
+            offsets = topic_partitions("offsets", offsets)
         if message is not None:
             targets = [TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
         elif offsets is not None:
@@ -442,6 +479,7 @@ class Consumer:
         offsets for one of them, then raises UnstableOffsetCommitError; under
         read_uncommitted pending offsets are not seen and it never waits."""
         group = self._require_group("committed")
+        partitions = topic_partitions("partitions", partitions)
         wanted = [(tp.topic, tp.partition) for tp in partitions]
         coordinator = self._broker.groups
         if self._config.isolation_level == "read_committed":
@@ -524,6 +562,13 @@ class Consumer:
 
     # --- internals --------------------------------------------------------------------------
 
+    def _maybe_create_topic(self, topic: str) -> None:
+        """Under allow.auto.create.topics, the broker's metadata request that creates `topic`
+        if it is missing (and the broker allows it): librdkafka's subscribe and assign."""
+        if self._config.allow_auto_create_topics:
+            with contextlib.suppress(UnknownTopicOrPartitionError):
+                self._broker.topic_metadata(topic, auto_create=True)
+
     def _require_group(self, name: str) -> GroupMember:
         self._check_open()
         if self._group is None:
@@ -534,7 +579,10 @@ class Consumer:
         self, partitions: Sequence[TopicPartition]
     ) -> dict[tuple[str, int], AssignedPartition]:
         """An AssignedPartition for each partition (each given once), positioned at its offset
-        as assign() says. UnknownTopicOrPartitionError for a partition that does not exist."""
+        as assign() says, each topic first created if allow.auto.create.topics allows it.
+        UnknownTopicOrPartitionError for a partition that does not exist."""
+        for tp in partitions:
+            self._maybe_create_topic(tp.topic)
         started = {
             (tp.topic, tp.partition): AssignedPartition(
                 self._broker.log(tp.topic, tp.partition), OFFSET_INVALID

@@ -50,6 +50,7 @@ class ConsumerConfig:
     """The parsed consumer properties. InvalidConfigError names the first bad key."""
 
     __slots__ = (
+        "allow_auto_create_topics",
         "assignment_strategies",
         "auto_commit_interval_ms",
         "auto_offset_reset",
@@ -74,6 +75,9 @@ class ConsumerConfig:
         self.check_crcs = True
         self.fetch_bytes_max = limits.fetch_bytes_max_default
         self.partition_fetch_bytes_max = limits.partition_fetch_bytes_max_default
+        # librdkafka's consumer default (Java's consumer says true): subscribe() and assign()
+        # create no topic unless asked.
+        self.allow_auto_create_topics = False
         for key, value in config.items():
             self._set(key, value)
 
@@ -100,6 +104,8 @@ class ConsumerConfig:
             self.max_poll_interval_ms = _positive(key, value)
         elif key == "partition.assignment.strategy":
             self.assignment_strategies = _strategies(value)
+        elif key == "allow.auto.create.topics":
+            self.allow_auto_create_topics = _boolean(key, value)
         elif key == "check.crcs":
             self.check_crcs = _boolean(key, value)
         elif key == "fetch.max.bytes":

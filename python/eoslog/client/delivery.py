@@ -10,9 +10,13 @@ read it; the setters are for the thread the callback runs on.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
 
-from eoslog.errors import KafkaError
+from eoslog.errors import KafkaError, KafkaException
+from eoslog.record import accumulator
+
+if TYPE_CHECKING:
+    from eoslog.client.record_accumulator import ProducerBatch
 
 # confluent_kafka.TIMESTAMP_* (librdkafka's rd_kafka_timestamp_type_t).
 TIMESTAMP_NOT_AVAILABLE: Final = 0
@@ -22,6 +26,8 @@ TIMESTAMP_LOG_APPEND_TIME: Final = 2
 OFFSET_INVALID: Final = -1001
 
 Headers = list[tuple[str, bytes | None]]
+# Each record's report in a batch's reports list: callback, key, value, headers, timestamp.
+_REPORT_STRIDE: Final = accumulator.REPORT_STRIDE
 
 
 class DeliveryReport:
@@ -121,3 +127,27 @@ class DeliveryReport:
             f"DeliveryReport(topic={self._topic!r}, partition={self._partition}, "
             f"offset={self._offset}, error={self._error!r})"
         )
+
+
+def deliver(topic: str, partition: int, batch: ProducerBatch, outcome: Any) -> None:
+    """Run the batch's per-record callbacks with their DeliveryReports (the sender's
+    serve(); `outcome` is the batch's AppendInfo or its KafkaException)."""
+    assert batch.reports is not None
+    failed = isinstance(outcome, KafkaException)
+    error = outcome.error if failed else None
+    base_offset = OFFSET_INVALID if failed else outcome.base_offset
+    append_time = -1 if failed else outcome.log_append_time_ms
+    reports = batch.reports
+    for index in range(len(reports) // _REPORT_STRIDE):
+        callback, key, value, headers, timestamp = reports[
+            index * _REPORT_STRIDE : (index + 1) * _REPORT_STRIDE
+        ]
+        if callback is None:
+            continue
+        stamp = (
+            (TIMESTAMP_LOG_APPEND_TIME, append_time)
+            if append_time >= 0
+            else (TIMESTAMP_CREATE_TIME, timestamp)
+        )
+        offset = OFFSET_INVALID if failed else base_offset + index
+        callback(error, DeliveryReport(topic, partition, offset, key, value, headers, stamp, error))

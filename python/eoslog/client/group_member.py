@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from eoslog.client.message import TopicPartition
@@ -78,13 +78,13 @@ class GroupMember:
         self,
         config: ConsumerConfig,
         coordinator: GroupCoordinator,
-        topic_names: Callable[[], Sequence[str]],
+        partition_counts: Callable[[], Mapping[str, int]],
         clock_ms: Callable[[], int],
     ) -> None:
         assert config.group_id is not None
         self.group_id = config.group_id
         self._coordinator = coordinator
-        self._topic_names = topic_names
+        self._partition_counts = partition_counts
         self._clock_ms = clock_ms
         self._strategies = config.assignment_strategies
         self._rebalance_timeout_ms = config.max_poll_interval_ms
@@ -96,6 +96,9 @@ class GroupMember:
         self.generation_id = NO_GENERATION
         self._subscription: list[str] | None = None
         self._topics: frozenset[str] = frozenset()
+        # The partition count of each subscribed topic when the member last joined: a topic
+        # created, deleted or re-created with another count since makes it join again.
+        self._counts: dict[str, int] = {}
         self._owned: list[TopicPartition] = []
         self._joining = False
         self._on_assign: RebalanceCallback | None = None
@@ -152,10 +155,15 @@ class GroupMember:
         while the member keeps its partitions; otherwise what to give up (maybe nothing)
         before join()."""
         self._forget = None  # a callback of the last Rebalance raised: nothing is forgotten
-        topics = self._resolve_topics()
-        if topics != self._topics:
-            self._topics = topics
+        counts = self._partition_counts()
+        topics = self._resolve_topics(counts)
+        seen = {topic: counts[topic] for topic in topics}
+        if topics != self._topics or seen != self._counts:
+            # Eager rebalancing: what the member owns goes first (auto-committed, on_revoke),
+            # so that the next owner of each partition starts at its position.
+            self._topics, self._counts = topics, seen
             self._joining = True
+            return self._revoke(lost=False)
         if self._joining:
             return NO_CHANGE
         try:
@@ -217,12 +225,15 @@ class GroupMember:
             revoked=tuple(owned), commit_first=self.auto_commit and not lost, on_revoke=callback
         )
 
-    def _resolve_topics(self) -> frozenset[str]:
+    def _resolve_topics(self, counts: Mapping[str, int]) -> frozenset[str]:
+        """The subscribed topics that exist now: the names (a name subscribed before its
+        topic exists joins once it is created, and leaves when it is deleted, as Kafka's
+        metadata refresh does) and the topics the patterns match."""
         assert self._subscription is not None
-        names = [t for t in self._subscription if not t.startswith("^")]
+        names = [t for t in self._subscription if not t.startswith("^") and t in counts]
         patterns = [re.compile(t) for t in self._subscription if t.startswith("^")]
         if patterns:
-            names += [n for n in self._topic_names() if any(p.search(n) for p in patterns)]
+            names += [n for n in counts if any(p.search(n) for p in patterns)]
         return frozenset(names)
 
     # --- auto-commit -----------------------------------------------------------------------

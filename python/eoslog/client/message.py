@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Final
 
+from eoslog import arguments
 from eoslog._ext.message import (
     Message,
     MessageBatch,
@@ -76,11 +77,17 @@ class TopicPartition:
         metadata: str | None = None,
         leader_epoch: int | None = None,
     ) -> None:
-        self.topic = topic
-        self.partition = partition
-        self.offset = offset
+        """TypeError for a topic that is not a str, a partition or offset that is not an
+        integer, a metadata that is not a str or None, as confluent-kafka checks them."""
+        self.topic = arguments.text("topic", topic)
+        self.partition = arguments.integer("partition", partition)
+        self.offset = arguments.integer("offset", offset)
+        if metadata is not None:
+            arguments.text("metadata", metadata)
         self.metadata = metadata
-        self.leader_epoch = leader_epoch
+        self.leader_epoch = (
+            None if leader_epoch is None else arguments.integer("leader_epoch", leader_epoch)
+        )
         self.error: KafkaError | None = None
 
     def _key(self) -> tuple[str, int]:
@@ -135,3 +142,19 @@ class FetchedRecords:
             columns = dataclasses.replace(columns, headers=None)
         batch = columns.to_arrow(self.topic, self.partition)
         return batch if start == 0 and stop == self.count else batch.slice(start, stop - start)
+
+
+def topic_partitions(name: str, value: object) -> list[TopicPartition]:
+    """A list (or tuple) of TopicPartition, as confluent's calls take them; TypeError
+    otherwise (a lone TopicPartition or a topic name included)."""
+    if not isinstance(value, list | tuple) or not all(
+        isinstance(item, TopicPartition) for item in value
+    ):
+        raise TypeError(f"{name} must be a list of TopicPartition, not {type(value).__name__}")
+    return list(value)
+
+
+def topic_partition(name: str, value: object) -> TopicPartition:
+    if not isinstance(value, TopicPartition):
+        raise TypeError(f"{name} must be a TopicPartition, not {type(value).__name__}")
+    return value

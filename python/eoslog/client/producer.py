@@ -17,6 +17,7 @@ Kafka's Java producer:
 - eoslog.client.transaction_manager: the transaction states (tables), the errors of each call,
   and the coordinator calls' retries.
 - eoslog.client.producer_config: the configuration keys.
+- eoslog.client.producer_transactions: the transactional calls, which Producer inherits.
 
 Threads. Every method may be called from any thread. One producer lock guards the batches,
 sequences and the report queue (each part's state); a send lock per partition keeps appends
@@ -33,14 +34,15 @@ import contextlib
 import functools
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from eoslog import arguments
 from eoslog.client import partitioner
 from eoslog.client.columns_input import ColumnInput, column_input
 from eoslog.client.delivery import DeliveryReport, Headers
-from eoslog.client.message import TopicPartition
 from eoslog.client.producer_config import ProducerSettings, parse
+from eoslog.client.producer_transactions import TransactionalCalls
 from eoslog.client.record_accumulator import (
     BatchAccumulator,
     group_by_partition,
@@ -50,16 +52,11 @@ from eoslog.client.sender import Sender, SenderBroker
 from eoslog.client.transaction_manager import (
     TransactionManager,
     TxnState,
-    coordinator_error,
-    offset_to_commit,
 )
 from eoslog.clock import wall_clock_ms
-from eoslog.coordinator.group_coordinator import ConsumerGroupMetadata
 from eoslog.errors import (
-    InvalidProducerIdMappingError,
     KafkaError,
     KafkaException,
-    OperationTimedOutError,
     ProducerStateError,
     UnknownTopicOrPartitionError,
 )
@@ -81,20 +78,25 @@ class ProducerBroker(SenderBroker, Protocol):
     way round)."""
 
     groups: GroupCoordinator
+    topics_version: int
 
     def clock_ms(self) -> int: ...
 
     def init_producer_id(self) -> tuple[int, int]: ...
 
-    def list_topics(self) -> Mapping[str, TopicMetadata]: ...
+    def topic_metadata(self, name: str, *, auto_create: bool = False) -> TopicMetadata: ...
 
 
-class Producer:
+class Producer(TransactionalCalls):
     """confluent_kafka.Producer's surface over this process's Broker (docs/api.md "Producer").
 
-    Thread-safe (see the module docstring). Differences from confluent-kafka-python, where
+    Thread-safe (see the module docstring). A topic produced to before it exists is created
+    with the broker's num.partitions, as Kafka's broker does for a producer's metadata request,
+    unless `allow.auto.create.topics` (Java's producer key, default true) or the broker's
+    `auto.create.topics.enable` is false. Differences from confluent-kafka-python, where
     docs/api.md is silent: produce() raises UnknownTopicOrPartitionError at once for an unknown
-    topic or partition (librdkafka reports an unknown topic later, in the delivery report);
+    topic not created, or an unknown partition (librdkafka reports them later, in the delivery
+    report), and InvalidTopicError for an invalid topic name;
     keys `bootstrap.servers`, `socket.timeout.ms`, `request.timeout.ms` and
     `metadata.max.age.ms` are accepted and ignored; `acks` other than all/-1 is accepted only
     without idempotence and changes nothing (one node: an append is acknowledged when it is in
@@ -108,6 +110,7 @@ class Producer:
         *,
         seed: int | None = None,
     ) -> None:
+        arguments.refuse_config_as_broker("Producer", broker)
         settings = parse(config or {})
         self._settings: ProducerSettings = settings
         self._broker = broker
@@ -140,7 +143,12 @@ class Producer:
             transactional=self._transactional,
         )
         self._batches = BatchAccumulator(
-            settings, broker.list_topics, sticky, self._accumulator, self._sender.batch_opened
+            settings,
+            functools.partial(broker.topic_metadata, auto_create=settings.auto_create_topics),
+            sticky,
+            self._accumulator,
+            self._sender.batch_opened,
+            lambda: broker.topics_version,
         )
         # The transaction state (under self._lock); None without a transactional.id. It opens
         # and closes the accumulator's native path with the transaction (in_transaction).
@@ -177,6 +185,12 @@ class Producer:
         This is the Python path; with the extension built, producer.produce is the native
         RecordAccumulator.produce, which takes the common case itself and calls this for the
         rest, before it has changed anything."""
+        # Wrong types raise here, before anything changes (confluent checks them at the call).
+        arguments.text("topic", topic)
+        partition = arguments.integer("partition", partition)
+        timestamp = arguments.integer("timestamp", timestamp)
+        arguments.callable_or_none("on_delivery", on_delivery)
+        arguments.callable_or_none("callback", callback)
         # The hot path: settings are read from attributes set in __init__, and the common
         # cases (a null key sticking to its partition, an open batch with room) take no call.
         if type(value) is str:
@@ -184,7 +198,7 @@ class Producer:
         if type(key) is str:
             key = key.encode()
         if headers is not None:
-            headers = _headers_list(headers)
+            headers = _headers_list(arguments.headers(headers))
         report = on_delivery or callback or self._default_report
         if timestamp == 0:
             timestamp = self._clock_ms()
@@ -196,12 +210,11 @@ class Producer:
                 self._txn.check_call("produce")  # raises: only inside a transaction
             if self._accumulator.outstanding >= self._queue_messages_max:
                 raise BufferError("Local: Queue full")
+            batches.refresh_counts()
             if partition < 0:
                 sticky = batches.sticky.current.get(topic) if key is None else None
                 partition = batches.choose_partition(topic, key) if sticky is None else sticky
-            state = batches.partitions.get((topic, partition)) or batches.add_partition(
-                topic, partition
-            )
+            state = batches.state_of(topic, partition)
             batch = state.open
             if batch is None or not batch.builder.append(timestamp, key, value, headers):
                 if batch is not None:
@@ -255,6 +268,7 @@ class Producer:
             self._check_usable()
             if self._txn is not None:
                 self._txn.check_call("produce_batch")
+            self._batches.refresh_counts()
             count = self._batches.partition_count(topic)
             if partition >= count:
                 raise UnknownTopicOrPartitionError(f"unknown partition {topic}-{partition}")
@@ -292,9 +306,7 @@ class Producer:
                 chosen = partition
                 if chosen < 0:
                     chosen = batches.sticky.partition(topic, batches.partition_count(topic))
-                state = batches.partitions.get((topic, chosen)) or batches.add_partition(
-                    topic, chosen
-                )
+                state = batches.state_of(topic, chosen)
                 if state.open is not None:  # produce()'s records first, in their order
                     batches.close(topic, state)
                 state.open = batch
@@ -320,6 +332,7 @@ class Producer:
         after the fsync that covers them under durability "commit"); the number of messages
         reported. Waits up to `timeout` seconds (None: no limit) for a
         first report while messages are outstanding; returns 0 at once when none are."""
+        timeout = arguments.optional_real("timeout", timeout)
         sender = self._sender
         sender.close_lingering(time.monotonic())
         served = sender.serve()
@@ -340,6 +353,7 @@ class Producer:
         report: a return, like a callback without error, means durable. The number of
         messages still outstanding (0 when done; another thread may have produced meanwhile).
         Raises the fatal error if the producer has one, after reporting every message."""
+        timeout = arguments.optional_real("timeout", timeout)
         deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
         with self._lock:
             self._batches.close_open()
@@ -368,9 +382,30 @@ class Producer:
         (confluent's len(producer))."""
         return self._accumulator.outstanding
 
+    def purge(self, in_queue: bool = True, in_flight: bool = True, blocking: bool = True) -> None:
+        """confluent-kafka's purge: with in_queue, every message not yet appended fails with
+        KafkaError._PURGE_QUEUE (MessagePurgedError), reported by the next poll() or flush().
+        An append already under way completes (there is no network request to abandon, so
+        in_flight purges nothing more); blocking is accepted for confluent's signature. In a
+        transaction with messages purged, the transaction can only be aborted (its commit
+        would lose them): it moves to the abortable state. TypeError for a non-bool flag."""
+        for name, flag in (
+            ("in_queue", in_queue),
+            ("in_flight", in_flight),
+            ("blocking", blocking),
+        ):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name} must be a bool, not {type(flag).__name__}")
+        self._check_open()
+        if in_queue:
+            self._sender.purge_queued("purged by purge()")
+
     def close(self, timeout: float | None = None) -> int:
         """flush(), then stop the linger thread; later calls raise ProducerStateError.
-        Returns what flush() returned. Idempotent.
+        Idempotent. What the flush could not write within `timeout` is purged and reported
+        (KafkaError._PURGE_QUEUE) before close returns, so no message is dropped without a
+        delivery report; returns the messages still unreported (0 unless another thread is
+        appending one of them).
 
         A transactional producer first aborts a transaction still open (IN_TRANSACTION or
         ABORTABLE_ERROR), as Kafka's graceful close does; if that abort fails, the
@@ -380,8 +415,14 @@ class Producer:
             return self._accumulator.outstanding
         try:
             if self._txn is not None:
-                return self._close_transactional(timeout)
-            return self.flush(timeout)
+                remaining = self._close_transactional(timeout)
+            else:
+                remaining = self.flush(timeout)
+            if remaining:
+                self._sender.purge_queued("not written before close()'s timeout")
+                self._sender.serve()
+                remaining = self._accumulator.outstanding
+            return remaining
         finally:
             with self._lock:
                 self._sender.stop()
@@ -398,184 +439,6 @@ class Producer:
             if self._txn.state is not TxnState.FATAL_ERROR:
                 raise
             return self._accumulator.outstanding
-
-    # --- transactions (docs/coordinator.md §7.2; states in eoslog.client.transaction_manager) ----
-
-    def init_transactions(self, timeout: float | None = None) -> None:
-        """InitProducerId for transactional.id with transaction.timeout.ms: fences every
-        older producer with the id and has the coordinator abort (or finish) what it left
-        open; then adopts the producer id and epoch and restarts every sequence at 0.
-        CONCURRENT_TRANSACTIONS is retried with a short backoff for up to `timeout` seconds
-        (None or negative: max.block.ms), then OperationTimedOutError: the state stays
-        INITIALIZING and init_transactions may be called again. A fatal error (e.g.
-        InvalidTransactionTimeoutError) moves to FATAL_ERROR. Any thread; one transaction
-        call runs at a time."""
-        transactional_id = self._require_transactional("init_transactions")
-        txn = self._txn
-        assert txn is not None
-        with self._txn_call_lock:
-            with self._lock:
-                self._check_open()
-                txn.check_call("init_transactions")
-                if txn.state is TxnState.UNINITIALIZED:
-                    txn.transition(TxnState.INITIALIZING)
-            self._sender.initialize(transactional_id, self._sender.deadline(timeout), None)
-
-    def begin_transaction(self) -> None:
-        """Open a transaction (READY -> IN_TRANSACTION); local only, as in Kafka: partitions
-        join the coordinator's transaction as their first batch is sent. Any thread."""
-        self._require_transactional("begin_transaction")
-        txn = self._txn
-        assert txn is not None
-        with self._lock:
-            self._check_open()
-            txn.check_call("begin_transaction")
-            txn.partitions.clear()
-            txn.transition(TxnState.IN_TRANSACTION)
-
-    def send_offsets_to_transaction(
-        self,
-        offsets: Sequence[TopicPartition],
-        group_metadata: ConsumerGroupMetadata,
-        timeout: float | None = None,
-    ) -> None:
-        """Commit the group's offsets as part of the open transaction (docs/coordinator.md §3.4,
-        §3.5, §6.4): each TopicPartition's offset is the next record to read. The group's
-        `__consumer_offsets` partition joins the transaction (AddOffsetsToTxn) and the
-        offsets are written pending: committed() does not show them until the transaction
-        commits, and they are dropped if it aborts. `group_metadata` is the consuming
-        consumer's consumer_group_metadata(): offsets from a member the group has dropped or
-        from an older generation raise CommitFailedError (UnknownMemberIdError,
-        IllegalGenerationError; abortable: abort_transaction() and carry on, as a fenced
-        zombie must). TypeError / ValueError for bad arguments, changing nothing.
-        InvalidGroupIdError for an empty group id. `timeout` bounds the partition add (None:
-        max.block.ms). Any thread; one transaction call runs at a time."""
-        self._require_transactional("send_offsets_to_transaction")
-        txn = self._txn
-        assert txn is not None
-        if not isinstance(group_metadata, ConsumerGroupMetadata):
-            raise TypeError("group_metadata must come from Consumer.consumer_group_metadata()")
-        wanted = [offset_to_commit(tp) for tp in offsets]
-        groups = self._broker.groups
-        with self._txn_call_lock:
-            with self._lock:
-                self._check_open()
-                txn.check_call("send_offsets_to_transaction")
-                producer_id, producer_epoch = (
-                    self._batches.producer_id,
-                    self._batches.producer_epoch,
-                )
-            if not wanted:
-                return
-            partition = groups.offsets_partition(group_metadata.group_id)
-            if partition not in txn.partitions:
-                error = self._sender.add_to_transaction(
-                    partition, producer_id, producer_epoch, timeout
-                )
-                if error is not None:
-                    with self._lock:
-                        raise self._sender.txn_failed(error) from error
-            try:
-                groups.commit_transactional_offsets(
-                    producer_id, producer_epoch, group_metadata, wanted
-                )
-            except KafkaException as error:
-                with self._lock:
-                    raise self._sender.txn_failed(coordinator_error(error)) from error
-            with self._lock:
-                # The offsets are data of the transaction: commit_transaction's flush
-                # fsyncs them (durability "commit") before Prepare* is written.
-                self._sender.unsynced.add(partition)
-
-    def commit_transaction(self, timeout: float | None = None) -> None:
-        """Flush every batch of the transaction (delivery callbacks run here), then EndTxn
-        (commit) and adopt the epoch the coordinator returns (sequences restart at 0).
-
-        A failed delivery fails the commit with that error, abortable (txn_requires_abort()
-        true; state ABORTABLE_ERROR: call abort_transaction()); a fencing raises
-        ProducerFencedError (FATAL_ERROR). Out of time (`timeout` seconds; None: max.block.ms)
-        it raises OperationTimedOutError and stays COMMITTING: the outcome is unknown until
-        commit_transaction is called again and returns. A transaction that added no
-        partition completes locally (Kafka sends no EndTxn then, §7.1). Any thread."""
-        transactional_id = self._require_transactional("commit_transaction")
-        txn = self._txn
-        assert txn is not None
-        with self._txn_call_lock:
-            with self._lock:
-                self._check_open()
-                txn.check_call("commit_transaction")
-                if txn.state is TxnState.IN_TRANSACTION:
-                    txn.transition(TxnState.COMMITTING)
-            deadline = self._sender.deadline(timeout)
-            remaining = self.flush(max(0.0, deadline - time.monotonic()))
-            with self._lock:
-                if txn.state is not TxnState.COMMITTING:  # a send failed
-                    txn.check_call("commit_transaction")  # raises the transaction's error
-                if remaining:
-                    raise OperationTimedOutError(
-                        f"commit_transaction: {remaining} messages not delivered in time"
-                    )
-            self._sender.end_transaction(transactional_id, deadline, commit=True)
-
-    def abort_transaction(self, timeout: float | None = None) -> None:
-        """Purge the transaction's queued batches (their delivery callbacks run here with
-        MessagePurgedError; a batch already being appended finishes and is aborted by the
-        marker), then EndTxn (abort) and adopt the returned epoch. Allowed in
-        IN_TRANSACTION and ABORTABLE_ERROR. Timeouts behave as for commit_transaction. If
-        the coordinator lost the id's producer-id mapping (INVALID_PRODUCER_ID_MAPPING),
-        EndTxn is skipped and the producer re-initializes with its current producer id and
-        epoch (KIP-360, §7.2). Any thread."""
-        transactional_id = self._require_transactional("abort_transaction")
-        txn = self._txn
-        assert txn is not None
-        with self._txn_call_lock:
-            with self._lock:
-                self._check_open()
-                txn.check_call("abort_transaction")
-                if txn.state is not TxnState.ABORTING:
-                    txn.transition(TxnState.ABORTING)
-            deadline = self._sender.deadline(timeout)
-            self._purge()
-            self._sender.serve()
-            if isinstance(txn.error, InvalidProducerIdMappingError):
-                self._reinitialize(transactional_id, deadline)
-                return
-            try:
-                self._sender.end_transaction(transactional_id, deadline, commit=False)
-            except InvalidProducerIdMappingError:
-                self._reinitialize(transactional_id, deadline)
-
-    def _reinitialize(self, transactional_id: str, deadline: float) -> None:
-        with self._lock:
-            assert self._txn is not None
-            self._txn.transition(TxnState.INITIALIZING)
-            expected = (self._batches.producer_id, self._batches.producer_epoch)
-        self._sender.initialize(transactional_id, deadline, expected)
-
-    def _purge(self) -> None:
-        """Close every open batch and fail every queued one with MessagePurgedError (state
-        ABORTING: the sender fails them unsent). Waits for an append in flight to finish."""
-        with self._lock:
-            self._batches.close_open()
-            queued = [(topic, state) for (topic, _), state in self._batches.partitions.items()]
-        for topic, state in queued:
-            self._sender.send(topic, state)
-
-    def _require_transactional(self, method: str) -> str:
-        transactional_id = self._settings.transactional_id
-        if transactional_id is None:
-            raise ProducerStateError(f"{method}: the producer has no transactional.id")
-        return transactional_id
-
-    def _check_open(self) -> None:
-        if self._sender.closed:
-            raise ProducerStateError("the producer is closed")
-
-    @property
-    def transaction_state(self) -> str | None:
-        """The transaction state's name (transaction_manager.TxnState; for inspection and
-        tests), or None without a transactional.id."""
-        return None if self._txn is None else self._txn.state.name
 
     # --- introspection ---------------------------------------------------------------------
 

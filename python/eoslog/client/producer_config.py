@@ -53,6 +53,9 @@ class ProducerSettings:
     delivery_timeout_ms: int = limits.delivery_timeout_ms_default
     max_block_ms: int = limits.block_ms_max_default
     on_delivery: Callable[[Any, Any], object] | None = None
+    # Java's producer default: a topic produced to before it exists is created (when the
+    # broker's auto.create.topics.enable allows it).
+    auto_create_topics: bool = True
 
 
 def parse(config: Mapping[str, object]) -> ProducerSettings:
@@ -113,6 +116,7 @@ def parse(config: Mapping[str, object]) -> ProducerSettings:
         ),
         max_block_ms=values.get("max.block.ms", limits.block_ms_max_default),  # type: ignore[arg-type]
         on_delivery=values.get("on_delivery"),  # type: ignore[arg-type]
+        auto_create_topics=values.get("allow.auto.create.topics", True),  # type: ignore[arg-type]
     )
 
 
@@ -205,4 +209,5 @@ _PARSERS: Final[dict[str, Callable[[str, object], object]]] = {
     "max.in.flight.requests.per.connection": _integer(1, limits.in_flight_requests_max),
     "enable.gapless.guarantee": _boolean,
     "on_delivery": _callback,
+    "allow.auto.create.topics": _boolean,
 }

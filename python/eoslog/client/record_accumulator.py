@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -59,13 +59,16 @@ class BatchAccumulator:
     def __init__(
         self,
         settings: ProducerSettings,
-        list_topics: Callable[[], Mapping[str, TopicMetadata]],
+        topic_metadata: Callable[[str], TopicMetadata],
         sticky: partitioner.StickyPartitioner,
         native: accumulator.RecordAccumulator,
         opened: Callable[[ProducerBatch], None],
+        topics_version: Callable[[], int] = lambda: 0,
     ) -> None:
         self._settings = settings
-        self._list_topics = list_topics
+        self._topic_metadata = topic_metadata
+        self._topics_version = topics_version
+        self._counts_version = topics_version()
         self._transactional = settings.transactional_id is not None
         self._native = native
         self._opened = opened
@@ -145,21 +148,49 @@ class BatchAccumulator:
             return self.sticky.partition(topic, count)
         return partitioner.partition_for_key(key, count)
 
+    def refresh_counts(self) -> None:
+        """Forget the cached partition counts once a topic was created or deleted since they
+        were asked (the broker's topics_version moved), as a Kafka client refreshes its
+        metadata: the next record of each topic asks again, so a producer learns a deleted
+        topic, and a re-created one's new partition count, at its next produce(). Producer
+        lock held."""
+        version = self._topics_version()
+        if version == self._counts_version:
+            return
+        self._counts_version = version
+        for topic in self._partition_counts:
+            self._native.forget_topic(topic)
+            self.sticky.current.pop(topic, None)
+        self._partition_counts.clear()
+
     def partition_count(self, topic: str) -> int:
+        """The topic's partition count, asked of the broker once per topic (until
+        refresh_counts): its metadata request, which creates an unknown topic when
+        allow.auto.create.topics and the broker allow it, and raises
+        UnknownTopicOrPartitionError or InvalidTopicError otherwise."""
         count = self._partition_counts.get(topic)
         if count is None:
-            metadata = self._list_topics().get(topic)
-            if metadata is None:
-                raise UnknownTopicOrPartitionError(f"unknown topic {topic!r}")
-            count = self._partition_counts[topic] = metadata.num_partitions
+            count = self._partition_counts[topic] = self._topic_metadata(topic).num_partitions
         return count
 
+    def state_of(self, topic: str, partition: int) -> PartitionState:
+        """The partition's state; registered again (its partition checked against the
+        topic's count) when the counts were refreshed since. Producer lock held."""
+        state = self.partitions.get((topic, partition))
+        if state is not None and topic in self._partition_counts:
+            return state
+        return self.add_partition(topic, partition)
+
     def add_partition(self, topic: str, partition: int) -> PartitionState:
+        """The partition's state, made and registered with the native path (again, after
+        refresh_counts, for a partition that still exists: its batches and sequences stay)."""
         if partition >= self.partition_count(topic):
             raise UnknownTopicOrPartitionError(f"unknown partition {topic}-{partition}")
-        state = self.partitions[(topic, partition)] = PartitionState(
-            partition, deque(), threading.Lock()
-        )
+        state = self.partitions.get((topic, partition))
+        if state is None:
+            state = self.partitions[(topic, partition)] = PartitionState(
+                partition, deque(), threading.Lock()
+            )
         self._native.add_partition(topic, self.partition_count(topic), state)
         return state
 

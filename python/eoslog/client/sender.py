@@ -44,12 +44,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from eoslog.client.delivery import (
-    OFFSET_INVALID,
-    TIMESTAMP_CREATE_TIME,
-    TIMESTAMP_LOG_APPEND_TIME,
-    DeliveryReport,
-)
+from eoslog.client.delivery import deliver
 from eoslog.client.record_accumulator import PartitionState, ProducerBatch, next_sequence
 from eoslog.client.transaction_manager import (
     TransactionManager,
@@ -76,6 +71,7 @@ if TYPE_CHECKING:
     from eoslog.client.producer_config import ProducerSettings
     from eoslog.client.record_accumulator import BatchAccumulator
     from eoslog.coordinator.transaction_coordinator import TransactionCoordinator
+    from eoslog.log.meta_file import TopicMetadata
     from eoslog.log.partition import AppendInfo, PartitionLog
 
 _FATAL_ERRORS: Final = (
@@ -104,6 +100,8 @@ class SenderBroker(Protocol):
     transactions: TransactionCoordinator
 
     def log(self, topic: str, partition: int) -> PartitionLog: ...
+
+    def topic_metadata(self, name: str, *, auto_create: bool = False) -> TopicMetadata: ...
 
 
 class Sender:
@@ -176,6 +174,32 @@ class Sender:
                 with self._lock:
                     self._done(topic, state, batch, outcome, txn)
 
+    def purge_queued(self, why: str) -> int:
+        """Fail every batch not yet appended, the open ones closed first, with
+        MessagePurgedError (librdkafka's _PURGE_QUEUE); their reports are queued for serve().
+        A batch being appended meanwhile (in flight) completes: each partition's send lock is
+        taken before its batches go. In a transaction, the transaction can no longer commit
+        what it was given, so it moves to ABORTABLE_ERROR. Returns the messages purged."""
+        with self._lock:
+            self._batches.close_open()
+            partitions = [
+                (topic, state)
+                for (topic, _partition), state in self._batches.partitions.items()
+                if state.pending
+            ]
+        purged = 0
+        error = MessagePurgedError(why)
+        for topic, state in partitions:
+            with state.send_lock, self._lock:
+                while state.pending:
+                    purged += state.pending[0].count
+                    self._done(topic, state, state.pending[0], error, self._txn)
+        with self._lock:
+            txn = self._txn
+            if purged and txn is not None and txn.state is TxnState.IN_TRANSACTION:
+                self.txn_failed(error)
+        return purged
+
     def _done(
         self,
         topic: str,
@@ -220,6 +244,12 @@ class Sender:
             try:
                 info = self._broker.log(topic, state.partition).append_batch(batch.raw)
             except KafkaException as error:
+                if isinstance(error, UnknownTopicOrPartitionError) and not self._partition_exists(
+                    topic, state.partition
+                ):
+                    # Deleted (and not created again): retrying cannot help, and blocked the
+                    # caller (produce() or flush()) for delivery.timeout.ms.
+                    return error
                 if isinstance(error, _FATAL_ERRORS) and not (
                     self._txn is not None and isinstance(error, _ABORTABLE_IN_TRANSACTION)
                 ):
@@ -369,6 +399,18 @@ class Sender:
 
     # --- delivery reports --------------------------------------------------------------------
 
+    def _partition_exists(self, topic: str, partition: int) -> bool:
+        """Whether the broker has the partition now, asking as the producer's metadata
+        request would (creating a deleted topic again when auto-creation is allowed, as a
+        Kafka producer's next metadata refresh does)."""
+        try:
+            metadata = self._broker.topic_metadata(
+                topic, auto_create=self._settings.auto_create_topics
+            )
+        except KafkaException:
+            return False
+        return partition < metadata.num_partitions
+
     def serve(self) -> int:
         """Run the queued reports' callbacks (after made_durable); the messages reported."""
         with self._lock:
@@ -384,7 +426,7 @@ class Sender:
             served += batch.count
             if batch.reports is not None:
                 try:
-                    _deliver(topic, state.partition, batch, outcome)
+                    deliver(topic, state.partition, batch, outcome)
                 except BaseException:
                     # A callback raised: it propagates (as confluent's poll does); reports not
                     # yet served go back to the front of the queue.
@@ -560,26 +602,3 @@ def _restamp_sequence(raw: bytes | bytearray, base_sequence: int) -> bytearray:
     _INT32.pack_into(batch, layout.BASE_SEQUENCE_OFFSET, base_sequence)
     _UINT32.pack_into(batch, layout.CRC_OFFSET, codec.batch_crc(batch))
     return batch
-
-
-def _deliver(topic: str, partition: int, batch: ProducerBatch, outcome: Any) -> None:
-    """Run the batch's per-record callbacks with their DeliveryReports."""
-    assert batch.reports is not None
-    failed = isinstance(outcome, KafkaException)
-    error = outcome.error if failed else None
-    base_offset = OFFSET_INVALID if failed else outcome.base_offset
-    append_time = -1 if failed else outcome.log_append_time_ms
-    reports = batch.reports
-    for index in range(len(reports) // _REPORT_STRIDE):
-        callback, key, value, headers, timestamp = reports[
-            index * _REPORT_STRIDE : (index + 1) * _REPORT_STRIDE
-        ]
-        if callback is None:
-            continue
-        stamp = (
-            (TIMESTAMP_LOG_APPEND_TIME, append_time)
-            if append_time >= 0
-            else (TIMESTAMP_CREATE_TIME, timestamp)
-        )
-        offset = OFFSET_INVALID if failed else base_offset + index
-        callback(error, DeliveryReport(topic, partition, offset, key, value, headers, stamp, error))

@@ -222,13 +222,14 @@ def retry_concurrent(
             time.sleep(_CONCURRENT_BACKOFF_S)
 
 
-def offset_to_commit(tp: TopicPartition) -> OffsetToCommit:
-    """send_offsets_to_transaction's offset of one partition; TypeError / ValueError for a
-    bad one."""
+def offset_to_commit(tp: TopicPartition) -> OffsetToCommit | None:
+    """send_offsets_to_transaction's offset of one partition, or None for a negative offset
+    (a logical one, such as the OFFSET_INVALID position of a partition not read yet), which
+    librdkafka leaves out of the commit; TypeError for what is not a TopicPartition."""
     if not isinstance(tp, TopicPartition):
         raise TypeError(f"offsets must be TopicPartitions, not {type(tp).__name__}")
     if tp.offset < 0:
-        raise ValueError(f"{tp.topic}-{tp.partition}: offset {tp.offset} is not an offset")
+        return None
     return OffsetToCommit(tp.topic, tp.partition, tp.offset, tp.metadata or "")
 
 

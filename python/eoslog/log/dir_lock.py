@@ -25,9 +25,13 @@ def lock_log_directory(fs: FileSystem, root: str, refusal_hint: str = "") -> Fil
         lock = fs.lock(path)
     except BlockingIOError:
         hint = f": {refusal_hint}" if refusal_hint else ""
-        raise LogDirLockedError(
-            f"log directory {root} is locked by another process (pid {_owner_pid(fs, path)}){hint}"
-        ) from None
+        owner = _owner_pid(fs, path)
+        holder = (
+            f"this process (pid {owner}): another Broker here has it open; close it, or share it"
+            if owner == str(os.getpid())
+            else f"another process (pid {owner})"
+        )
+        raise LogDirLockedError(f"log directory {root} is locked by {holder}{hint}") from None
     try:
         handle = fs.open(path)
         try:

@@ -83,3 +83,6 @@ class RecordAccumulator:
     def add_partition(self, topic: str, partitions: int, state: PartitionState) -> None:
         if not 0 <= state.partition < partitions:
             raise ValueError(f"partition {state.partition} outside [0, {partitions})")
+
+    def forget_topic(self, topic: str) -> None:
+        """The pure twin has no fast path: every record takes the Python path already."""

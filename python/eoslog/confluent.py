@@ -1,0 +1,212 @@
+"""A drop-in for confluent-kafka-python (docs/api.md "confluent-kafka drop-in"):
+
+    import eoslog.confluent as confluent_kafka
+
+    p = confluent_kafka.Producer({"bootstrap.servers": "eoslog:///var/lib/app/log"})
+    c = confluent_kafka.Consumer({"bootstrap.servers": "eoslog:///var/lib/app/log",
+                                  "group.id": "g"})
+
+A client names its log directory in its config, where a Kafka client names its brokers:
+`bootstrap.servers` = `eoslog://` + the directory's path (`eoslog:///abs/path`, or
+`eoslog://relative/path` from the working directory), or the key `eoslog.dir` = the path. The
+first client of a directory in this process opens it (eoslog.open); every later client of the
+same directory shares that Broker; the directory is closed when its last client closes (or is
+collected), and at interpreter exit, which flushes what producers still hold and commits what
+consumers consumed (Broker.close). Two more keys are read at that first open and ignored
+after it: `eoslog.durability` ("commit", the default, "always" or "none"; docs/reliability.md)
+and `eoslog.broker.<key>` for a broker-level setting (`eoslog.broker.num.partitions`: 3). Every
+other key is the client's, as for `broker.producer(config)` / `broker.consumer(config)`.
+
+The classes are eoslog's own (Producer and Consumer subclass eoslog.Producer and
+eoslog.Consumer, adding only the directory), so both spellings behave identically.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from eoslog import __version__
+from eoslog.broker import DURABILITY_MODES, Broker
+from eoslog.broker import open as open_broker
+from eoslog.client.consumer import Consumer as _Consumer
+from eoslog.client.message import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    OFFSET_INVALID,
+    OFFSET_STORED,
+    TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
+    TIMESTAMP_NOT_AVAILABLE,
+    Message,
+    TopicPartition,
+)
+from eoslog.client.producer import Producer as _Producer
+from eoslog.coordinator.group_coordinator import ConsumerGroupMetadata
+from eoslog.errors import InvalidConfigError, KafkaError, KafkaException
+
+__all__ = [
+    "OFFSET_BEGINNING",
+    "OFFSET_END",
+    "OFFSET_INVALID",
+    "OFFSET_STORED",
+    "TIMESTAMP_CREATE_TIME",
+    "TIMESTAMP_LOG_APPEND_TIME",
+    "TIMESTAMP_NOT_AVAILABLE",
+    "Consumer",
+    "ConsumerGroupMetadata",
+    "KafkaError",
+    "KafkaException",
+    "Message",
+    "Producer",
+    "TopicPartition",
+    "libversion",
+    "version",
+]
+
+SCHEME: Final = "eoslog://"
+DIRECTORY_KEY: Final = "eoslog.dir"
+DURABILITY_KEY: Final = "eoslog.durability"
+BROKER_PREFIX: Final = "eoslog.broker."
+
+
+def version() -> tuple[str, int]:
+    """(version string, version as an int 0xMMmmrr00), as confluent_kafka.version() gives."""
+    major, minor, patch = (int(part) for part in __version__.split(".")[:3])
+    return __version__, (major << 24) | (minor << 16) | (patch << 8)
+
+
+def libversion() -> tuple[str, int]:
+    """The engine's version in confluent_kafka.libversion()'s shape (eoslog has no librdkafka)."""
+    return version()
+
+
+class _Directory:
+    """Where a client's config points, and what the first open of it takes."""
+
+    def __init__(self, config: Mapping[str, object]) -> None:
+        if not isinstance(config, Mapping):
+            raise TypeError(f"config must be a dict, not {type(config).__name__}")
+        servers = config.get("bootstrap.servers")
+        named = config.get(DIRECTORY_KEY)
+        if named is None and isinstance(servers, str) and servers.startswith(SCHEME):
+            named = servers[len(SCHEME) :]
+        if not isinstance(named, str) or not named:
+            raise InvalidConfigError(
+                f"name the log directory: 'bootstrap.servers': '{SCHEME}/path/to/dir' or "
+                f"'{DIRECTORY_KEY}': '/path/to/dir' (got bootstrap.servers={servers!r})"
+            )
+        self.path = os.path.realpath(named)
+        durability = config.get(DURABILITY_KEY, "commit")
+        if durability not in DURABILITY_MODES:
+            raise InvalidConfigError(
+                f"{DURABILITY_KEY} must be one of {', '.join(DURABILITY_MODES)}, not {durability!r}"
+            )
+        self.durability = str(durability)
+        self.broker_config = {
+            key[len(BROKER_PREFIX) :]: value
+            for key, value in config.items()
+            if key.startswith(BROKER_PREFIX)
+        }
+        self.client_config = {
+            key: value
+            for key, value in config.items()
+            if key not in (DIRECTORY_KEY, DURABILITY_KEY) and not key.startswith(BROKER_PREFIX)
+        }
+
+
+class _Brokers:
+    """The brokers this process opened for eoslog.confluent clients, by real path, with how
+    many clients each still has."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: dict[str, list[Any]] = {}  # path -> [broker, clients]
+
+    def acquire(self, directory: _Directory) -> Broker:
+        with self._lock:
+            entry = self._open.get(directory.path)
+            if entry is None:
+                broker = open_broker(directory.path, directory.durability, directory.broker_config)
+                entry = self._open[directory.path] = [broker, 0]
+            entry[1] += 1
+            return entry[0]  # type: ignore[no-any-return]
+
+    def release(self, path: str) -> None:
+        with self._lock:
+            entry = self._open.get(path)
+            if entry is None:
+                return
+            entry[1] -= 1
+            if entry[1] > 0:
+                return
+            del self._open[path]
+        entry[0].close()
+
+    def close_all(self) -> None:
+        with self._lock:
+            brokers = [entry[0] for entry in self._open.values()]
+            self._open.clear()
+        for broker in brokers:
+            broker.close()
+
+
+_BROKERS = _Brokers()
+atexit.register(_BROKERS.close_all)
+
+
+def _attach(
+    client: Producer | Consumer,
+    config: Mapping[str, object],
+    kwargs: Mapping[str, object],
+    init: Callable[[Broker, dict[str, object]], None],
+) -> None:
+    """Open or share the directory `config` names, then run the eoslog client's __init__;
+    the client's release (a finalizer) gives the directory back once, at close or
+    collection, or at once if __init__ raises."""
+    directory = _Directory({**config, **kwargs})
+    broker = _BROKERS.acquire(directory)
+    client._release = weakref.finalize(client, _BROKERS.release, directory.path)
+    try:
+        init(broker, directory.client_config)
+    except BaseException:
+        client._release()
+        raise
+
+
+class Producer(_Producer):
+    """confluent_kafka.Producer(config): eoslog's Producer over the directory the config names
+    (module docstring). close() (an eoslog addition) flushes, stops it and releases the
+    directory; without it the directory is released when the producer is collected or at
+    exit."""
+
+    _release: weakref.finalize[Any, Any]
+
+    def __init__(self, config: Mapping[str, object], **kwargs: Any) -> None:
+        _attach(self, config, kwargs, super().__init__)
+
+    def close(self, timeout: float | None = None) -> int:
+        try:
+            return super().close(timeout)
+        finally:
+            self._release()
+
+
+class Consumer(_Consumer):
+    """confluent_kafka.Consumer(config): eoslog's Consumer over the directory the config names
+    (module docstring); close() also releases the directory."""
+
+    _release: weakref.finalize[Any, Any]
+
+    def __init__(self, config: Mapping[str, object], **kwargs: Any) -> None:
+        _attach(self, config, kwargs, super().__init__)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._release()
