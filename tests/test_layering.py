@@ -53,6 +53,8 @@ LAYER_RULES: list[tuple[str, tuple[str, ...]]] = [
         "eoslog.client.consumer_config",
         ("eoslog.client.consumer", "eoslog.client.producer"),
     ),
+    # The AdminClient's parts (types, group calls) never import the clients.
+    ("eoslog.client.admin", ("eoslog.client.consumer", "eoslog.client.producer")),
     ("eoslog.client.assignment", ("eoslog.client.consumer", "eoslog.client.producer")),
     ("eoslog.client.fetcher", ("eoslog.client.consumer", "eoslog.client.producer")),
     ("eoslog.client.fetch", ("eoslog.client.consumer", "eoslog.client.producer")),

@@ -50,6 +50,7 @@ from eoslog.log.meta_file import (
 from eoslog.log.partition import PartitionLog
 
 if TYPE_CHECKING:
+    from eoslog.client.admin import AdminClient
     from eoslog.client.consumer import Consumer
     from eoslog.client.producer import Producer
 
@@ -540,6 +541,14 @@ class Broker:
 
         self._check_open()
         return self._track(Producer(self, config))
+
+    def admin(self, config: Mapping[str, object] | None = None) -> AdminClient:
+        """confluent_kafka.admin.AdminClient's calls on this broker (eoslog.client.admin).
+        Holds nothing open: it needs no close."""
+        from eoslog.client.admin import AdminClient
+
+        self._check_open()
+        return AdminClient(self, config)
 
     def _track(self, client: _Client) -> _Client:
         with self._lock:

@@ -58,6 +58,7 @@ from eoslog.errors import (
     InconsistentGroupProtocolError,
     InvalidConfigError,
     InvalidGroupIdError,
+    KafkaError,
     KafkaException,
     OffsetMetadataTooLargeError,
     UnknownMemberIdError,
@@ -368,6 +369,50 @@ class GroupCoordinator:
             group = self._groups.get(group_id) or Group(group_id)
             members = {m.member_id: m.assignment for m in group.members.values()}
             return group.state, group.generation_id, group.protocol, members
+
+    def group_ids(self) -> list[str]:
+        """Every group this broker knows (ListGroups): those with members now and those with
+        committed offsets, sorted."""
+        with self._lock:
+            known = set(self._groups) | self._store.groups()
+            return sorted(known)
+
+    def delete_group(self, group_id: str) -> None:
+        """DeleteGroups for one group, as Kafka's GroupCoordinator deletes it: a tombstone for
+        each committed offset, appended to the group's `__consumer_offsets` partition and
+        durable per the broker's durability before the offsets are forgotten, so a crash
+        afterwards replays the deletion. Offsets a transaction holds pending are not touched
+        (they appear or go with its marker, as in Kafka). Raises, writing nothing,
+        InvalidGroupIdError, and KafkaException NON_EMPTY_GROUP while the group has members or
+        GROUP_ID_NOT_FOUND for a group with neither members nor committed offsets."""
+        _check_group_id(group_id)
+        offsets_log = self._offsets_log(group_id)
+        with self._lock:
+            group = self._groups.get(group_id)
+            if group is not None and group.members:
+                raise KafkaException(
+                    KafkaError(KafkaError.NON_EMPTY_GROUP, f"group {group_id} has members")
+                )
+            committed = self._store.committed_partitions(group_id)
+            if group is None and not committed:
+                raise KafkaException(
+                    KafkaError(KafkaError.GROUP_ID_NOT_FOUND, f"no group {group_id}")
+                )
+            self._groups.pop(group_id, None)
+            if not committed:
+                return
+            now = self._clock_ms()
+            builder = codec.BatchBuilder()
+            for topic, partition in sorted(committed):
+                key = OffsetCommitKey(group_id, topic, partition)
+                builder.append(now, encode_offset_key(key), None)
+            batch = builder.build()
+            info = offsets_log.append_batch(batch)
+        if self._durability != "none":
+            offsets_log.flush_through(info.last_offset + 1)
+        with self._changed:
+            self._replay_appended(batch, info.base_offset, -1, transactional=False)
+            self._changed.notify_all()
 
     # --- internals -------------------------------------------------------------------------
 

@@ -88,6 +88,10 @@ class OffsetStore:
     def committed(self, group: str, partition: Partition) -> StoredOffset | None:
         return self._committed.get(group, {}).get(partition)
 
+    def groups(self) -> set[str]:
+        """The groups with a committed offset."""
+        return {group for group, offsets in self._committed.items() if offsets}
+
     def committed_partitions(self, group: str) -> dict[Partition, StoredOffset]:
         return dict(self._committed.get(group, {}))
 

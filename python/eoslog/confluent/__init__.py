@@ -18,7 +18,10 @@ and `eoslog.broker.<key>` for a broker-level setting (`eoslog.broker.num.partiti
 other key is the client's, as for `broker.producer(config)` / `broker.consumer(config)`.
 
 The classes are eoslog's own (Producer and Consumer subclass eoslog.Producer and
-eoslog.Consumer, adding only the directory), so both spellings behave identically.
+eoslog.Consumer, AdminClient subclasses eoslog.client.admin.AdminClient, adding only the
+directory), so both spellings behave identically. The admin types (NewTopic, NewPartitions,
+ConfigResource, ...) are exported here and, for `from confluent_kafka.admin import ...`, from
+eoslog.confluent.admin.
 """
 
 from __future__ import annotations
@@ -33,6 +36,23 @@ from typing import Any, Final
 from eoslog import __version__
 from eoslog.broker import DURABILITY_MODES, Broker
 from eoslog.broker import open as open_broker
+from eoslog.client.admin import AdminClient as _AdminClient
+from eoslog.client.admin_types import (
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    ConsumerGroupType,
+    IsolationLevel,
+    NewPartitions,
+    NewTopic,
+    Node,
+    OffsetSpec,
+    ResourceType,
+    TopicCollection,
+    TopicPartitionInfo,
+)
 from eoslog.client.consumer import Consumer as _Consumer
 from eoslog.client.message import (
     OFFSET_BEGINNING,
@@ -57,13 +77,28 @@ __all__ = [
     "TIMESTAMP_CREATE_TIME",
     "TIMESTAMP_LOG_APPEND_TIME",
     "TIMESTAMP_NOT_AVAILABLE",
+    "AdminClient",
+    "ConfigEntry",
+    "ConfigResource",
+    "ConfigSource",
     "Consumer",
     "ConsumerGroupMetadata",
+    "ConsumerGroupState",
+    "ConsumerGroupTopicPartitions",
+    "ConsumerGroupType",
+    "IsolationLevel",
     "KafkaError",
     "KafkaException",
     "Message",
+    "NewPartitions",
+    "NewTopic",
+    "Node",
+    "OffsetSpec",
     "Producer",
+    "ResourceType",
+    "TopicCollection",
     "TopicPartition",
+    "TopicPartitionInfo",
     "libversion",
     "version",
 ]
@@ -160,7 +195,7 @@ atexit.register(_BROKERS.close_all)
 
 
 def _attach(
-    client: Producer | Consumer,
+    client: Producer | Consumer | AdminClient,
     config: Mapping[str, object],
     kwargs: Mapping[str, object],
     init: Callable[[Broker, dict[str, object]], None],
@@ -210,3 +245,18 @@ class Consumer(_Consumer):
             super().close()
         finally:
             self._release()
+
+
+class AdminClient(_AdminClient):
+    """confluent_kafka.admin.AdminClient(config): eoslog's AdminClient (eoslog.client.admin)
+    over the directory the config names (module docstring). confluent's AdminClient has no
+    close(): the directory is released when the client is collected (or at exit); close(),
+    an eoslog addition, releases it at once."""
+
+    _release: weakref.finalize[Any, Any]
+
+    def __init__(self, config: Mapping[str, object], **kwargs: Any) -> None:
+        _attach(self, config, kwargs, super().__init__)
+
+    def close(self) -> None:
+        self._release()
