@@ -68,6 +68,10 @@ class RecordAccumulator:
     def close_every_record(self) -> bool: ...
     @property
     def transactional(self) -> bool: ...
+    @property
+    def check_record_bytes(self) -> bool:
+        """batch.size has room for a record larger than message.max.bytes: every record
+        takes the Python path, which weighs it."""
     def __init__(
         self,
         lock: Lock,
@@ -81,6 +85,7 @@ class RecordAccumulator:
         batch_records_max: int,
         close_every_record: bool,
         transactional: bool,
+        check_record_bytes: bool = False,
     ) -> None:
         """ValueError if outstanding_max or batch_records_max is below 1."""
 

@@ -112,6 +112,9 @@ cdef class RecordAccumulator:
     cdef readonly Py_ssize_t batch_records_max
     cdef readonly bint close_every_record
     cdef readonly bint transactional
+    # batch.size leaves room for a record larger than message.max.bytes: every record takes
+    # the Python path, which weighs it as librdkafka does.
+    cdef readonly bint check_record_bytes
     # A transactional producer's transaction is open (IN_TRANSACTION): set and cleared by its
     # TransactionManager on every transition, under the producer lock. Outside one, produce()
     # takes the Python path, which raises the state's error.
@@ -127,7 +130,7 @@ cdef class RecordAccumulator:
 
     def __init__(self, lock, dict sticky, slow, send, clock_ms, default_report, *,
                  Py_ssize_t outstanding_max, Py_ssize_t batch_records_max,
-                 bint close_every_record, bint transactional):
+                 bint close_every_record, bint transactional, bint check_record_bytes=False):
         if outstanding_max < 1 or batch_records_max < 1:
             raise ValueError("outstanding_max and batch_records_max must be at least 1")
         self.acquire = lock.acquire
@@ -141,6 +144,7 @@ cdef class RecordAccumulator:
         self.batch_records_max = batch_records_max
         self.close_every_record = close_every_record
         self.transactional = transactional
+        self.check_record_bytes = check_record_bytes
         self.in_transaction = False
         self.unusable = False
         self.outstanding = 0
@@ -198,7 +202,7 @@ cdef class RecordAccumulator:
     def produce(self, topic, value=None, key=None, partition=-1, on_delivery=None,
                 timestamp=0, headers=None, *, callback=None):
         """Producer.produce (same arguments, same results, same errors): queue one record."""
-        if (headers is not None or type(topic) is not str
+        if (headers is not None or self.check_record_bytes or type(topic) is not str
                 or type(partition) is not int or type(timestamp) is not int
                 or (on_delivery is not None and not callable(on_delivery))
                 or (callback is not None and not callable(callback))):

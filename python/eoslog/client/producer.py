@@ -47,6 +47,7 @@ from eoslog.client.record_accumulator import (
     BatchAccumulator,
     group_by_partition,
     next_sequence,
+    record_bytes,
 )
 from eoslog.client.sender import Sender, SenderBroker
 from eoslog.client.transaction_manager import (
@@ -58,9 +59,10 @@ from eoslog.errors import (
     KafkaError,
     KafkaException,
     ProducerStateError,
+    RecordTooLargeError,
     UnknownTopicOrPartitionError,
 )
-from eoslog.record import USING_EXTENSIONS, accumulator
+from eoslog.record import USING_EXTENSIONS, accumulator, layout
 
 if TYPE_CHECKING:
     from eoslog.coordinator.group_coordinator import GroupCoordinator
@@ -71,6 +73,8 @@ __all__ = ["DeliveryCallback", "Producer", "ProducerBroker", "next_sequence"]
 DeliveryCallback = Callable[[KafkaError | None, DeliveryReport], object]
 _REPORT_STRIDE: Final = accumulator.REPORT_STRIDE
 _NO_REPORT: Final = accumulator.NO_REPORT
+# confluent-kafka's reason when produce() refuses a record larger than message.max.bytes.
+_TOO_LARGE: Final = "Unable to produce message: Broker: Message size too large"
 
 
 class ProducerBroker(SenderBroker, Protocol):
@@ -122,6 +126,7 @@ class Producer(TransactionalCalls):
         self._default_report = settings.on_delivery
         self._queue_messages_max = settings.queue_messages_max
         self._batch_records_max = settings.batch_records_max
+        self._message_bytes_max = settings.message_bytes_max
         # Serializes init/commit/abort_transaction (reentrant: a delivery callback run by
         # commit's flush that calls a transaction method gets the state's error, not a hang).
         self._txn_call_lock = threading.RLock()
@@ -142,6 +147,10 @@ class Producer(TransactionalCalls):
             batch_records_max=settings.batch_records_max,
             close_every_record=settings.linger_ms == 0,
             transactional=self._transactional,
+            # A record the open batch has room for may still be larger than
+            # message.max.bytes: the Python path weighs each record then.
+            check_record_bytes=settings.batch_bytes_max - layout.HEADER_SIZE
+            > settings.message_bytes_max,
         )
         self._batches = BatchAccumulator(
             settings,
@@ -180,8 +189,10 @@ class Producer(TransactionalCalls):
         """Queue one record (confluent's produce; `callback` is its alias of on_delivery).
         timestamp 0 means now (CreateTime). str keys and values are sent as UTF-8. Raises
         BufferError when queue.buffering.max.messages are outstanding (call poll()),
-        UnknownTopicOrPartitionError, RecordTooLargeError (nothing queued then), and the
-        producer's fatal error once it has one.
+        UnknownTopicOrPartitionError, RecordTooLargeError (KafkaError MSG_SIZE_TOO_LARGE)
+        for a record larger than message.max.bytes as librdkafka weighs it (record_bytes),
+        or than eoslog's limits.batch_bytes_max (nothing queued then), and the producer's
+        fatal error once it has one.
 
         This is the Python path; with the extension built, producer.produce is the native
         RecordAccumulator.produce, which takes the common case itself and calls this for the
@@ -200,6 +211,8 @@ class Producer(TransactionalCalls):
             key = key.encode()
         if headers is not None:
             headers = _headers_list(arguments.headers(headers))
+        if record_bytes(key, value, headers) > self._message_bytes_max:
+            raise RecordTooLargeError(_TOO_LARGE)
         report = on_delivery or callback or self._default_report
         if timestamp == 0:
             timestamp = self._clock_ms()

@@ -63,6 +63,7 @@ class ProducerSettings:
     delivery_timeout_ms: int = limits.delivery_timeout_ms_default
     max_block_ms: int = limits.block_ms_max_default
     on_delivery: Callable[[Any, Any], object] | None = None
+    message_bytes_max: int = limits.producer_message_bytes_max_default
     # Java's producer default: a topic produced to before it exists is created (when the
     # broker's auto.create.topics.enable allows it).
     auto_create_topics: bool = True
@@ -123,6 +124,9 @@ def parse(config: Mapping[str, object]) -> ProducerSettings:
         max_block_ms=values.get("max.block.ms", limits.block_ms_max_default),  # type: ignore[arg-type]
         on_delivery=values.get("on_delivery"),  # type: ignore[arg-type]
         auto_create_topics=values.get("allow.auto.create.topics", True),  # type: ignore[arg-type]
+        message_bytes_max=values.get(  # type: ignore[arg-type]
+            "message.max.bytes", limits.producer_message_bytes_max_default
+        ),
     )
 
 
@@ -177,5 +181,7 @@ _APPLIED: Final[dict[str, Callable[[str, object], object]]] = {
     "max.in.flight.requests.per.connection": _between(1, limits.in_flight_requests_max),
     "on_delivery": _as_given,
     "allow.auto.create.topics": _as_given,
+    # librdkafka's range (1000 .. 1e9) is checked as it reads the value.
+    "message.max.bytes": _as_given,
 }
 APPLIED: Final = frozenset(_APPLIED)

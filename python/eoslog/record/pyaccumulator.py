@@ -69,6 +69,7 @@ class RecordAccumulator:
         batch_records_max: int,
         close_every_record: bool,
         transactional: bool,
+        check_record_bytes: bool = False,
     ) -> None:
         if outstanding_max < 1 or batch_records_max < 1:
             raise ValueError("outstanding_max and batch_records_max must be at least 1")
@@ -76,6 +77,7 @@ class RecordAccumulator:
         self.batch_records_max = batch_records_max
         self.close_every_record = close_every_record
         self.transactional = transactional
+        self.check_record_bytes = check_record_bytes
         self.in_transaction = False
         self.unusable = False
         self.outstanding = 0
