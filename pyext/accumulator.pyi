@@ -69,6 +69,12 @@ class RecordAccumulator:
     @property
     def transactional(self) -> bool: ...
     @property
+    def key_hash(self) -> int:
+        """The partitioner's key hash (eoslog.client.partitioner HASH_*)."""
+    @property
+    def empty_key_random(self) -> bool:
+        """An empty key goes to a random partition (consistent_random)."""
+    @property
     def check_record_bytes(self) -> bool:
         """batch.size has room for a record larger than message.max.bytes: every record
         takes the Python path, which weighs it."""
@@ -86,6 +92,8 @@ class RecordAccumulator:
         close_every_record: bool,
         transactional: bool,
         check_record_bytes: bool = False,
+        key_hash: int = 1,
+        empty_key_random: bool = False,
     ) -> None:
         """ValueError if outstanding_max or batch_records_max is below 1."""
 

@@ -22,7 +22,8 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.list cimport PyList_Append
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from cpython.ref cimport PyObject
-from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+from libc.stdlib cimport llabs
 from posix.time cimport CLOCK_REALTIME, clock_gettime, timespec
 
 from engine cimport eos_murmur2
@@ -44,6 +45,45 @@ cdef builder_append_fn builder_append = <builder_append_fn>PyCapsule_GetPointer(
 REPORT_STRIDE = 5
 cdef enum:
     KEY_MASK_POSITIVE = 0x7FFFFFFF  # Kafka's Utils.toPositive
+# The key hashes of eoslog.client.partitioner (HASH_*), the same numbers.
+cdef enum KeyHash:
+    HASH_NONE = 0
+    HASH_MURMUR2 = 1
+    HASH_CRC32 = 2
+    HASH_FNV1A = 3
+
+# zlib's CRC-32 (reflected polynomial 0xEDB88320), librdkafka's `consistent` hash, by table.
+cdef uint32_t CRC32_TABLE[256]
+
+
+cdef void fill_crc32_table() noexcept:
+    cdef uint32_t entry
+    cdef int index, bit
+    for index in range(256):
+        entry = <uint32_t>index
+        for bit in range(8):
+            entry = (entry >> 1) ^ (0xEDB88320 if entry & 1 else 0)
+        CRC32_TABLE[index] = entry
+
+
+fill_crc32_table()
+
+
+cdef inline uint32_t crc32(const uint8_t *data, Py_ssize_t length) noexcept:
+    cdef uint32_t crc = 0xFFFFFFFF
+    cdef Py_ssize_t i
+    for i in range(length):
+        crc = CRC32_TABLE[(crc ^ data[i]) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+cdef inline uint32_t fnv1a(const uint8_t *data, Py_ssize_t length) noexcept:
+    """32-bit FNV-1a (offset basis 0x811C9DC5, prime 0x01000193)."""
+    cdef uint32_t hashed = 0x811C9DC5
+    cdef Py_ssize_t i
+    for i in range(length):
+        hashed = (hashed ^ data[i]) * <uint32_t>0x01000193
+    return hashed
 
 
 @cython.final
@@ -115,6 +155,10 @@ cdef class RecordAccumulator:
     # batch.size leaves room for a record larger than message.max.bytes: every record takes
     # the Python path, which weighs it as librdkafka does.
     cdef readonly bint check_record_bytes
+    # The partitioner's key hash (KeyHash) and whether an empty key goes to a random
+    # partition (consistent_random); a null key takes the sticky partition when there is one.
+    cdef readonly int key_hash
+    cdef readonly bint empty_key_random
     # A transactional producer's transaction is open (IN_TRANSACTION): set and cleared by its
     # TransactionManager on every transition, under the producer lock. Outside one, produce()
     # takes the Python path, which raises the state's error.
@@ -130,7 +174,8 @@ cdef class RecordAccumulator:
 
     def __init__(self, lock, dict sticky, slow, send, clock_ms, default_report, *,
                  Py_ssize_t outstanding_max, Py_ssize_t batch_records_max,
-                 bint close_every_record, bint transactional, bint check_record_bytes=False):
+                 bint close_every_record, bint transactional, bint check_record_bytes=False,
+                 int key_hash=HASH_MURMUR2, bint empty_key_random=False):
         if outstanding_max < 1 or batch_records_max < 1:
             raise ValueError("outstanding_max and batch_records_max must be at least 1")
         self.acquire = lock.acquire
@@ -145,6 +190,8 @@ cdef class RecordAccumulator:
         self.close_every_record = close_every_record
         self.transactional = transactional
         self.check_record_bytes = check_record_bytes
+        self.key_hash = key_hash
+        self.empty_key_random = empty_key_random
         self.in_transaction = False
         self.unusable = False
         self.outstanding = 0
@@ -166,6 +213,22 @@ cdef class RecordAccumulator:
         lock held."""
         self.topics.pop(topic, None)
 
+    cdef inline Py_ssize_t key_partition(self, bytes key, Py_ssize_t count) noexcept:
+        """The keyed record's partition under the producer's partitioner; -1 when it is
+        chosen at random (the Python path does that)."""
+        cdef const uint8_t *data = <const uint8_t *>PyBytes_AS_STRING(key)
+        cdef Py_ssize_t length = PyBytes_GET_SIZE(key)
+        if self.key_hash == HASH_MURMUR2:
+            return (eos_murmur2(data, <size_t>length) & KEY_MASK_POSITIVE) % count
+        if self.key_hash == HASH_CRC32:
+            if length == 0 and self.empty_key_random:
+                return -1
+            return <Py_ssize_t>(crc32(data, length) % <uint32_t>count)
+        if self.key_hash == HASH_FNV1A:
+            # The absolute value of the hash read as an int32, as librdkafka's fnv1a.
+            return llabs(<int64_t><int32_t>fnv1a(data, length)) % count
+        return -1
+
     cdef PartitionState find(self, str topic, object key, Py_ssize_t partition):
         """The state of the record's partition if its open batch can take the record on the
         fast path, else None. Producer lock held."""
@@ -181,8 +244,9 @@ cdef class RecordAccumulator:
                     return None
                 chosen = <object>found
             else:
-                chosen = (eos_murmur2(<const uint8_t *>PyBytes_AS_STRING(key),
-                                      <size_t>PyBytes_GET_SIZE(key)) & KEY_MASK_POSITIVE) % count
+                chosen = self.key_partition(key, count)
+                if chosen < 0:
+                    return None
         elif partition < count:
             chosen = partition
         else:

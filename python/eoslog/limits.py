@@ -89,6 +89,8 @@ producer_message_bytes_max_default: Final = 1_000_000
 # added to key, value and headers to size a record against message.max.bytes (measured
 # against confluent-kafka 2.16: a 1964-byte value is the largest taken at 2000).
 record_overhead_bytes_max: Final = 36
+# librdkafka's sticky.partitioning.linger.ms default; eoslog reads only whether it is 0.
+sticky_linger_ms_default: Final = 10
 # Kafka's batch.size default (ProducerConfig): bytes per batch before it closes.
 producer_batch_bytes_max_default: Final = 16_384
 # librdkafka's batch.num.messages default and upper bound: records per batch before it closes.

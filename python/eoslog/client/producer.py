@@ -114,7 +114,10 @@ class Producer(TransactionalCalls):
         config: Mapping[str, object] | None = None,
         *,
         seed: int | None = None,
+        default_partitioner: str = partitioner.NATIVE_DEFAULT,
     ) -> None:
+        """`default_partitioner`: the partitioner when the config names none
+        (eoslog.confluent.Producer passes librdkafka's, consistent_random)."""
         arguments.refuse_config_as_broker("Producer", broker)
         settings = parse(config or {})
         self._settings: ProducerSettings = settings
@@ -131,7 +134,8 @@ class Producer(TransactionalCalls):
         # commit's flush that calls a transaction method gets the state's error, not a hang).
         self._txn_call_lock = threading.RLock()
         self._sender = Sender(broker, settings, self._lock)
-        sticky = partitioner.StickyPartitioner(seed)
+        sticky = partitioner.StickyPartitioner(seed, sticky=settings.sticky_linger_ms > 0)
+        rule = partitioner.PARTITIONERS[settings.partitioner or default_partitioner]
         # Holds the counters produce() shares with the rest (outstanding; unusable: closed
         # or failed, so produce() asks _check_usable), under self._lock. With the extension
         # built, self.produce is its native per-record path, which hands every case it does
@@ -151,6 +155,8 @@ class Producer(TransactionalCalls):
             # message.max.bytes: the Python path weighs each record then.
             check_record_bytes=settings.batch_bytes_max - layout.HEADER_SIZE
             > settings.message_bytes_max,
+            key_hash=rule.key_hash,
+            empty_key_random=rule.empty_key_random,
         )
         self._batches = BatchAccumulator(
             settings,
@@ -159,6 +165,7 @@ class Producer(TransactionalCalls):
             self._accumulator,
             self._sender.batch_opened,
             lambda: broker.topics_version,
+            rule.name,
         )
         # The transaction state (under self._lock); None without a transactional.id. It opens
         # and closes the accumulator's native path with the transaction (in_transaction).
@@ -262,7 +269,8 @@ class Producer(TransactionalCalls):
         keys as lists of bytes/None, numpy arrays (dtype S, U or object) or pyarrow
         binary/string arrays; no Python object is made per record for numpy and Arrow input.
         All records get one CreateTime (timestamp 0: now). partition -1 uses the default
-        partitioner (murmur2 of each key in one native call; null keys sticky per batch).
+        partitioner (murmur2 of each key in one native call, the other hashes key by key;
+        null keys sticky per batch).
 
         Synchronous: batches are cut at batch.size / batch.num.messages, appended in order
         after any batch produce() left open on the same partition, and this returns once all
@@ -291,7 +299,13 @@ class Producer(TransactionalCalls):
         if partition >= 0:
             groups: list[tuple[int, Any]] = [(partition, None)]
         else:
-            groups = group_by_partition(count, key_input, len(value_input))
+            groups = group_by_partition(
+                count,
+                key_input,
+                len(value_input),
+                self._batches.partitioner,
+                self._batches.sticky.random,
+            )
         for chosen, indices in groups:
             part_values = value_input if indices is None else value_input.take(indices)
             part_keys = key_input

@@ -64,6 +64,8 @@ class ProducerSettings:
     max_block_ms: int = limits.block_ms_max_default
     on_delivery: Callable[[Any, Any], object] | None = None
     message_bytes_max: int = limits.producer_message_bytes_max_default
+    partitioner: str | None = None  # None: the producer's default (eoslog.client.partitioner)
+    sticky_linger_ms: int = limits.sticky_linger_ms_default
     # Java's producer default: a topic produced to before it exists is created (when the
     # broker's auto.create.topics.enable allows it).
     auto_create_topics: bool = True
@@ -127,6 +129,10 @@ def parse(config: Mapping[str, object]) -> ProducerSettings:
         message_bytes_max=values.get(  # type: ignore[arg-type]
             "message.max.bytes", limits.producer_message_bytes_max_default
         ),
+        partitioner=values.get("partitioner"),  # type: ignore[arg-type]
+        sticky_linger_ms=values.get(  # type: ignore[arg-type]
+            "sticky.partitioning.linger.ms", limits.sticky_linger_ms_default
+        ),
     )
 
 
@@ -183,5 +189,10 @@ _APPLIED: Final[dict[str, Callable[[str, object], object]]] = {
     "allow.auto.create.topics": _as_given,
     # librdkafka's range (1000 .. 1e9) is checked as it reads the value.
     "message.max.bytes": _as_given,
+    # librdkafka's seven names (eoslog.client.partitioner), checked as it reads the value.
+    "partitioner": lambda key, value: str(value).lower(),
+    # Only 0 (no sticky partition: each null-key record at random) against any other value
+    # (sticky until the batch closes, Kafka's rule) changes what eoslog does.
+    "sticky.partitioning.linger.ms": _as_given,
 }
 APPLIED: Final = frozenset(_APPLIED)

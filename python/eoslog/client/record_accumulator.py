@@ -64,6 +64,7 @@ class BatchAccumulator:
         native: accumulator.RecordAccumulator,
         opened: Callable[[ProducerBatch], None],
         topics_version: Callable[[], int] = lambda: 0,
+        partitioner_name: str = partitioner.NATIVE_DEFAULT,
     ) -> None:
         self._settings = settings
         self._topic_metadata = topic_metadata
@@ -73,6 +74,7 @@ class BatchAccumulator:
         self._native = native
         self._opened = opened
         self.sticky = sticky
+        self.partitioner = partitioner.PARTITIONERS[partitioner_name]
         self.partitions: dict[tuple[str, int], PartitionState] = {}
         self.lingering: dict[tuple[str, int], PartitionState] = {}  # open batches, oldest first
         self._partition_counts: dict[str, int] = {}
@@ -148,10 +150,14 @@ class BatchAccumulator:
             self.close(topic, state)
 
     def choose_partition(self, topic: str, key: Any) -> int:
+        """The record's partition under the producer's partitioner (eoslog.client.partitioner)."""
         count = self.partition_count(topic)
+        rule = self.partitioner
         if key is None:
-            return self.sticky.partition(topic, count)
-        return partitioner.partition_for_key(key, count)
+            if rule.null_key_sticky:
+                return self.sticky.partition(topic, count)
+            return rule.hash_of(b"") % count
+        return partitioner.choose(rule, key, count, self.sticky.random)
 
     def refresh_counts(self) -> None:
         """Forget the cached partition counts once a topic was created or deleted since they
@@ -262,13 +268,23 @@ def _varint_bytes(number: int) -> int:
     return max(1, (zigzag.bit_length() + 6) // 7)
 
 
-def group_by_partition(count: int, keys: ColumnInput | None, records: int) -> list[tuple[int, Any]]:
-    """produce_batch()'s (partition, record indices) per partition; -1 means null keys
-    (sticky)."""
+def group_by_partition(
+    count: int,
+    keys: ColumnInput | None,
+    records: int,
+    rule: partitioner.Partitioner,
+    rng: Any,
+) -> list[tuple[int, Any]]:
+    """produce_batch()'s (partition, record indices) per partition under the partitioner
+    `rule`; -1 means null keys (sticky)."""
     if keys is None:
-        return [(-1, None)]
+        if rule.null_key_sticky:
+            return [(-1, None)]
+        return [(rule.hash_of(b"") % count, None)]
     spans = keys.as_spans() if isinstance(keys, RowsInput) else keys
-    chosen = partitioner.partitions_for_spans(spans.data, spans.starts, spans.lengths, count)
+    chosen = partitioner.partitions_for_spans(
+        spans.data, spans.starts, spans.lengths, count, rule, rng
+    )
     order = np.argsort(chosen, kind="stable")
     bounds = np.flatnonzero(np.diff(chosen[order])) + 1
     return [(int(chosen[group[0]]), group) for group in np.split(order, bounds) if len(group)]

@@ -70,6 +70,8 @@ class RecordAccumulator:
         close_every_record: bool,
         transactional: bool,
         check_record_bytes: bool = False,
+        key_hash: int = 1,
+        empty_key_random: bool = False,
     ) -> None:
         if outstanding_max < 1 or batch_records_max < 1:
             raise ValueError("outstanding_max and batch_records_max must be at least 1")
@@ -78,6 +80,8 @@ class RecordAccumulator:
         self.close_every_record = close_every_record
         self.transactional = transactional
         self.check_record_bytes = check_record_bytes
+        self.key_hash = key_hash
+        self.empty_key_random = empty_key_random
         self.in_transaction = False
         self.unusable = False
         self.outstanding = 0
