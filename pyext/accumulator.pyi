@@ -9,7 +9,8 @@ from threading import Lock
 from typing import Any, Final
 
 REPORT_STRIDE: Final[int]
-"""Entries per record in ProducerBatch.reports: callback, key, value, headers, timestamp."""
+"""Entries per record in ProducerBatch.reports: callback, key, value, headers, timestamp,
+and the time.monotonic() of its produce() (for the report's latency())."""
 NO_REPORT: Final[tuple[None, ...]]
 """REPORT_STRIDE Nones: the entries of a record without a callback."""
 

@@ -24,7 +24,7 @@ from cpython.pycapsule cimport PyCapsule_GetPointer
 from cpython.ref cimport PyObject
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 from libc.stdlib cimport llabs
-from posix.time cimport CLOCK_REALTIME, clock_gettime, timespec
+from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
 
 from engine cimport eos_murmur2
 
@@ -40,9 +40,10 @@ ctypedef int (*builder_append_fn)(object, int64_t, object, object) except -1
 cdef builder_append_fn builder_append = <builder_append_fn>PyCapsule_GetPointer(
     _codec._BUILDER_APPEND, "eoslog._ext.codec.builder_append")
 
-# Per record in ProducerBatch.reports: (callback, key, value, headers, timestamp), flat, so a
-# record with a callback adds references to a list, not a tuple.
-REPORT_STRIDE = 5
+# Per record in ProducerBatch.reports: (callback, key, value, headers, timestamp, enqueued_s),
+# flat, so a record with a callback adds references to a list, not a tuple. enqueued_s is
+# time.monotonic() at produce() (CLOCK_MONOTONIC), for the report's latency().
+REPORT_STRIDE = 6
 cdef enum:
     KEY_MASK_POSITIVE = 0x7FFFFFFF  # Kafka's Utils.toPositive
 # The key hashes of eoslog.client.partitioner (HASH_*), the same numbers.
@@ -138,6 +139,13 @@ cdef inline int64_t wall_clock_ms() noexcept:
     cdef timespec now
     clock_gettime(CLOCK_REALTIME, &now)
     return <int64_t>now.tv_sec * 1000 + now.tv_nsec // 1000000
+
+
+cdef inline double monotonic_s() noexcept:
+    """Seconds on time.monotonic()'s clock (CLOCK_MONOTONIC on Linux)."""
+    cdef timespec now
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return <double>now.tv_sec + <double>now.tv_nsec * 1e-9
 
 
 @cython.final
@@ -319,6 +327,7 @@ cdef class RecordAccumulator:
                         PyList_Append(reports, record_value)
                         PyList_Append(reports, None)
                         PyList_Append(reports, timestamp)
+                        PyList_Append(reports, monotonic_s())
                     elif reports is not None:
                         reports.extend(NO_REPORT)
                     batch.count += 1

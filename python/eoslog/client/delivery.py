@@ -10,6 +10,7 @@ read it; the setters are for the thread the callback runs on.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any, Final
 
 from eoslog.errors import KafkaError, KafkaException
@@ -37,6 +38,7 @@ class DeliveryReport:
         "_error",
         "_headers",
         "_key",
+        "_latency",
         "_offset",
         "_partition",
         "_timestamp",
@@ -54,6 +56,7 @@ class DeliveryReport:
         headers: Headers | None,
         timestamp: tuple[int, int],
         error: KafkaError | None,
+        latency: float | None = None,
     ) -> None:
         self._topic = topic
         self._partition = partition
@@ -63,6 +66,7 @@ class DeliveryReport:
         self._headers = headers
         self._timestamp = timestamp
         self._error = error
+        self._latency = latency
 
     def topic(self) -> str:
         return self._topic
@@ -70,9 +74,10 @@ class DeliveryReport:
     def partition(self) -> int:
         return self._partition
 
-    def offset(self) -> int:
-        """The offset the message was written at; OFFSET_INVALID (-1001) if it failed."""
-        return self._offset
+    def offset(self) -> int | None:
+        """The offset the message was written at; None if it failed, as confluent's
+        offset() answers for librdkafka's OFFSET_INVALID."""
+        return None if self._offset < 0 else self._offset
 
     def key(self) -> bytes | None:
         return self._key
@@ -97,9 +102,9 @@ class DeliveryReport:
         return None
 
     def latency(self) -> float | None:
-        """None: the producer does not record when each message was produced yet
-        (confluent's is the seconds from produce() to the acknowledgement)."""
-        return None
+        """Seconds from produce() to the making of this report in poll()/flush(), as
+        confluent's (librdkafka's rd_kafka_message_latency, read when its Message is made)."""
+        return self._latency
 
     # confluent's setters: any object, kept as given.
 
@@ -129,17 +134,23 @@ class DeliveryReport:
         )
 
 
-def deliver(topic: str, partition: int, batch: ProducerBatch, outcome: Any) -> None:
+def deliver(
+    topic: str, partition: int, batch: ProducerBatch, outcome: Any, *, only_errors: bool = False
+) -> None:
     """Run the batch's per-record callbacks with their DeliveryReports (the sender's
-    serve(); `outcome` is the batch's AppendInfo or its KafkaException)."""
+    serve(); `outcome` is the batch's AppendInfo or its KafkaException). `only_errors`
+    (delivery.report.only.error): callbacks run for a failed batch only."""
     assert batch.reports is not None
     failed = isinstance(outcome, KafkaException)
+    if only_errors and not failed:
+        return
+    now_s = time.monotonic()
     error = outcome.error if failed else None
     base_offset = OFFSET_INVALID if failed else outcome.base_offset
     append_time = -1 if failed else outcome.log_append_time_ms
     reports = batch.reports
     for index in range(len(reports) // _REPORT_STRIDE):
-        callback, key, value, headers, timestamp = reports[
+        callback, key, value, headers, timestamp, enqueued_s = reports[
             index * _REPORT_STRIDE : (index + 1) * _REPORT_STRIDE
         ]
         if callback is None:
@@ -150,4 +161,7 @@ def deliver(topic: str, partition: int, batch: ProducerBatch, outcome: Any) -> N
             else (TIMESTAMP_CREATE_TIME, timestamp)
         )
         offset = OFFSET_INVALID if failed else base_offset + index
-        callback(error, DeliveryReport(topic, partition, offset, key, value, headers, stamp, error))
+        report = DeliveryReport(
+            topic, partition, offset, key, value, headers, stamp, error, now_s - enqueued_s
+        )
+        callback(error, report)

@@ -245,7 +245,7 @@ class Producer(TransactionalCalls):
             if report is not None:
                 if batch.reports is None:
                     batch.reports = [None] * (_REPORT_STRIDE * batch.count)
-                batch.reports += (report, key, value, headers, timestamp)
+                batch.reports += (report, key, value, headers, timestamp, time.monotonic())
             elif batch.reports is not None:
                 batch.reports += _NO_REPORT
             batch.count += 1

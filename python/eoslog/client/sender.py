@@ -426,7 +426,13 @@ class Sender:
             served += batch.count
             if batch.reports is not None:
                 try:
-                    deliver(topic, state.partition, batch, outcome)
+                    deliver(
+                        topic,
+                        state.partition,
+                        batch,
+                        outcome,
+                        only_errors=self._settings.report_only_errors,
+                    )
                 except BaseException:
                     # A callback raised: it propagates (as confluent's poll does); reports not
                     # yet served go back to the front of the queue.

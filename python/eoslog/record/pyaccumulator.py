@@ -15,7 +15,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Final
 
-REPORT_STRIDE: Final = 5  # per record: callback, key, value, headers, timestamp
+# per record: callback, key, value, headers, timestamp, enqueued_s (time.monotonic())
+REPORT_STRIDE: Final = 6
 NO_REPORT: Final[tuple[None, ...]] = (None,) * REPORT_STRIDE
 
 
