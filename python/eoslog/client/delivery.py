@@ -11,9 +11,10 @@ read it; the setters are for the thread the callback runs on.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from eoslog.errors import KafkaError, KafkaException
+from eoslog.errors import KafkaError, KafkaException, UnknownTopicOrPartitionError
 from eoslog.record import accumulator
 
 if TYPE_CHECKING:
@@ -165,3 +166,51 @@ def deliver(
             topic, partition, offset, key, value, headers, stamp, error, now_s - enqueued_s
         )
         callback(error, report)
+
+
+def made_durable(
+    log: Callable[[str, int], Any],
+    reports: list[Any],
+    set_fatal: Callable[[KafkaException], KafkaException],
+) -> list[Any]:
+    """The reports to serve, each successful one now covered by an fsync (no lock held).
+
+    A delivery callback without error is an acknowledgement (docs/reliability.md), so under
+    durability "commit" it may run only after the fsync that covers its record. Group
+    commit keeps that cheap: one flush_through per partition covers every report of this
+    round (and every append made so far), and a partition already durable that far costs
+    nothing. The fsync runs here, on the thread that serves the reports, rather than in
+    the sender: appends (produce() with linger.ms 0, a full batch) never wait for a
+    disk, and a poll() loop pays one fsync per round however many batches it serves
+    (the linger thread syncs what it appends ahead of poll(), Sender._sync_sent). Measured
+    roughly on a produce()+poll(0) loop of 100-byte records with a callback on a shared
+    2-core box: linger.ms 5 went from ~560k to ~150-240k records/s (one fsync per full
+    16 KiB batch), linger.ms 0 from ~56k to ~3-4k (one fsync per record, the price of
+    acknowledging each record durably). Waiting for a later fsync instead would need a
+    background syncer woken per batch; flush() and commit_transaction() pay one round.
+    Reports without a callback need no fsync here (nothing is acknowledged to anyone;
+    flush() fsyncs them). Under "always" every append was durable when it returned.
+    A failed fsync turns the partition's successes into that error (the producer is now
+    fatal, as after any storage error), so no callback reports a record that may be lost.
+    """
+    through: dict[tuple[str, int], int] = {}
+    for topic, state, batch, outcome in reports:
+        if batch.reports is not None and not isinstance(outcome, KafkaException):
+            key = (topic, state.partition)
+            through[key] = max(through.get(key, 0), outcome.last_offset + 1)
+    failed: dict[tuple[str, int], KafkaException] = {}
+    for (topic, partition), offset in sorted(through.items()):
+        try:
+            log(topic, partition).flush_through(offset)
+        except UnknownTopicOrPartitionError:
+            continue  # deleted since: nothing of it can be read back, lost or not
+        except KafkaException as error:
+            failed[(topic, partition)] = set_fatal(error)
+    if not failed:
+        return reports
+    return [
+        (topic, state, batch, failed.get((topic, state.partition), outcome))
+        if not isinstance(outcome, KafkaException)
+        else (topic, state, batch, outcome)
+        for topic, state, batch, outcome in reports
+    ]

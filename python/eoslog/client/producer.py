@@ -341,6 +341,14 @@ class Producer(TransactionalCalls):
                 batches.close(topic, state)
             self._sender.send(topic, state)
             assert batch.results is not None, "column_batch gives its batches a results list"
+            if not batch.results:  # retriable failures: produce_batch() is synchronous
+                while not batch.results and not self._sender.closed:
+                    self._wait_for_retries(
+                        time.monotonic() + self._settings.retry_backoff_ms / 1000
+                    )
+                    self._sender.send(topic, state)
+                if not batch.results:
+                    self._check_usable()  # closed meanwhile: raises
             outcome = batch.results[0]
             if isinstance(outcome, KafkaException):
                 raise outcome
@@ -362,6 +370,7 @@ class Producer(TransactionalCalls):
         first report while messages are outstanding; returns 0 at once when none are."""
         timeout = arguments.optional_real("timeout", timeout)
         sender = self._sender
+        sender.retry_due()
         sender.close_lingering(time.monotonic())
         served = sender.serve()
         if served or timeout == 0:
@@ -394,6 +403,7 @@ class Producer(TransactionalCalls):
             if deadline is not None and time.monotonic() >= deadline:
                 break
             self._sender.send(topic, state)
+        self._wait_for_retries(deadline)
         # fsync before serving: the reports' callbacks are acknowledgements, and one round
         # of fsyncs here covers them all (serve then finds them durable and syncs nothing).
         self._sender.sync()
@@ -404,6 +414,26 @@ class Producer(TransactionalCalls):
         if fatal is not None:
             raise type(fatal)(fatal.error)
         return remaining
+
+    def _wait_for_retries(self, deadline: float | None) -> None:
+        """Retry the batches that failed with a retriable error as their retry.backoff.ms
+        passes, until none is left or the deadline (flush() may block; produce() never
+        does). Each gives up by itself past delivery.timeout.ms."""
+        sender = self._sender
+        while True:
+            with self._lock:
+                retry_s = sender.next_retry_s()
+                if retry_s is None or sender.closed:
+                    return
+                now_s = time.monotonic()
+                if deadline is not None and now_s >= deadline:
+                    return
+                wait_s = retry_s - now_s
+                if deadline is not None:
+                    wait_s = min(wait_s, deadline - now_s)
+                if wait_s > 0:
+                    sender.changed.wait(wait_s)
+            sender.retry_due()
 
     def __len__(self) -> int:
         """Messages produced whose delivery report poll()/flush() has not served yet
