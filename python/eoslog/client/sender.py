@@ -6,15 +6,15 @@ Idempotence. Each batch's bytes are built once. A retriable error from append_ba
 with the same bytes, never in the caller's thread with a sleep: the batch stays first in its
 partition's queue and retry_due() (poll(), flush(), the linger thread) sends it again after
 retry.backoff.ms, within delivery.timeout.ms. If the first attempt did land (the error came
-after the write), the log answers the retry with duplicate=True and the original offsets. A
-base sequence advances only when its batch is appended; a batch that fails for good leaves its
+after the write), the log answers the retry with duplicate=True and the original offsets. A base
+sequence advances only when its batch is appended; a batch that fails for good leaves its
 sequence to the next batch (it is re-stamped), so one bad batch does not open a gap.
-OutOfOrderSequenceError, InvalidProducerEpochError, ProducerFencedError, InvalidTxnStateError and KafkaStorageError
-are fatal, as librdkafka treats them for an idempotent producer (its "fatal idempotent producer
-error"): every queued message is reported failed, and produce() and flush() raise the error.
-librdkafka may instead bump the epoch for some of these; eoslog's log loses producer state
-only through expiry, after which any sequence is accepted, so a gap here means a bug or a
-second writer with our id, and stopping is the safe answer.
+OutOfOrderSequenceError, InvalidProducerEpochError, ProducerFencedError, InvalidTxnStateError
+and KafkaStorageError are fatal, as librdkafka treats them for an idempotent producer (its
+"fatal idempotent producer error"): every queued message is reported failed, and produce() and
+flush() raise the error. librdkafka may instead bump the epoch for some of these; eoslog's log
+loses producer state only through expiry, after which any sequence is accepted, so a gap here
+means a bug or a second writer with our id, and stopping is the safe answer.
 
 Transactions. The sender makes the transaction coordinator's requests, as Kafka's Sender sends
 its TransactionManager's: InitProducerId (initialize), EndTxn (end_transaction), both adopting
