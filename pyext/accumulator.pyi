@@ -77,8 +77,10 @@ class RecordAccumulator:
         """An empty key goes to a random partition (consistent_random)."""
     @property
     def check_record_bytes(self) -> bool:
-        """batch.size has room for a record larger than message.max.bytes: every record
-        takes the Python path, which weighs it."""
+        """batch.size has room for a record larger than message.max.bytes: each record is
+        weighed (against record_bytes_max), and one too large takes the Python path."""
+    @property
+    def record_bytes_max(self) -> int: ...
     def __init__(
         self,
         lock: Lock,
@@ -93,6 +95,7 @@ class RecordAccumulator:
         close_every_record: bool,
         transactional: bool,
         check_record_bytes: bool = False,
+        record_bytes_max: int = 0,
         key_hash: int = 1,
         empty_key_random: bool = False,
     ) -> None:

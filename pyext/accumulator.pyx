@@ -46,6 +46,7 @@ cdef builder_append_fn builder_append = <builder_append_fn>PyCapsule_GetPointer(
 REPORT_STRIDE = 6
 cdef enum:
     KEY_MASK_POSITIVE = 0x7FFFFFFF  # Kafka's Utils.toPositive
+    RECORD_OVERHEAD_BYTES = 36  # eoslog.limits.record_overhead_bytes_max
 # The key hashes of eoslog.client.partitioner (HASH_*), the same numbers.
 cdef enum KeyHash:
     HASH_NONE = 0
@@ -160,9 +161,11 @@ cdef class RecordAccumulator:
     cdef readonly Py_ssize_t batch_records_max
     cdef readonly bint close_every_record
     cdef readonly bint transactional
-    # batch.size leaves room for a record larger than message.max.bytes: every record takes
-    # the Python path, which weighs it as librdkafka does.
+    # batch.size leaves room for a record larger than message.max.bytes: each record is
+    # weighed here (key, value and librdkafka's 36 bytes of framing; headers take the Python
+    # path anyway), and one too large, or not bytes, takes the Python path, which refuses it.
     cdef readonly bint check_record_bytes
+    cdef readonly Py_ssize_t record_bytes_max
     # The partitioner's key hash (KeyHash) and whether an empty key goes to a random
     # partition (consistent_random); a null key takes the sticky partition when there is one.
     cdef readonly int key_hash
@@ -183,7 +186,7 @@ cdef class RecordAccumulator:
     def __init__(self, lock, dict sticky, slow, send, clock_ms, default_report, *,
                  Py_ssize_t outstanding_max, Py_ssize_t batch_records_max,
                  bint close_every_record, bint transactional, bint check_record_bytes=False,
-                 int key_hash=HASH_MURMUR2, bint empty_key_random=False):
+                 Py_ssize_t record_bytes_max=0, int key_hash=HASH_MURMUR2, bint empty_key_random=False):
         if outstanding_max < 1 or batch_records_max < 1:
             raise ValueError("outstanding_max and batch_records_max must be at least 1")
         self.acquire = lock.acquire
@@ -198,6 +201,7 @@ cdef class RecordAccumulator:
         self.close_every_record = close_every_record
         self.transactional = transactional
         self.check_record_bytes = check_record_bytes
+        self.record_bytes_max = record_bytes_max
         self.key_hash = key_hash
         self.empty_key_random = empty_key_random
         self.in_transaction = False
@@ -274,7 +278,7 @@ cdef class RecordAccumulator:
     def produce(self, topic, value=None, key=None, partition=-1, on_delivery=None,
                 timestamp=0, headers=None, *, callback=None):
         """Producer.produce (same arguments, same results, same errors): queue one record."""
-        if (headers is not None or self.check_record_bytes or type(topic) is not str
+        if (headers is not None or type(topic) is not str
                 or type(partition) is not int or type(timestamp) is not int
                 or (on_delivery is not None and not callable(on_delivery))
                 or (callback is not None and not callable(callback))):
@@ -283,6 +287,14 @@ cdef class RecordAccumulator:
         cdef object record_value = value.encode() if type(value) is str else value
         cdef object record_key = key.encode() if type(key) is str else key
         if record_key is not None and type(record_key) is not bytes:
+            return self.slow(topic, value, key, partition, on_delivery, timestamp, headers,
+                             callback=callback)
+        if self.check_record_bytes and (
+                (record_value is not None and type(record_value) is not bytes)
+                or RECORD_OVERHEAD_BYTES
+                + (0 if record_value is None else PyBytes_GET_SIZE(record_value))
+                + (0 if record_key is None else PyBytes_GET_SIZE(record_key))
+                > self.record_bytes_max):
             return self.slow(topic, value, key, partition, on_delivery, timestamp, headers,
                              callback=callback)
         report = on_delivery or callback or self.default_report

@@ -152,9 +152,10 @@ class Producer(TransactionalCalls):
             close_every_record=settings.linger_ms == 0,
             transactional=self._transactional,
             # A record the open batch has room for may still be larger than
-            # message.max.bytes: the Python path weighs each record then.
+            # message.max.bytes: the native path weighs each record then.
             check_record_bytes=settings.batch_bytes_max - layout.HEADER_SIZE
             > settings.message_bytes_max,
+            record_bytes_max=settings.message_bytes_max,
             key_hash=rule.key_hash,
             empty_key_random=rule.empty_key_random,
         )

@@ -71,6 +71,7 @@ class RecordAccumulator:
         close_every_record: bool,
         transactional: bool,
         check_record_bytes: bool = False,
+        record_bytes_max: int = 0,
         key_hash: int = 1,
         empty_key_random: bool = False,
     ) -> None:
@@ -81,6 +82,7 @@ class RecordAccumulator:
         self.close_every_record = close_every_record
         self.transactional = transactional
         self.check_record_bytes = check_record_bytes
+        self.record_bytes_max = record_bytes_max
         self.key_hash = key_hash
         self.empty_key_random = empty_key_random
         self.in_transaction = False
