@@ -9,7 +9,8 @@ from threading import Lock
 from typing import Any, Final
 
 REPORT_STRIDE: Final[int]
-"""Entries per record in ProducerBatch.reports: callback, key, value, headers, timestamp."""
+"""Entries per record in ProducerBatch.reports: callback, key, value, headers, timestamp,
+and the time.monotonic() of its produce() (for the report's latency())."""
 NO_REPORT: Final[tuple[None, ...]]
 """REPORT_STRIDE Nones: the entries of a record without a callback."""
 
@@ -68,6 +69,18 @@ class RecordAccumulator:
     def close_every_record(self) -> bool: ...
     @property
     def transactional(self) -> bool: ...
+    @property
+    def key_hash(self) -> int:
+        """The partitioner's key hash (eoslog.client.partitioner HASH_*)."""
+    @property
+    def empty_key_random(self) -> bool:
+        """An empty key goes to a random partition (consistent_random)."""
+    @property
+    def check_record_bytes(self) -> bool:
+        """batch.size has room for a record larger than message.max.bytes: each record is
+        weighed (against record_bytes_max), and one too large takes the Python path."""
+    @property
+    def record_bytes_max(self) -> int: ...
     def __init__(
         self,
         lock: Lock,
@@ -81,6 +94,10 @@ class RecordAccumulator:
         batch_records_max: int,
         close_every_record: bool,
         transactional: bool,
+        check_record_bytes: bool = False,
+        record_bytes_max: int = 0,
+        key_hash: int = 1,
+        empty_key_random: bool = False,
     ) -> None:
         """ValueError if outstanding_max or batch_records_max is below 1."""
 

@@ -22,8 +22,9 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.list cimport PyList_Append
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from cpython.ref cimport PyObject
-from libc.stdint cimport int32_t, int64_t, uint8_t
-from posix.time cimport CLOCK_REALTIME, clock_gettime, timespec
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+from libc.stdlib cimport llabs
+from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
 
 from engine cimport eos_murmur2
 
@@ -39,11 +40,52 @@ ctypedef int (*builder_append_fn)(object, int64_t, object, object) except -1
 cdef builder_append_fn builder_append = <builder_append_fn>PyCapsule_GetPointer(
     _codec._BUILDER_APPEND, "eoslog._ext.codec.builder_append")
 
-# Per record in ProducerBatch.reports: (callback, key, value, headers, timestamp), flat, so a
-# record with a callback adds references to a list, not a tuple.
-REPORT_STRIDE = 5
+# Per record in ProducerBatch.reports: (callback, key, value, headers, timestamp, enqueued_s),
+# flat, so a record with a callback adds references to a list, not a tuple. enqueued_s is
+# time.monotonic() at produce() (CLOCK_MONOTONIC), for the report's latency().
+REPORT_STRIDE = 6
 cdef enum:
     KEY_MASK_POSITIVE = 0x7FFFFFFF  # Kafka's Utils.toPositive
+    RECORD_OVERHEAD_BYTES = 36  # eoslog.limits.record_overhead_bytes_max
+# The key hashes of eoslog.client.partitioner (HASH_*), the same numbers.
+cdef enum KeyHash:
+    HASH_NONE = 0
+    HASH_MURMUR2 = 1
+    HASH_CRC32 = 2
+    HASH_FNV1A = 3
+
+# zlib's CRC-32 (reflected polynomial 0xEDB88320), librdkafka's `consistent` hash, by table.
+cdef uint32_t CRC32_TABLE[256]
+
+
+cdef void fill_crc32_table() noexcept:
+    cdef uint32_t entry
+    cdef int index, bit
+    for index in range(256):
+        entry = <uint32_t>index
+        for bit in range(8):
+            entry = (entry >> 1) ^ (0xEDB88320 if entry & 1 else 0)
+        CRC32_TABLE[index] = entry
+
+
+fill_crc32_table()
+
+
+cdef inline uint32_t crc32(const uint8_t *data, Py_ssize_t length) noexcept:
+    cdef uint32_t crc = 0xFFFFFFFF
+    cdef Py_ssize_t i
+    for i in range(length):
+        crc = CRC32_TABLE[(crc ^ data[i]) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+cdef inline uint32_t fnv1a(const uint8_t *data, Py_ssize_t length) noexcept:
+    """32-bit FNV-1a (offset basis 0x811C9DC5, prime 0x01000193)."""
+    cdef uint32_t hashed = 0x811C9DC5
+    cdef Py_ssize_t i
+    for i in range(length):
+        hashed = (hashed ^ data[i]) * <uint32_t>0x01000193
+    return hashed
 
 
 @cython.final
@@ -100,6 +142,13 @@ cdef inline int64_t wall_clock_ms() noexcept:
     return <int64_t>now.tv_sec * 1000 + now.tv_nsec // 1000000
 
 
+cdef inline double monotonic_s() noexcept:
+    """Seconds on time.monotonic()'s clock (CLOCK_MONOTONIC on Linux)."""
+    cdef timespec now
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return <double>now.tv_sec + <double>now.tv_nsec * 1e-9
+
+
 @cython.final
 cdef class RecordAccumulator:
     """produce()'s per-record path for one Producer. The producer owns the state (it creates
@@ -112,6 +161,15 @@ cdef class RecordAccumulator:
     cdef readonly Py_ssize_t batch_records_max
     cdef readonly bint close_every_record
     cdef readonly bint transactional
+    # batch.size leaves room for a record larger than message.max.bytes: each record is
+    # weighed here (key, value and librdkafka's 36 bytes of framing; headers take the Python
+    # path anyway), and one too large, or not bytes, takes the Python path, which refuses it.
+    cdef readonly bint check_record_bytes
+    cdef readonly Py_ssize_t record_bytes_max
+    # The partitioner's key hash (KeyHash) and whether an empty key goes to a random
+    # partition (consistent_random); a null key takes the sticky partition when there is one.
+    cdef readonly int key_hash
+    cdef readonly bint empty_key_random
     # A transactional producer's transaction is open (IN_TRANSACTION): set and cleared by its
     # TransactionManager on every transition, under the producer lock. Outside one, produce()
     # takes the Python path, which raises the state's error.
@@ -127,7 +185,8 @@ cdef class RecordAccumulator:
 
     def __init__(self, lock, dict sticky, slow, send, clock_ms, default_report, *,
                  Py_ssize_t outstanding_max, Py_ssize_t batch_records_max,
-                 bint close_every_record, bint transactional):
+                 bint close_every_record, bint transactional, bint check_record_bytes=False,
+                 Py_ssize_t record_bytes_max=0, int key_hash=HASH_MURMUR2, bint empty_key_random=False):
         if outstanding_max < 1 or batch_records_max < 1:
             raise ValueError("outstanding_max and batch_records_max must be at least 1")
         self.acquire = lock.acquire
@@ -141,6 +200,10 @@ cdef class RecordAccumulator:
         self.batch_records_max = batch_records_max
         self.close_every_record = close_every_record
         self.transactional = transactional
+        self.check_record_bytes = check_record_bytes
+        self.record_bytes_max = record_bytes_max
+        self.key_hash = key_hash
+        self.empty_key_random = empty_key_random
         self.in_transaction = False
         self.unusable = False
         self.outstanding = 0
@@ -162,6 +225,22 @@ cdef class RecordAccumulator:
         lock held."""
         self.topics.pop(topic, None)
 
+    cdef inline Py_ssize_t key_partition(self, bytes key, Py_ssize_t count) noexcept:
+        """The keyed record's partition under the producer's partitioner; -1 when it is
+        chosen at random (the Python path does that)."""
+        cdef const uint8_t *data = <const uint8_t *>PyBytes_AS_STRING(key)
+        cdef Py_ssize_t length = PyBytes_GET_SIZE(key)
+        if self.key_hash == HASH_MURMUR2:
+            return (eos_murmur2(data, <size_t>length) & KEY_MASK_POSITIVE) % count
+        if self.key_hash == HASH_CRC32:
+            if length == 0 and self.empty_key_random:
+                return -1
+            return <Py_ssize_t>(crc32(data, length) % <uint32_t>count)
+        if self.key_hash == HASH_FNV1A:
+            # The absolute value of the hash read as an int32, as librdkafka's fnv1a.
+            return llabs(<int64_t><int32_t>fnv1a(data, length)) % count
+        return -1
+
     cdef PartitionState find(self, str topic, object key, Py_ssize_t partition):
         """The state of the record's partition if its open batch can take the record on the
         fast path, else None. Producer lock held."""
@@ -177,8 +256,9 @@ cdef class RecordAccumulator:
                     return None
                 chosen = <object>found
             else:
-                chosen = (eos_murmur2(<const uint8_t *>PyBytes_AS_STRING(key),
-                                      <size_t>PyBytes_GET_SIZE(key)) & KEY_MASK_POSITIVE) % count
+                chosen = self.key_partition(key, count)
+                if chosen < 0:
+                    return None
         elif partition < count:
             chosen = partition
         else:
@@ -207,6 +287,14 @@ cdef class RecordAccumulator:
         cdef object record_value = value.encode() if type(value) is str else value
         cdef object record_key = key.encode() if type(key) is str else key
         if record_key is not None and type(record_key) is not bytes:
+            return self.slow(topic, value, key, partition, on_delivery, timestamp, headers,
+                             callback=callback)
+        if self.check_record_bytes and (
+                (record_value is not None and type(record_value) is not bytes)
+                or RECORD_OVERHEAD_BYTES
+                + (0 if record_value is None else PyBytes_GET_SIZE(record_value))
+                + (0 if record_key is None else PyBytes_GET_SIZE(record_key))
+                > self.record_bytes_max):
             return self.slow(topic, value, key, partition, on_delivery, timestamp, headers,
                              callback=callback)
         report = on_delivery or callback or self.default_report
@@ -251,6 +339,7 @@ cdef class RecordAccumulator:
                         PyList_Append(reports, record_value)
                         PyList_Append(reports, None)
                         PyList_Append(reports, timestamp)
+                        PyList_Append(reports, monotonic_s())
                     elif reports is not None:
                         reports.extend(NO_REPORT)
                     batch.count += 1

@@ -80,6 +80,17 @@ metadata_file_bytes_max: Final = 16 * 1024 * 1024
 # Kafka's dotted keys map onto these in eoslog.client.producer_config and
 # eoslog.client.consumer_config, the only places that spell the keys out.
 
+# librdkafka's message.max.bytes default: produce() refuses a record whose wire
+# size (below) is larger. A batch holds its record alone past batch.size, and the topic's
+# max.message.bytes bounds that batch at the append.
+producer_message_bytes_max_default: Final = 1_000_000
+# librdkafka's RD_KAFKAP_MESSAGE_V2_MAX_OVERHEAD: a v2 record's largest framing (length,
+# attributes, timestamp and offset deltas, key and value lengths, header count as varints),
+# added to key, value and headers to size a record against message.max.bytes (measured
+# against confluent-kafka 2.16: a 1964-byte value is the largest taken at 2000).
+record_overhead_bytes_max: Final = 36
+# librdkafka's sticky.partitioning.linger.ms default; eoslog reads only whether it is 0.
+sticky_linger_ms_default: Final = 10
 # Kafka's batch.size default (ProducerConfig): bytes per batch before it closes.
 producer_batch_bytes_max_default: Final = 16_384
 # librdkafka's batch.num.messages default and upper bound: records per batch before it closes.

@@ -47,6 +47,7 @@ from eoslog.client.record_accumulator import (
     BatchAccumulator,
     group_by_partition,
     next_sequence,
+    record_bytes,
 )
 from eoslog.client.sender import Sender, SenderBroker
 from eoslog.client.transaction_manager import (
@@ -58,9 +59,10 @@ from eoslog.errors import (
     KafkaError,
     KafkaException,
     ProducerStateError,
+    RecordTooLargeError,
     UnknownTopicOrPartitionError,
 )
-from eoslog.record import USING_EXTENSIONS, accumulator
+from eoslog.record import USING_EXTENSIONS, accumulator, layout
 
 if TYPE_CHECKING:
     from eoslog.coordinator.group_coordinator import GroupCoordinator
@@ -71,6 +73,8 @@ __all__ = ["DeliveryCallback", "Producer", "ProducerBroker", "next_sequence"]
 DeliveryCallback = Callable[[KafkaError | None, DeliveryReport], object]
 _REPORT_STRIDE: Final = accumulator.REPORT_STRIDE
 _NO_REPORT: Final = accumulator.NO_REPORT
+# confluent-kafka's reason when produce() refuses a record larger than message.max.bytes.
+_TOO_LARGE: Final = "Unable to produce message: Broker: Message size too large"
 
 
 class ProducerBroker(SenderBroker, Protocol):
@@ -110,7 +114,10 @@ class Producer(TransactionalCalls):
         config: Mapping[str, object] | None = None,
         *,
         seed: int | None = None,
+        default_partitioner: str = partitioner.NATIVE_DEFAULT,
     ) -> None:
+        """`default_partitioner`: the partitioner when the config names none
+        (eoslog.confluent.Producer passes librdkafka's, consistent_random)."""
         arguments.refuse_config_as_broker("Producer", broker)
         settings = parse(config or {})
         self._settings: ProducerSettings = settings
@@ -122,11 +129,13 @@ class Producer(TransactionalCalls):
         self._default_report = settings.on_delivery
         self._queue_messages_max = settings.queue_messages_max
         self._batch_records_max = settings.batch_records_max
+        self._message_bytes_max = settings.message_bytes_max
         # Serializes init/commit/abort_transaction (reentrant: a delivery callback run by
         # commit's flush that calls a transaction method gets the state's error, not a hang).
         self._txn_call_lock = threading.RLock()
         self._sender = Sender(broker, settings, self._lock)
-        sticky = partitioner.StickyPartitioner(seed)
+        sticky = partitioner.StickyPartitioner(seed, sticky=settings.sticky_linger_ms > 0)
+        rule = partitioner.PARTITIONERS[settings.partitioner or default_partitioner]
         # Holds the counters produce() shares with the rest (outstanding; unusable: closed
         # or failed, so produce() asks _check_usable), under self._lock. With the extension
         # built, self.produce is its native per-record path, which hands every case it does
@@ -142,6 +151,13 @@ class Producer(TransactionalCalls):
             batch_records_max=settings.batch_records_max,
             close_every_record=settings.linger_ms == 0,
             transactional=self._transactional,
+            # A record the open batch has room for may still be larger than
+            # message.max.bytes: the native path weighs each record then.
+            check_record_bytes=settings.batch_bytes_max - layout.HEADER_SIZE
+            > settings.message_bytes_max,
+            record_bytes_max=settings.message_bytes_max,
+            key_hash=rule.key_hash,
+            empty_key_random=rule.empty_key_random,
         )
         self._batches = BatchAccumulator(
             settings,
@@ -150,6 +166,7 @@ class Producer(TransactionalCalls):
             self._accumulator,
             self._sender.batch_opened,
             lambda: broker.topics_version,
+            rule.name,
         )
         # The transaction state (under self._lock); None without a transactional.id. It opens
         # and closes the accumulator's native path with the transaction (in_transaction).
@@ -180,8 +197,10 @@ class Producer(TransactionalCalls):
         """Queue one record (confluent's produce; `callback` is its alias of on_delivery).
         timestamp 0 means now (CreateTime). str keys and values are sent as UTF-8. Raises
         BufferError when queue.buffering.max.messages are outstanding (call poll()),
-        UnknownTopicOrPartitionError, RecordTooLargeError (nothing queued then), and the
-        producer's fatal error once it has one.
+        UnknownTopicOrPartitionError, RecordTooLargeError (KafkaError MSG_SIZE_TOO_LARGE)
+        for a record larger than message.max.bytes as librdkafka weighs it (record_bytes),
+        or than eoslog's limits.batch_bytes_max (nothing queued then), and the producer's
+        fatal error once it has one.
 
         This is the Python path; with the extension built, producer.produce is the native
         RecordAccumulator.produce, which takes the common case itself and calls this for the
@@ -200,6 +219,8 @@ class Producer(TransactionalCalls):
             key = key.encode()
         if headers is not None:
             headers = _headers_list(arguments.headers(headers))
+        if record_bytes(key, value, headers) > self._message_bytes_max:
+            raise RecordTooLargeError(_TOO_LARGE)
         report = on_delivery or callback or self._default_report
         if timestamp == 0:
             timestamp = self._clock_ms()
@@ -225,7 +246,7 @@ class Producer(TransactionalCalls):
             if report is not None:
                 if batch.reports is None:
                     batch.reports = [None] * (_REPORT_STRIDE * batch.count)
-                batch.reports += (report, key, value, headers, timestamp)
+                batch.reports += (report, key, value, headers, timestamp, time.monotonic())
             elif batch.reports is not None:
                 batch.reports += _NO_REPORT
             batch.count += 1
@@ -249,7 +270,8 @@ class Producer(TransactionalCalls):
         keys as lists of bytes/None, numpy arrays (dtype S, U or object) or pyarrow
         binary/string arrays; no Python object is made per record for numpy and Arrow input.
         All records get one CreateTime (timestamp 0: now). partition -1 uses the default
-        partitioner (murmur2 of each key in one native call; null keys sticky per batch).
+        partitioner (murmur2 of each key in one native call, the other hashes key by key;
+        null keys sticky per batch).
 
         Synchronous: batches are cut at batch.size / batch.num.messages, appended in order
         after any batch produce() left open on the same partition, and this returns once all
@@ -278,7 +300,13 @@ class Producer(TransactionalCalls):
         if partition >= 0:
             groups: list[tuple[int, Any]] = [(partition, None)]
         else:
-            groups = group_by_partition(count, key_input, len(value_input))
+            groups = group_by_partition(
+                count,
+                key_input,
+                len(value_input),
+                self._batches.partitioner,
+                self._batches.sticky.random,
+            )
         for chosen, indices in groups:
             part_values = value_input if indices is None else value_input.take(indices)
             part_keys = key_input
@@ -314,6 +342,14 @@ class Producer(TransactionalCalls):
                 batches.close(topic, state)
             self._sender.send(topic, state)
             assert batch.results is not None, "column_batch gives its batches a results list"
+            if not batch.results:  # retriable failures: produce_batch() is synchronous
+                while not batch.results and not self._sender.closed:
+                    self._wait_for_retries(
+                        time.monotonic() + self._settings.retry_backoff_ms / 1000
+                    )
+                    self._sender.send(topic, state)
+                if not batch.results:
+                    self._check_usable()  # closed meanwhile: raises
             outcome = batch.results[0]
             if isinstance(outcome, KafkaException):
                 raise outcome
@@ -335,6 +371,7 @@ class Producer(TransactionalCalls):
         first report while messages are outstanding; returns 0 at once when none are."""
         timeout = arguments.optional_real("timeout", timeout)
         sender = self._sender
+        sender.retry_due()
         sender.close_lingering(time.monotonic())
         served = sender.serve()
         if served or timeout == 0:
@@ -367,6 +404,7 @@ class Producer(TransactionalCalls):
             if deadline is not None and time.monotonic() >= deadline:
                 break
             self._sender.send(topic, state)
+        self._wait_for_retries(deadline)
         # fsync before serving: the reports' callbacks are acknowledgements, and one round
         # of fsyncs here covers them all (serve then finds them durable and syncs nothing).
         self._sender.sync()
@@ -377,6 +415,26 @@ class Producer(TransactionalCalls):
         if fatal is not None:
             raise type(fatal)(fatal.error)
         return remaining
+
+    def _wait_for_retries(self, deadline: float | None) -> None:
+        """Retry the batches that failed with a retriable error as their retry.backoff.ms
+        passes, until none is left or the deadline (flush() may block; produce() never
+        does). Each gives up by itself past delivery.timeout.ms."""
+        sender = self._sender
+        while True:
+            with self._lock:
+                retry_s = sender.next_retry_s()
+                if retry_s is None or sender.closed:
+                    return
+                now_s = time.monotonic()
+                if deadline is not None and now_s >= deadline:
+                    return
+                wait_s = retry_s - now_s
+                if deadline is not None:
+                    wait_s = min(wait_s, deadline - now_s)
+                if wait_s > 0:
+                    sender.changed.wait(wait_s)
+            sender.retry_due()
 
     def __len__(self) -> int:
         """Messages produced whose delivery report poll()/flush() has not served yet

@@ -40,7 +40,7 @@ _MAX_BLOCK_MS: Final = keys.Property("max.block.ms", "P", keys.INT, (0, _INT32_M
 # The keys only a producer takes, read from the Python object as confluent-kafka reads them.
 _OWN_KEYS: Final[dict[str, Reader]] = {
     "on_delivery": callback,
-    # Accepted and not applied yet: every delivery report is served.
+    # Only failed deliveries get their callbacks (the others are still counted as served).
     "delivery.report.only.error": python_bool,
     "max.block.ms": lambda key, value: read_value(_MAX_BLOCK_MS, key, value),
 }
@@ -63,6 +63,10 @@ class ProducerSettings:
     delivery_timeout_ms: int = limits.delivery_timeout_ms_default
     max_block_ms: int = limits.block_ms_max_default
     on_delivery: Callable[[Any, Any], object] | None = None
+    message_bytes_max: int = limits.producer_message_bytes_max_default
+    report_only_errors: bool = False
+    partitioner: str | None = None  # None: the producer's default (eoslog.client.partitioner)
+    sticky_linger_ms: int = limits.sticky_linger_ms_default
     # Java's producer default: a topic produced to before it exists is created (when the
     # broker's auto.create.topics.enable allows it).
     auto_create_topics: bool = True
@@ -123,6 +127,14 @@ def parse(config: Mapping[str, object]) -> ProducerSettings:
         max_block_ms=values.get("max.block.ms", limits.block_ms_max_default),  # type: ignore[arg-type]
         on_delivery=values.get("on_delivery"),  # type: ignore[arg-type]
         auto_create_topics=values.get("allow.auto.create.topics", True),  # type: ignore[arg-type]
+        message_bytes_max=values.get(  # type: ignore[arg-type]
+            "message.max.bytes", limits.producer_message_bytes_max_default
+        ),
+        report_only_errors=values.get("delivery.report.only.error", False),  # type: ignore[arg-type]
+        partitioner=values.get("partitioner"),  # type: ignore[arg-type]
+        sticky_linger_ms=values.get(  # type: ignore[arg-type]
+            "sticky.partitioning.linger.ms", limits.sticky_linger_ms_default
+        ),
     )
 
 
@@ -176,6 +188,14 @@ _APPLIED: Final[dict[str, Callable[[str, object], object]]] = {
     "max.block.ms": _as_given,
     "max.in.flight.requests.per.connection": _between(1, limits.in_flight_requests_max),
     "on_delivery": _as_given,
+    "delivery.report.only.error": _as_given,
     "allow.auto.create.topics": _as_given,
+    # librdkafka's range (1000 .. 1e9) is checked as it reads the value.
+    "message.max.bytes": _as_given,
+    # librdkafka's seven names (eoslog.client.partitioner), checked as it reads the value.
+    "partitioner": lambda key, value: str(value).lower(),
+    # Only 0 (no sticky partition: each null-key record at random) against any other value
+    # (sticky until the batch closes, Kafka's rule) changes what eoslog does.
+    "sticky.partitioning.linger.ms": _as_given,
 }
 APPLIED: Final = frozenset(_APPLIED)

@@ -29,7 +29,7 @@ from eoslog import limits
 from eoslog.client import partitioner
 from eoslog.client.columns_input import ColumnInput, RowsInput, SpansInput
 from eoslog.errors import RecordTooLargeError, UnknownTopicOrPartitionError
-from eoslog.record import accumulator, codec
+from eoslog.record import accumulator, codec, layout
 
 if TYPE_CHECKING:
     from eoslog.client.producer_config import ProducerSettings
@@ -64,6 +64,7 @@ class BatchAccumulator:
         native: accumulator.RecordAccumulator,
         opened: Callable[[ProducerBatch], None],
         topics_version: Callable[[], int] = lambda: 0,
+        partitioner_name: str = partitioner.NATIVE_DEFAULT,
     ) -> None:
         self._settings = settings
         self._topic_metadata = topic_metadata
@@ -73,10 +74,14 @@ class BatchAccumulator:
         self._native = native
         self._opened = opened
         self.sticky = sticky
+        self.partitioner = partitioner.PARTITIONERS[partitioner_name]
         self.partitions: dict[tuple[str, int], PartitionState] = {}
         self.lingering: dict[tuple[str, int], PartitionState] = {}  # open batches, oldest first
         self._partition_counts: dict[str, int] = {}
         self.producer_id, self.producer_epoch = -1, -1
+        self._solo_batch_bytes_max = min(
+            settings.message_bytes_max + layout.HEADER_SIZE, limits.batch_bytes_max
+        )
 
     def new_builder(self, batch_bytes_max: int) -> Any:
         return codec.BatchBuilder(
@@ -105,13 +110,15 @@ class BatchAccumulator:
         headers: Any,
     ) -> None:
         """The first record of a new batch. One larger than batch.size gets a batch of its
-        own up to Kafka's message.max.bytes default, as Kafka's accumulator does; larger still
-        raises RecordTooLargeError and leaves no batch open."""
+        own, as librdkafka's and Kafka's accumulators do (produce() has held it to
+        message.max.bytes; the topic's max.message.bytes bounds the batch at the append);
+        past eoslog's limits.batch_bytes_max it raises RecordTooLargeError and leaves no
+        batch open."""
         try:
             try:
                 batch.builder.append(timestamp, key, value, headers)
             except RecordTooLargeError:
-                batch.builder = self.new_builder(limits.message_bytes_default)
+                batch.builder = self.new_builder(limits.batch_bytes_max)
                 batch.builder.append(timestamp, key, value, headers)
         except BaseException:
             state.open = None
@@ -143,10 +150,14 @@ class BatchAccumulator:
             self.close(topic, state)
 
     def choose_partition(self, topic: str, key: Any) -> int:
+        """The record's partition under the producer's partitioner (eoslog.client.partitioner)."""
         count = self.partition_count(topic)
+        rule = self.partitioner
         if key is None:
-            return self.sticky.partition(topic, count)
-        return partitioner.partition_for_key(key, count)
+            if rule.null_key_sticky:
+                return self.sticky.partition(topic, count)
+            return rule.hash_of(b"") % count
+        return partitioner.choose(rule, key, count, self.sticky.random)
 
     def refresh_counts(self) -> None:
         """Forget the cached partition counts once a topic was created or deleted since they
@@ -216,8 +227,9 @@ class BatchAccumulator:
         try:
             appended = _fill(builder, values, keys, first, records_max, timestamp)
         except RecordTooLargeError:
-            # The first record alone exceeds batch.size: a batch of its own, as produce().
-            builder = self.new_builder(limits.message_bytes_default)
+            # The first record alone exceeds batch.size: a batch of its own, as produce(),
+            # held to message.max.bytes (and its batch framing).
+            builder = self.new_builder(self._solo_batch_bytes_max)
             appended = _fill(builder, values, keys, first, 1, timestamp)
         batch = ProducerBatch(builder, 0.0)
         batch.count = appended
@@ -225,13 +237,54 @@ class BatchAccumulator:
         return batch
 
 
-def group_by_partition(count: int, keys: ColumnInput | None, records: int) -> list[tuple[int, Any]]:
-    """produce_batch()'s (partition, record indices) per partition; -1 means null keys
-    (sticky)."""
+def record_bytes(key: Any, value: Any, headers: list[tuple[str, Any]] | None) -> int:
+    """The record's size as librdkafka weighs it against message.max.bytes: key, value and
+    each header's name and value with their varint lengths, plus the largest v2 record
+    framing (limits.record_overhead_bytes_max). A key or value that is not a buffer counts
+    0 (the builder refuses it with its own TypeError)."""
+    size = limits.record_overhead_bytes_max + _buffer_bytes(key) + _buffer_bytes(value)
+    for name, header_value in headers or ():
+        name_bytes = len(name.encode()) if isinstance(name, str) else _buffer_bytes(name)
+        value_bytes = -1 if header_value is None else _buffer_bytes(header_value)
+        size += _varint_bytes(name_bytes) + name_bytes
+        size += _varint_bytes(value_bytes) + max(value_bytes, 0)
+    return size
+
+
+def _buffer_bytes(data: Any) -> int:
+    if data is None:
+        return 0
+    if type(data) is bytes:
+        return len(data)
+    try:
+        return memoryview(data).nbytes
+    except TypeError:
+        return 0
+
+
+def _varint_bytes(number: int) -> int:
+    """Bytes of a zigzag varint (docs/format.md §2) holding `number`."""
+    zigzag = (number << 1) ^ (number >> 63)
+    return max(1, (zigzag.bit_length() + 6) // 7)
+
+
+def group_by_partition(
+    count: int,
+    keys: ColumnInput | None,
+    records: int,
+    rule: partitioner.Partitioner,
+    rng: Any,
+) -> list[tuple[int, Any]]:
+    """produce_batch()'s (partition, record indices) per partition under the partitioner
+    `rule`; -1 means null keys (sticky)."""
     if keys is None:
-        return [(-1, None)]
+        if rule.null_key_sticky:
+            return [(-1, None)]
+        return [(rule.hash_of(b"") % count, None)]
     spans = keys.as_spans() if isinstance(keys, RowsInput) else keys
-    chosen = partitioner.partitions_for_spans(spans.data, spans.starts, spans.lengths, count)
+    chosen = partitioner.partitions_for_spans(
+        spans.data, spans.starts, spans.lengths, count, rule, rng
+    )
     order = np.argsort(chosen, kind="stable")
     bounds = np.flatnonzero(np.diff(chosen[order])) + 1
     return [(int(chosen[group[0]]), group) for group in np.split(order, bounds) if len(group)]

@@ -3,16 +3,18 @@ log in sequence order, queues their delivery reports for poll() and flush(), and
 linger thread, which closes and appends the batches whose linger.ms has passed.
 
 Idempotence. Each batch's bytes are built once. A retriable error from append_batch is retried
-with the same bytes: if the first attempt did land (the error came after the write), the log
-answers the retry with duplicate=True and the original offsets. A base sequence advances only
-when its batch is appended; a batch that fails for good leaves its sequence to the next batch
-(it is re-stamped), so one bad batch does not open a gap. OutOfOrderSequenceError,
-InvalidProducerEpochError, ProducerFencedError, InvalidTxnStateError and KafkaStorageError
-are fatal, as librdkafka treats them for an idempotent producer (its "fatal idempotent producer
-error"): every queued message is reported failed, and produce() and flush() raise the error.
-librdkafka may instead bump the epoch for some of these; eoslog's log loses producer state
-only through expiry, after which any sequence is accepted, so a gap here means a bug or a
-second writer with our id, and stopping is the safe answer.
+with the same bytes, never in the caller's thread with a sleep: the batch stays first in its
+partition's queue and retry_due() (poll(), flush(), the linger thread) sends it again after
+retry.backoff.ms, within delivery.timeout.ms. If the first attempt did land (the error came
+after the write), the log answers the retry with duplicate=True and the original offsets. A base
+sequence advances only when its batch is appended; a batch that fails for good leaves its
+sequence to the next batch (it is re-stamped), so one bad batch does not open a gap.
+OutOfOrderSequenceError, InvalidProducerEpochError, ProducerFencedError, InvalidTxnStateError
+and KafkaStorageError are fatal, as librdkafka treats them for an idempotent producer (its
+"fatal idempotent producer error"): every queued message is reported failed, and produce() and
+flush() raise the error. librdkafka may instead bump the epoch for some of these; eoslog's log
+loses producer state only through expiry, after which any sequence is accepted, so a gap here
+means a bug or a second writer with our id, and stopping is the safe answer.
 
 Transactions. The sender makes the transaction coordinator's requests, as Kafka's Sender sends
 its TransactionManager's: InitProducerId (initialize), EndTxn (end_transaction), both adopting
@@ -44,7 +46,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from eoslog.client.delivery import deliver
+from eoslog.client.delivery import deliver, made_durable
 from eoslog.client.record_accumulator import PartitionState, ProducerBatch, next_sequence
 from eoslog.client.transaction_manager import (
     TransactionManager,
@@ -127,6 +129,9 @@ class Sender:
         self._linger_s = settings.linger_ms / 1000
         self._linger_thread: threading.Thread | None = None
         self.reports: deque[Report] = deque()
+        # (topic, partition) -> (attempts, delivery deadline, next try), all monotonic s, for
+        # a partition whose first pending batch failed with a retriable error.
+        self.retrying: dict[tuple[str, int], tuple[int, float, float]] = {}
         self.unsynced: set[tuple[str, int]] = set()
         self.fatal: KafkaException | None = None
         self.closed = False
@@ -159,6 +164,9 @@ class Sender:
                 with self._lock:
                     if not state.pending:
                         return
+                    retry = self.retrying.get(partition)
+                    if retry is not None and time.monotonic() < retry[2]:
+                        return  # backing off: retry_due() (poll, flush, linger) sends it
                     batch = state.pending[0]
                     txn = self._txn
                     failure = self.fatal
@@ -168,11 +176,30 @@ class Sender:
                     producer = (self._batches.producer_id, self._batches.producer_epoch)
                 if add:
                     failure = self.add_to_transaction(partition, *producer)
-                outcome: AppendInfo | KafkaException = (
+                outcome: AppendInfo | KafkaException | None = (
                     failure if failure is not None else self._append(topic, state, batch)
                 )
                 with self._lock:
+                    if outcome is None:
+                        return  # to be retried after retry.backoff.ms, this batch first
                     self._done(topic, state, batch, outcome, txn)
+
+    def retry_due(self) -> None:
+        """Send again the partitions whose first batch failed with a retriable error and
+        whose retry.backoff.ms has passed (poll(), flush() and the linger thread call it)."""
+        now_s = time.monotonic()
+        with self._lock:
+            due = [
+                (topic, self._batches.partitions[(topic, partition)])
+                for (topic, partition), retry in self.retrying.items()
+                if retry[2] <= now_s
+            ]
+        for topic, state in due:
+            self.send(topic, state)
+
+    def next_retry_s(self) -> float | None:
+        """When the next retry is due (monotonic s), or None (producer lock held)."""
+        return min((retry[2] for retry in self.retrying.values()), default=None)
 
     def purge_queued(self, why: str) -> int:
         """Fail every batch not yet appended, the open ones closed first, with
@@ -210,6 +237,7 @@ class Sender:
     ) -> None:
         """The first pending batch's outcome: report it (producer lock held)."""
         state.pending.popleft()
+        self.retrying.pop((topic, state.partition), None)
         if (
             isinstance(outcome, KafkaException)
             and txn is not None
@@ -230,43 +258,52 @@ class Sender:
 
     def _append(
         self, topic: str, state: PartitionState, batch: ProducerBatch
-    ) -> AppendInfo | KafkaException:
-        """Append one batch, retrying retriable errors with the same bytes; the outcome.
-        Only the thread holding the partition's send lock calls it."""
+    ) -> AppendInfo | KafkaException | None:
+        """Append one batch once; the outcome, or None when it failed with a retriable error
+        and is to be tried again, with the same bytes, after retry.backoff.ms (within
+        delivery.timeout.ms of its first try and `retries`). The caller's thread never
+        sleeps here, so produce() returns at once, as librdkafka's does; the batches after
+        it wait behind it, which keeps the partition's order and sequences. Only the thread
+        holding the partition's send lock calls it."""
         if self._batches.producer_id >= 0 and batch.base_sequence != state.next_sequence:
             # A batch before this one failed for good: take over its sequence.
             batch.raw = _restamp_sequence(batch.raw, state.next_sequence)
             batch.base_sequence = state.next_sequence
-        settings = self._settings
-        deadline = time.monotonic() + settings.delivery_timeout_ms / 1000
-        attempts = 0
-        while True:
-            try:
-                info = self._broker.log(topic, state.partition).append_batch(batch.raw)
-            except KafkaException as error:
-                if isinstance(error, UnknownTopicOrPartitionError) and not self._partition_exists(
-                    topic, state.partition
-                ):
-                    # Deleted (and not created again): retrying cannot help, and blocked the
-                    # caller (produce() or flush()) for delivery.timeout.ms.
-                    return error
-                if isinstance(error, _FATAL_ERRORS) and not (
-                    self._txn is not None and isinstance(error, _ABORTABLE_IN_TRANSACTION)
-                ):
-                    return self.set_fatal(error)
+        partition = (topic, state.partition)
+        try:
+            info = self._broker.log(topic, state.partition).append_batch(batch.raw)
+        except KafkaException as error:
+            if isinstance(error, UnknownTopicOrPartitionError) and not self._partition_exists(
+                topic, state.partition
+            ):
+                # Deleted (and not created again): retrying cannot help.
+                return error
+            if isinstance(error, _FATAL_ERRORS) and not (
+                self._txn is not None and isinstance(error, _ABORTABLE_IN_TRANSACTION)
+            ):
+                return self.set_fatal(error)
+            settings = self._settings
+            now_s = time.monotonic()
+            with self._lock:
+                attempts, deadline_s, _ = self.retrying.get(
+                    partition, (0, now_s + settings.delivery_timeout_ms / 1000, now_s)
+                )
                 attempts += 1
                 if (
                     not error.error.retriable()
                     or attempts > settings.retries
-                    or time.monotonic() >= deadline
+                    or now_s >= deadline_s
                     or self.closed
                 ):
                     return error
-                time.sleep(settings.retry_backoff_ms / 1000)
-                continue
-            if self._batches.producer_id >= 0:
-                state.next_sequence = next_sequence(batch.base_sequence, batch.count)
-            return info
+                retry_s = now_s + settings.retry_backoff_ms / 1000
+                self.retrying[partition] = (attempts, deadline_s, retry_s)
+                if retry_s < self._linger_sleeps_until:
+                    self._linger_changed.notify()
+            return None
+        if self._batches.producer_id >= 0:
+            state.next_sequence = next_sequence(batch.base_sequence, batch.count)
+        return info
 
     def set_fatal(self, error: KafkaException) -> KafkaException:
         fatal = type(error)(
@@ -426,7 +463,13 @@ class Sender:
             served += batch.count
             if batch.reports is not None:
                 try:
-                    deliver(topic, state.partition, batch, outcome)
+                    deliver(
+                        topic,
+                        state.partition,
+                        batch,
+                        outcome,
+                        only_errors=self._settings.report_only_errors,
+                    )
                 except BaseException:
                     # A callback raised: it propagates (as confluent's poll does); reports not
                     # yet served go back to the front of the queue.
@@ -436,49 +479,11 @@ class Sender:
         return served
 
     def made_durable(self, reports: list[Report]) -> list[Report]:
-        """The reports to serve, each successful one now covered by an fsync (no lock held).
-
-        A delivery callback without error is an acknowledgement (docs/reliability.md), so under
-        durability "commit" it may run only after the fsync that covers its record. Group
-        commit keeps that cheap: one flush_through per partition covers every report of this
-        round (and every append made so far), and a partition already durable that far costs
-        nothing. The fsync runs here, on the thread that serves the reports, rather than in
-        the sender: appends (produce() with linger.ms 0, a full batch) never wait for a
-        disk, and a poll() loop pays one fsync per round however many batches it serves
-        (the linger thread syncs what it appends ahead of poll(), _sync_sent). Measured
-        roughly on a produce()+poll(0) loop of 100-byte records with a callback on a shared
-        2-core box: linger.ms 5 went from ~560k to ~150-240k records/s (one fsync per full
-        16 KiB batch), linger.ms 0 from ~56k to ~3-4k (one fsync per record, the price of
-        acknowledging each record durably). Waiting for a later fsync instead would need a
-        background syncer woken per batch; flush() and commit_transaction() pay one round.
-        Reports without a callback need no fsync here (nothing is acknowledged to anyone;
-        flush() fsyncs them). Under "always" every append was durable when it returned.
-        A failed fsync turns the partition's successes into that error (the producer is now
-        fatal, as after any storage error), so no callback reports a record that may be lost.
-        """
+        """The reports to serve, each successful one now covered by an fsync (no lock held);
+        see eoslog.client.delivery.made_durable."""
         if not self._sync_on_flush:
             return reports
-        through: dict[tuple[str, int], int] = {}
-        for topic, state, batch, outcome in reports:
-            if batch.reports is not None and not isinstance(outcome, KafkaException):
-                key = (topic, state.partition)
-                through[key] = max(through.get(key, 0), outcome.last_offset + 1)
-        failed: dict[tuple[str, int], KafkaException] = {}
-        for (topic, partition), offset in sorted(through.items()):
-            try:
-                self._broker.log(topic, partition).flush_through(offset)
-            except UnknownTopicOrPartitionError:
-                continue  # deleted since: nothing of it can be read back, lost or not
-            except KafkaException as error:
-                failed[(topic, partition)] = self.set_fatal(error)
-        if not failed:
-            return reports
-        return [
-            (topic, state, batch, failed.get((topic, state.partition), outcome))
-            if not isinstance(outcome, KafkaException)
-            else (topic, state, batch, outcome)
-            for topic, state, batch, outcome in reports
-        ]
+        return made_durable(self._broker.log, reports, self.set_fatal)
 
     def sync(self) -> None:
         """fsync every partition appended to since the last sync (durability "commit")."""
@@ -545,22 +550,30 @@ class Sender:
                 if self.closed:
                     return
                 now_s = time.monotonic()
-                if not self._batches.lingering:
-                    # Nothing lingers: nap linger.ms while batches keep opening (a batch
-                    # opened during a nap needs no wake-up: its deadline is later, and the
-                    # thread looks at it when the nap ends); sleep until woken once a whole
-                    # nap saw none.
-                    busy = opened_seen != self._batches_opened
-                    opened_seen = self._batches_opened
-                    self._sleep(now_s, self._linger_s if busy else math.inf)
-                    continue
-                oldest = next(iter(self._batches.lingering.values())).open
-                assert oldest is not None
-                wait_s = oldest.opened_s + self._linger_s - now_s
-                if wait_s > 0:
-                    self._sleep(now_s, wait_s)
-                    continue
+                retry_s = self.next_retry_s()
+                if retry_s is None or retry_s > now_s:
+                    if not self._batches.lingering:
+                        # Nothing lingers: nap linger.ms while batches keep opening (a batch
+                        # opened during a nap needs no wake-up: its deadline is later, and
+                        # the thread looks at it when the nap ends); sleep until woken (or a
+                        # retry is due) once a whole nap saw none.
+                        busy = opened_seen != self._batches_opened
+                        opened_seen = self._batches_opened
+                        wait_s = self._linger_s if busy else math.inf
+                        if retry_s is not None:
+                            wait_s = min(wait_s, retry_s - now_s)
+                        self._sleep(now_s, wait_s)
+                        continue
+                    oldest = next(iter(self._batches.lingering.values())).open
+                    assert oldest is not None
+                    wait_s = oldest.opened_s + self._linger_s - now_s
+                    if retry_s is not None:
+                        wait_s = min(wait_s, retry_s - now_s)
+                    if wait_s > 0:
+                        self._sleep(now_s, wait_s)
+                        continue
             try:
+                self.retry_due()
                 self._sync_sent(self.close_lingering(time.monotonic()))
             except Exception as error:  # a bug: stop the producer rather than lose data
                 self.set_fatal(KafkaException(f"linger thread failed: {error!r}"))

@@ -27,6 +27,7 @@ eoslog.confluent.admin.
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import threading
 import weakref
@@ -36,6 +37,7 @@ from typing import Any, Final
 from eoslog import __version__
 from eoslog.broker import DURABILITY_MODES, Broker
 from eoslog.broker import open as open_broker
+from eoslog.client import partitioner
 from eoslog.client.admin import AdminClient as _AdminClient
 from eoslog.client.admin_types import (
     ConfigEntry,
@@ -222,7 +224,13 @@ class Producer(_Producer):
     _release: weakref.finalize[Any, Any]
 
     def __init__(self, config: Mapping[str, object], **kwargs: Any) -> None:
-        _attach(self, config, kwargs, super().__init__)
+        # librdkafka's default partitioner, where broker.producer() keeps Java's.
+        _attach(
+            self,
+            config,
+            kwargs,
+            functools.partial(super().__init__, default_partitioner=partitioner.CONFLUENT_DEFAULT),
+        )
 
     def close(self, timeout: float | None = None) -> int:
         try:

@@ -15,7 +15,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Final
 
-REPORT_STRIDE: Final = 5  # per record: callback, key, value, headers, timestamp
+# per record: callback, key, value, headers, timestamp, enqueued_s (time.monotonic())
+REPORT_STRIDE: Final = 6
 NO_REPORT: Final[tuple[None, ...]] = (None,) * REPORT_STRIDE
 
 
@@ -69,6 +70,10 @@ class RecordAccumulator:
         batch_records_max: int,
         close_every_record: bool,
         transactional: bool,
+        check_record_bytes: bool = False,
+        record_bytes_max: int = 0,
+        key_hash: int = 1,
+        empty_key_random: bool = False,
     ) -> None:
         if outstanding_max < 1 or batch_records_max < 1:
             raise ValueError("outstanding_max and batch_records_max must be at least 1")
@@ -76,6 +81,10 @@ class RecordAccumulator:
         self.batch_records_max = batch_records_max
         self.close_every_record = close_every_record
         self.transactional = transactional
+        self.check_record_bytes = check_record_bytes
+        self.record_bytes_max = record_bytes_max
+        self.key_hash = key_hash
+        self.empty_key_random = empty_key_random
         self.in_transaction = False
         self.unusable = False
         self.outstanding = 0
