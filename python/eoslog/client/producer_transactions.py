@@ -23,6 +23,7 @@ from eoslog.client.transaction_manager import (
 from eoslog.coordinator.group_coordinator import ConsumerGroupMetadata
 from eoslog.errors import (
     InvalidProducerIdMappingError,
+    KafkaError,
     KafkaException,
     OperationTimedOutError,
     ProducerStateError,
@@ -213,7 +214,13 @@ class TransactionalCalls:
     def _require_transactional(self, method: str) -> str:
         transactional_id = self._settings.transactional_id
         if transactional_id is None:
-            raise ProducerStateError(f"{method}: the producer has no transactional.id")
+            # librdkafka's answer for a producer not configured for transactions.
+            raise ProducerStateError(
+                KafkaError(
+                    KafkaError._NOT_CONFIGURED,
+                    f"{method}: the producer has no transactional.id",
+                )
+            )
         return transactional_id
 
     def _check_open(self) -> None:
