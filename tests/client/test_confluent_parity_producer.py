@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import eoslog.confluent
-from tests.support.parity import Sides, mock_cluster, outcome, report_fields
+from tests.support.parity import Sides, open_sides, outcome, report_fields
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
@@ -27,8 +27,7 @@ LINGER_LONG_MS = 60_000  # messages stay queued until flush() or purge()
 @pytest.fixture(scope="module")
 def sides(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sides]:
     path = tmp_path_factory.mktemp("producer-parity")
-    for servers in mock_cluster(confluent_kafka):
-        yield Sides(confluent_kafka, servers, eoslog.confluent, str(path))
+    yield from open_sides(confluent_kafka, eoslog.confluent, str(path))
 
 
 def produce_flush_and_poll(module: Any, config: dict[str, object]) -> object:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import eoslog.confluent
-from tests.support.parity import Sides, ids, mock_cluster, outcome, report_fields
+from tests.support.parity import Sides, ids, open_sides, outcome, report_fields
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 
@@ -31,8 +31,7 @@ CALL_TIMEOUT_S = 10
 @pytest.fixture(scope="module")
 def sides(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sides]:
     path = tmp_path_factory.mktemp("transaction-parity")
-    for servers in mock_cluster(confluent_kafka):
-        yield Sides(confluent_kafka, servers, eoslog.confluent, str(path))
+    yield from open_sides(confluent_kafka, eoslog.confluent, str(path))
 
 
 def transactional(module: Any, config: dict[str, object]) -> Any:

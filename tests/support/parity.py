@@ -93,3 +93,10 @@ class Sides:
     def eoslog(self, script: Callable[[Any, dict[str, object]], Any]) -> Any:
         module, config = self._sides[1]
         return script(module, dict(config))
+
+
+def open_sides(confluent_kafka: Any, eoslog_confluent: Any, path: str) -> Iterator[Sides]:
+    """Sides over a fresh mock cluster and the log directory `path`, for a module-scoped
+    fixture (one mock cluster per test module keeps the suite fast)."""
+    for servers in mock_cluster(confluent_kafka):
+        yield Sides(confluent_kafka, servers, eoslog_confluent, path)
