@@ -23,6 +23,7 @@ from eoslog.client.transaction_manager import (
 from eoslog.coordinator.group_coordinator import ConsumerGroupMetadata
 from eoslog.errors import (
     InvalidProducerIdMappingError,
+    KafkaError,
     KafkaException,
     OperationTimedOutError,
     ProducerStateError,
@@ -147,7 +148,12 @@ class TransactionalCalls:
         true; state ABORTABLE_ERROR: call abort_transaction()); a fencing raises
         ProducerFencedError (FATAL_ERROR). Out of time (`timeout` seconds; None: max.block.ms)
         it raises OperationTimedOutError and stays COMMITTING: the outcome is unknown until
-        commit_transaction is called again and returns. A transaction that added no
+        commit_transaction is called again and returns. KafkaStorageError with retriable()
+        true means the commit is decided (durable) but its markers are not all written: the
+        state stays COMMITTING, the commit takes effect (at the latest when the directory is
+        next opened), and calling commit_transaction again finishes it once the storage
+        allows; abort_transaction then raises ProducerStateError. A KafkaStorageError that
+        is not retriable came before the decision: abortable. A transaction that added no
         partition completes locally (Kafka sends no EndTxn then, §7.1). Any thread."""
         transactional_id = self._require_transactional("commit_transaction")
         txn = self._txn
@@ -208,7 +214,13 @@ class TransactionalCalls:
     def _require_transactional(self, method: str) -> str:
         transactional_id = self._settings.transactional_id
         if transactional_id is None:
-            raise ProducerStateError(f"{method}: the producer has no transactional.id")
+            # librdkafka's answer for a producer not configured for transactions.
+            raise ProducerStateError(
+                KafkaError(
+                    KafkaError._NOT_CONFIGURED,
+                    f"{method}: the producer has no transactional.id",
+                )
+            )
         return transactional_id
 
     def _check_open(self) -> None:

@@ -62,7 +62,6 @@ from eoslog.errors import (
     KafkaException,
     KafkaStorageError,
     MessagePurgedError,
-    OperationTimedOutError,
     OutOfOrderSequenceError,
     ProducerFencedError,
     UnknownTopicOrPartitionError,
@@ -391,7 +390,8 @@ class Sender:
     def end_transaction(self, transactional_id: str, deadline: float, *, commit: bool) -> None:
         """EndTxn, then READY with the new epoch (the producer's transaction-call lock held;
         state COMMITTING or ABORTING). Nothing is sent when no partition joined the
-        transaction."""
+        transaction. A retriable error (OperationTimedOutError, a KafkaStorageError after the
+        end was decided) leaves the state as it is; any other fails the transaction."""
         txn = self._txn
         assert txn is not None
         with self._lock:
@@ -406,9 +406,13 @@ class Sender:
                     deadline,
                     "commit_transaction" if commit else "abort_transaction",
                 )
-            except OperationTimedOutError:
-                raise  # the state stays COMMITTING / ABORTING: retry the same call
             except KafkaException as error:
+                if error.error.retriable():
+                    # Out of time, or a storage error after the end was decided
+                    # (docs/coordinator.md §3.6, F6): the outcome is (or may be) the end
+                    # asked for, so the state stays COMMITTING / ABORTING and only the
+                    # same call may be made again; it finishes the end.
+                    raise
                 if not commit and isinstance(error, InvalidProducerIdMappingError):
                     raise  # abort_transaction re-initializes
                 with self._lock:

@@ -87,7 +87,8 @@ ALLOWED_FROM: Final[Mapping[TxnState, frozenset[TxnState]]] = {
     T.FATAL_ERROR: ALL_STATES,
 }
 
-# method -> the states it may be called in (§7.2). A commit or abort that timed out leaves the
+# method -> the states it may be called in (§7.2). A commit or abort that timed out, or that
+# failed with a retriable storage error after the coordinator decided it (§3.6, F6), leaves the
 # state COMMITTING / ABORTING and may be called again (only the same call: Kafka refuses an
 # abort after a timed-out commit); an init that timed out stays INITIALIZING likewise.
 # produce and produce_batch need an open transaction (librdkafka: _STATE outside one).
@@ -243,6 +244,12 @@ _HINTS: Final[Mapping[tuple[str, TxnState], str]] = {
         (method, T.READY): ": call begin_transaction() first"
         for method in ("produce", "produce_batch", "send_offsets_to_transaction")
     },
-    ("abort_transaction", T.COMMITTING): ": an earlier commit_transaction() timed out; retry it",
-    ("commit_transaction", T.ABORTING): ": an earlier abort_transaction() timed out; retry it",
+    ("abort_transaction", T.COMMITTING): (
+        ": an earlier commit_transaction() timed out, or failed after the commit was decided;"
+        " retry it"
+    ),
+    ("commit_transaction", T.ABORTING): (
+        ": an earlier abort_transaction() timed out, or failed after the abort was decided;"
+        " retry it"
+    ),
 }

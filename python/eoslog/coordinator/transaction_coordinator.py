@@ -42,7 +42,9 @@ from eoslog.coordinator.transaction_decisions import (
     decide_add_partitions,
     decide_end_txn,
     decide_init_producer_id,
+    decided_end_failed,
     fence_ongoing_transaction,
+    is_own_decided_end,
 )
 from eoslog.coordinator.transaction_log import (
     decode_key,
@@ -344,11 +346,22 @@ class TransactionCoordinator:
     ) -> tuple[int, int]:
         """EndTxn under transactions v2 (§3.6): Prepare* persisted, the markers written, then
         Complete* persisted. Returns the (producer id, epoch) the producer uses next: every
-        end bumps the epoch, so nothing from this transaction can land in the next."""
+        end bumps the epoch, so nothing from this transaction can land in the next.
+        KafkaStorageError before Prepare* is durable (not retriable): the end was not
+        decided and the id stays Ongoing. KafkaStorageError once it is (a marker could not
+        be written, F6), retriable: the outcome is the decision, and the same call repeated
+        finishes the end once the markers can be written."""
         _check_transactional_id(transactional_id)
         with self._id_lock(transactional_id):
             meta = self._known(transactional_id, producer_id)
-            self._finish_unfinished_end(meta)
+            try:
+                self._finish_unfinished_end(meta)
+            except KafkaStorageError as error:
+                if is_own_decided_end(
+                    meta, producer_id=producer_id, producer_epoch=producer_epoch, commit=commit
+                ):  # this call's end, decided by an earlier attempt of it
+                    raise decided_end_failed(error, commit=commit) from error
+                raise
             decision = decide_end_txn(
                 meta,
                 producer_id=producer_id,
@@ -359,9 +372,13 @@ class TransactionCoordinator:
             )
             if decision.persist is None:
                 return decision.producer_id, decision.producer_epoch  # a retry of a finished end
+            # A failure up to here leaves the id Ongoing: the end was not decided (F1, F2).
             self._persist(meta, decision.persist)
             crashpoints.hit("coordinator.prepare.after")
-            self._complete_end(meta)
+            try:
+                self._complete_end(meta)
+            except KafkaStorageError as error:  # decided: a retry finishes it (F6)
+                raise decided_end_failed(error, commit=commit) from error
             return decision.producer_id, decision.producer_epoch
 
     # --- background work (§4) --------------------------------------------------------------

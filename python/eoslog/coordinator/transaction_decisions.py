@@ -36,7 +36,9 @@ from eoslog.errors import (
     InvalidProducerIdMappingError,
     InvalidTransactionTimeoutError,
     InvalidTxnStateError,
+    KafkaError,
     KafkaException,
+    KafkaStorageError,
     ProducerFencedError,
 )
 
@@ -292,3 +294,30 @@ def decide_end_txn(
     state = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
     target = meta.prepare_end(state, TRANSACTION_VERSION_EPOCH_BUMP, next_producer_id, now_ms)
     return Decision(target, *target.answer())
+
+
+def is_own_decided_end(
+    meta: TransactionMetadata, *, producer_id: int, producer_epoch: int, commit: bool
+) -> bool:
+    """Whether the end left in Prepare* is the one this EndTxn asks for, decided by an
+    earlier attempt of the same call: the matching Prepare* at the epoch after the
+    request's (a RETRY, §3.6)."""
+    wanted = TransactionState.PREPARE_COMMIT if commit else TransactionState.PREPARE_ABORT
+    return meta.state is wanted and epoch_kind(meta, producer_id, producer_epoch) is EpochKind.RETRY
+
+
+def decided_end_failed(error: KafkaStorageError, *, commit: bool) -> KafkaStorageError:
+    """The error EndTxn raises when its Prepare* is durable but a marker could not be
+    written (§3.6, F6): the outcome is the decision, so the error is retriable and the same
+    call, repeated, completes the end once the markers can be written (Kafka's client
+    retries such an EndTxn itself, then raises a TimeoutException after which only the same
+    call may be made)."""
+    what = "commit" if commit else "abort"
+    return KafkaStorageError(
+        KafkaError(
+            error.error.code(),
+            f"the {what} is decided but not complete ({error.error.str()}); "
+            f"retry {what}_transaction()",
+            retriable=True,
+        )
+    )
