@@ -249,7 +249,7 @@ cdef class RecordAccumulator:
             return None
         cdef list slots = <list>found
         cdef Py_ssize_t count = len(slots), chosen
-        if partition < 0:
+        if partition == -1:  # RD_KAFKA_PARTITION_UA; any other negative: the Python path refuses it
             if key is None:
                 found = PyDict_GetItemWithError(self.sticky, topic)
                 if found == NULL:

@@ -5,8 +5,7 @@ exceptions for misuse, and purge(). Each test runs one script on both and assert
 observations (docs/api.md "Producer"; issue 16).
 
 Where eoslog differs on purpose, a test_known_difference_* asserts both behaviours, with the
-reason; README.md "Coming from confluent-kafka" lists them. Differences in areas another
-change is working on are xfail(strict=True), naming the difference.
+reason; README.md "Coming from confluent-kafka" lists them.
 """
 
 from __future__ import annotations
@@ -215,12 +214,6 @@ def delivered_latency(module: Any, config: dict[str, object]) -> object:
     return kinds
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Message.latency() in a delivery report: confluent gives a float (seconds from "
-    "produce() to the report), eoslog None (Message.latency() is being changed on another "
-    "branch)",
-)
 def test_delivery_report_latency_is_a_float(sides: Sides) -> None:
     sides.same(delivered_latency)
 
@@ -235,10 +228,5 @@ def produce_to_an_invalid_partition(module: Any, config: dict[str, object]) -> o
     return observed
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="produce(partition=-2): confluent raises KafkaException _UNKNOWN_PARTITION (-190) "
-    "at the call, eoslog accepts it (partition choice is being changed on another branch)",
-)
 def test_produce_to_a_negative_partition_other_than_ua_is_refused(sides: Sides) -> None:
     sides.same(produce_to_an_invalid_partition)

@@ -413,6 +413,27 @@ def test_unknown_partition_raises_at_produce(broker: eoslog.Broker) -> None:
     assert len(producer) == 0
 
 
+@pytest.mark.parametrize("partition", [2, -2, -100])
+def test_partition_outside_the_topic_is_unknown_partition_at_the_call(
+    broker: eoslog.Broker, partition: int
+) -> None:
+    """librdkafka's rule: -1 lets the partitioner choose; any other partition the topic does
+    not have is _UNKNOWN_PARTITION at the call, also once the topic's batch is open (the
+    native fast path) and for a key (no hash takes a negative partition to a real one)."""
+    broker.create_topic("t", 2)
+    producer = broker.producer({"linger.ms": 60_000})
+    producer.produce("t", b"first", key=b"k")  # opens a batch: the next may take the fast path
+    for key in (None, b"k"):
+        with pytest.raises(UnknownTopicOrPartitionError) as raised:
+            producer.produce("t", b"v", key=key, partition=partition)
+        assert raised.value.args[0].code() == KafkaError._UNKNOWN_PARTITION
+        assert not raised.value.args[0].retriable()
+    with pytest.raises(UnknownTopicOrPartitionError):
+        producer.produce_batch("t", [b"v"], partition=partition)
+    assert len(producer) == 1
+    assert producer.flush(10) == 0
+
+
 def test_produce_to_an_unknown_topic_creates_it_with_num_partitions(tmp_path: Any) -> None:
     """Kafka's broker creates a topic a producer names (auto.create.topics.enable and the
     producer's allow.auto.create.topics, both true by default) with num.partitions."""

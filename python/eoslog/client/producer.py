@@ -48,6 +48,7 @@ from eoslog.client.record_accumulator import (
     group_by_partition,
     next_sequence,
     record_bytes,
+    unknown_partition,
 )
 from eoslog.client.sender import Sender, SenderBroker
 from eoslog.client.transaction_manager import (
@@ -60,7 +61,6 @@ from eoslog.errors import (
     KafkaException,
     ProducerStateError,
     RecordTooLargeError,
-    UnknownTopicOrPartitionError,
 )
 from eoslog.record import USING_EXTENSIONS, accumulator, layout
 
@@ -74,6 +74,8 @@ DeliveryCallback = Callable[[KafkaError | None, DeliveryReport], object]
 _REPORT_STRIDE: Final = accumulator.REPORT_STRIDE
 _NO_REPORT: Final = accumulator.NO_REPORT
 # confluent-kafka's reason when produce() refuses a record larger than message.max.bytes.
+# librdkafka's RD_KAFKA_PARTITION_UA: the producer's partitioner chooses.
+PARTITION_ANY: Final = -1
 _TOO_LARGE: Final = "Unable to produce message: Broker: Message size too large"
 
 
@@ -99,8 +101,10 @@ class Producer(TransactionalCalls):
     unless `allow.auto.create.topics` (Java's producer key, default true) or the broker's
     `auto.create.topics.enable` is false. Differences from confluent-kafka-python, where
     docs/api.md is silent: produce() raises UnknownTopicOrPartitionError at once for an unknown
-    topic not created, or an unknown partition (librdkafka reports them later, in the delivery
-    report), and InvalidTopicError for an invalid topic name;
+    topic not created (librdkafka reports it later, in the delivery report), and
+    InvalidTopicError for an invalid topic name. A partition the topic does not have, or a
+    negative one other than -1 (any), is UnknownTopicOrPartitionError with librdkafka's code
+    _UNKNOWN_PARTITION at the call, as confluent-kafka raises it for a topic it knows;
     every librdkafka key is accepted, and those eoslog.client.producer_config does not apply
     (network, security, ...) are ignored (docs/api.md "librdkafka keys"); `acks` other than
     all/-1 is accepted only
@@ -233,7 +237,7 @@ class Producer(TransactionalCalls):
             if self._accumulator.outstanding >= self._queue_messages_max:
                 raise BufferError("Local: Queue full")
             batches.refresh_counts()
-            if partition < 0:
+            if partition == PARTITION_ANY:
                 sticky = batches.sticky.current.get(topic) if key is None else None
                 partition = batches.choose_partition(topic, key) if sticky is None else sticky
             state = batches.state_of(topic, partition)
@@ -293,8 +297,8 @@ class Producer(TransactionalCalls):
                 self._txn.check_call("produce_batch")
             self._batches.refresh_counts()
             count = self._batches.partition_count(topic)
-            if partition >= count:
-                raise UnknownTopicOrPartitionError(f"unknown partition {topic}-{partition}")
+            if partition >= count or partition < PARTITION_ANY:
+                raise unknown_partition(topic, partition)
         if len(value_input) == 0:
             return
         if partition >= 0:

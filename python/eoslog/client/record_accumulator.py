@@ -28,7 +28,7 @@ import numpy as np
 from eoslog import limits
 from eoslog.client import partitioner
 from eoslog.client.columns_input import ColumnInput, RowsInput, SpansInput
-from eoslog.errors import RecordTooLargeError, UnknownTopicOrPartitionError
+from eoslog.errors import KafkaError, RecordTooLargeError, UnknownTopicOrPartitionError
 from eoslog.record import accumulator, codec, layout
 
 if TYPE_CHECKING:
@@ -195,8 +195,8 @@ class BatchAccumulator:
     def add_partition(self, topic: str, partition: int) -> PartitionState:
         """The partition's state, made and registered with the native path (again, after
         refresh_counts, for a partition that still exists: its batches and sequences stay)."""
-        if partition >= self.partition_count(topic):
-            raise UnknownTopicOrPartitionError(f"unknown partition {topic}-{partition}")
+        if not 0 <= partition < self.partition_count(topic):
+            raise unknown_partition(topic, partition)
         state = self.partitions.get((topic, partition))
         if state is None:
             state = self.partitions[(topic, partition)] = PartitionState(
@@ -332,3 +332,12 @@ def _rows_of(spans: SpansInput, first: int, end: int) -> list[bytes | None]:
             spans.starts[first:end].tolist(), spans.lengths[first:end].tolist(), strict=True
         )
     ]
+
+
+def unknown_partition(topic: str, partition: int) -> UnknownTopicOrPartitionError:
+    """A partition the topic does not have (or a negative one other than -1, "any"): as
+    librdkafka, _UNKNOWN_PARTITION at the call, not retriable; still an
+    UnknownTopicOrPartitionError for `except` clauses."""
+    return UnknownTopicOrPartitionError(
+        KafkaError(KafkaError._UNKNOWN_PARTITION, f"Local: Unknown partition: {topic}-{partition}")
+    )
