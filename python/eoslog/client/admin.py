@@ -4,9 +4,10 @@ calls over one Broker, made by `broker.admin(config)` or `eoslog.confluent.Admin
 Each call checks its arguments at once, raising TypeError / ValueError as confluent's does, then
 answers as confluent's does: a dict from each requested key (topic name, ConfigResource, group
 id, TopicPartition) to a concurrent.futures.Future, or one Future (list_consumer_groups), or
-the value itself (list_topics). Here the work is done before the call returns, so every
-future is already done: its result, or its exception, a KafkaException carrying the
-KafkaError with confluent's code (TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PART,
+the value itself (list_topics); Java's KIP-664 transaction calls, which confluent's lacks,
+answer the same way (eoslog.client.admin_transactions). Here the work is done before the call
+returns, so every future is already done: its result, or its exception, a KafkaException
+carrying the KafkaError with confluent's code (TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PART,
 INVALID_PARTITIONS, GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, ...). One key failing leaves the
 others to their own answers, as in Kafka.
 
@@ -27,7 +28,13 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from eoslog import arguments
 from eoslog.arguments import real
-from eoslog.client import admin_groups
+from eoslog.client import admin_groups, admin_transactions
+from eoslog.client.admin_transaction_types import (
+    AbortTransactionSpec,
+    ProducerState,
+    TransactionDescription,
+    TransactionListing,
+)
 from eoslog.client.admin_types import (
     ConfigEntry,
     ConfigResource,
@@ -54,6 +61,7 @@ from eoslog.log.meta_file import validate_topic_name
 
 if TYPE_CHECKING:
     from eoslog.coordinator.group_coordinator import GroupCoordinator
+    from eoslog.coordinator.transaction_coordinator import TransactionCoordinator
     from eoslog.log.meta_file import TopicMetadata
     from eoslog.log.partition import PartitionLog
 
@@ -68,6 +76,8 @@ class AdminBroker(Protocol):
 
     path: str
     groups: GroupCoordinator
+    transactions: TransactionCoordinator
+    clock_ms: Callable[[], int]
 
     @property
     def settings(self) -> Mapping[str, Any]: ...
@@ -450,6 +460,52 @@ class AdminClient:
         if found is None or found[0] >= bound:
             return ListOffsetsResultInfo(-1, -1, None)
         return ListOffsetsResultInfo(found[0], found[1], None)
+
+    # --- transactions (KIP-664; eoslog.client.admin_transactions) ---------------------------
+
+    def list_transactions(self, **kwargs: Any) -> Future[list[TransactionListing]]:
+        """Every transactional id the coordinator holds, as TransactionListing, filtered as
+        Java's ListTransactionsOptions: state_filters, producer_id_filters (sets or lists),
+        duration_filter_ms (in progress for longer than that)."""
+        check_options(
+            "list_transactions",
+            kwargs,
+            ("state_filters", "producer_id_filters", "duration_filter_ms", "request_timeout"),
+        )
+        keep = admin_transactions.listing_filter(kwargs)
+        now_ms = self._broker.clock_ms()
+        coordinator = self._broker.transactions
+        return answered(admin_transactions.list_transactions, coordinator, keep, now_ms)
+
+    def describe_transactions(
+        self, transactional_ids: list[str], **kwargs: Any
+    ) -> dict[str, Future[TransactionDescription]]:
+        """A TransactionDescription per id, or TRANSACTIONAL_ID_NOT_FOUND."""
+        check_options("describe_transactions", kwargs, ("request_timeout",))
+        ids = non_empty_list(transactional_ids, str, "transactional id strings")
+        coordinator = self._broker.transactions
+        describe = admin_transactions.describe_transaction
+        return {tid: answered(describe, coordinator, tid) for tid in ids}
+
+    def describe_producers(
+        self, partitions: list[TopicPartition], **kwargs: Any
+    ) -> dict[TopicPartition, Future[list[ProducerState]]]:
+        """Each partition's active producers (a list of ProducerState), or
+        UNKNOWN_TOPIC_OR_PART."""
+        check_options("describe_producers", kwargs, ("request_timeout",))
+        wanted = admin_transactions.check_partitions(
+            non_empty_list(partitions, TopicPartition, "TopicPartition objects")
+        )
+        return {tp: answered(admin_transactions.producers, self._broker, tp) for tp in wanted}
+
+    def abort_transaction(self, spec: AbortTransactionSpec, **kwargs: Any) -> Future[None]:
+        """ABORT the transaction the spec names on its partition, to clear a hanging one
+        (TransactionCoordinator.abort_partition_transaction): UNKNOWN_TOPIC_OR_PART,
+        INVALID_TXN_STATE (none open), INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED
+        or CONCURRENT_TRANSACTIONS, nothing written."""
+        check_options("abort_transaction", kwargs, ("request_timeout",))
+        checked = admin_transactions.check_spec(spec)
+        return answered(admin_transactions.abort, self._broker, checked)
 
 
 def _raiser(code: int, reason: str) -> Callable[[], None]:

@@ -4,6 +4,14 @@
 
 from __future__ import annotations
 
+from eoslog.client.admin_transaction_types import (
+    TRANSACTIONAL_ID_NOT_FOUND,
+    AbortTransactionSpec,
+    ProducerState,
+    TransactionDescription,
+    TransactionListing,
+    TransactionState,
+)
 from eoslog.client.admin_types import (
     AlterConfigOpType,
     ConfigEntry,
@@ -37,6 +45,8 @@ from eoslog.client.metadata import (
 from eoslog.confluent import AdminClient, KafkaError, KafkaException
 
 __all__ = [
+    "TRANSACTIONAL_ID_NOT_FOUND",
+    "AbortTransactionSpec",
     "AdminClient",
     "AlterConfigOpType",
     "BrokerMetadata",
@@ -61,9 +71,13 @@ __all__ = [
     "Node",
     "OffsetSpec",
     "PartitionMetadata",
+    "ProducerState",
     "ResourceType",
     "TopicCollection",
     "TopicDescription",
     "TopicMetadata",
     "TopicPartitionInfo",
+    "TransactionDescription",
+    "TransactionListing",
+    "TransactionState",
 ]

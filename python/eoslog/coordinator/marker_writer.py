@@ -44,15 +44,24 @@ class MarkerWriter:
         self._unsynced: list[tuple[PartitionLog, int]] = []
         self._lock = threading.Lock()
 
-    def write(self, log: PartitionLog, producer_id: int, marker_epoch: int, commit: bool) -> int:
+    def write(
+        self,
+        log: PartitionLog,
+        producer_id: int,
+        marker_epoch: int,
+        commit: bool,
+        coordinator_epoch: int | None = None,
+    ) -> int:
         """Append the marker ending `producer_id`'s transaction at `marker_epoch` to `log`;
-        its offset. Raises what PartitionLog.append_marker raises (a stale epoch:
+        its offset. It carries this coordinator's epoch, or `coordinator_epoch` when given (an
+        admin's abort of a producer no transactional id owns, Kafka's AbortTransaction).
+        Raises what PartitionLog.append_marker raises (a stale epoch:
         InvalidProducerEpochError or TransactionCoordinatorFencedError)."""
         crashpoints.hit("marker.before")
         offset = log.append_marker(
             producer_id,
             marker_epoch,
-            self._coordinator_epoch,
+            self._coordinator_epoch if coordinator_epoch is None else coordinator_epoch,
             commit,
             # Under "always" every append is durable at once; under "commit" sync() does it.
             sync=self._durability == "always",

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Final
 
 from eoslog import crashpoints, limits
-from eoslog.coordinator import log_replay, marker_checks
+from eoslog.coordinator import hanging_transactions, log_replay, marker_checks
 from eoslog.coordinator.marker_writer import MarkerListener, MarkerWriter, marker_applied
 from eoslog.coordinator.producer_ids import ProducerIdManager
 from eoslog.coordinator.transaction_decisions import (
@@ -239,6 +239,13 @@ class TransactionCoordinator:
             return
         if meta.state not in EXPIRATION_ALLOWED:
             return  # Prepare* a stale marker left unfinished: a newer owner decides
+        self._abort_left_open(meta, log, producer_id, epoch)
+
+    def _abort_left_open(
+        self, meta: TransactionMetadata, log: PartitionLog, producer_id: int, epoch: int
+    ) -> None:
+        """ABORT the transaction `producer_id` holds open in `log` at `epoch`, which `meta`
+        (its id's metadata, id lock held, not Ongoing at that epoch) does not end itself."""
         if meta.producer_id == producer_id and meta.producer_epoch <= epoch:
             # Fence the producer above the orphan's epoch first, as InitProducerId would:
             # the marker's epoch is then never handed out again.
@@ -439,6 +446,73 @@ class TransactionCoordinator:
                 expired += 1
         return expired
 
+    # --- an admin's abort of one partition's transaction (KIP-664, docs/coordinator.md §4.4) -
+
+    def abort_partition_transaction(
+        self, log: PartitionLog, producer_id: int, producer_epoch: int, coordinator_epoch: int
+    ) -> None:
+        """End the transaction `producer_id` holds open in `log` at `producer_epoch` (Kafka's
+        AbortTransaction), once hanging_transactions.open_transaction accepts the request
+        (its errors, nothing written). A producer no transactional id here owns gets an
+        ABORT marker at the epoch above the data's (every end bumps it), carrying
+        `coordinator_epoch`, as a Kafka leader writes an admin's WriteTxnMarkers. A producer
+        an id owns is never aborted in one partition while the coordinator may still commit
+        the rest: a transaction it tracks is aborted whole, as transaction.timeout.ms would
+        (the producer fenced), and one it does not account for here is aborted as the
+        orphan rule at load does. Returns once the marker is durable. Any thread."""
+        meta = self._by_producer.get(producer_id)
+        if meta is None:
+            hanging_transactions.open_transaction(
+                log, producer_id, producer_epoch, coordinator_epoch
+            )
+            self._markers.write(
+                log, producer_id, producer_epoch + 1, False, coordinator_epoch=coordinator_epoch
+            )
+        else:
+            with self._id_lock(meta.transactional_id):
+                owned = self._metadata.get(meta.transactional_id) is meta
+                if owned:
+                    self._abort_owned(meta, log, producer_id, producer_epoch, coordinator_epoch)
+            if not owned:  # the id expired meanwhile: the producer is no longer owned
+                self.abort_partition_transaction(
+                    log, producer_id, producer_epoch, coordinator_epoch
+                )
+                return
+        self.sync_markers()
+
+    def _abort_owned(
+        self,
+        meta: TransactionMetadata,
+        log: PartitionLog,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+    ) -> None:
+        """abort_partition_transaction for a producer `meta`'s id owns (id lock held)."""
+        # First what every request for the id does: an end a failed marker write left in
+        # Prepare* is finished, and may close the transaction asked about.
+        self._finish_unfinished_end(meta)
+        hanging_transactions.open_transaction(log, producer_id, producer_epoch, coordinator_epoch)
+        if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+            # Its markers are refused somewhere: an ABORT here could contradict a decided
+            # commit (marker_checks would then refuse the next open).
+            raise ConcurrentTransactionsError(
+                f"{meta.transactional_id!r} is ending its transaction ({meta.state.kafka_name})"
+            )
+        if (
+            meta.state is S.ONGOING
+            and meta.producer_id == producer_id
+            and meta.producer_epoch == producer_epoch
+        ):
+            decision = fence_ongoing_transaction(
+                meta, now_ms=self._clock_ms(), new_producer_id=self._producer_ids.generate
+            )
+            self._persist(meta, decision.persist)
+            self._complete_end(meta)
+        if hanging_transactions.is_open(log, producer_id, producer_epoch):
+            # Not among the partitions the coordinator knows for it (an orphan).
+            self._abort_left_open(meta, log, producer_id, producer_epoch)
+
     # --- partition-leader verification (KIP-890 part 1, docs/coordinator.md §9.2) ---------------
 
     def verify_transaction(
@@ -480,6 +554,24 @@ class TransactionCoordinator:
             while self._ends_in_progress:
                 self._ends_changed.wait()
             return {tp: log.last_stable_offset for tp, log in logs}
+
+    def transaction_snapshots(
+        self, transactional_ids: Iterable[str] | None = None
+    ) -> dict[str, TransitionTarget]:
+        """The present state of every id, or of those named that exist, each copied under its
+        id lock, so never half-way through a change (for ListTransactions and
+        DescribeTransactions). Any thread; waits while an id's change is being persisted."""
+        if transactional_ids is None:
+            transactional_ids = [transactional_id for transactional_id, _ in self._snapshot()]
+        found = {}
+        for transactional_id in transactional_ids:
+            if transactional_id not in self._metadata:
+                continue  # no lock made for an id never seen
+            with self._id_lock(transactional_id):
+                meta = self._metadata.get(transactional_id)
+                if meta is not None:
+                    found[transactional_id] = meta.current()
+        return found
 
     def metadata(self, transactional_id: str) -> TransactionMetadata | None:
         """The id's metadata (for inspection and tests; do not change it)."""

@@ -40,7 +40,12 @@ from eoslog.log.partition_reads import (
     Published,
     read_published,
 )
-from eoslog.log.producer_state import ProducerStateManager, aborted_txn
+from eoslog.log.producer_state import (
+    ActiveProducer,
+    ProducerStateManager,
+    aborted_txn,
+    active_producers,
+)
 from eoslog.log.segment import LogSegment
 from eoslog.log.sync import GroupSync
 from eoslog.log.timestamps import check_client_timestamps
@@ -398,6 +403,12 @@ class PartitionLog:
             self._group_sync.sync_through(last_offset + 1)
         append_time = timestamp if self.config.log_append_time else -1
         return AppendInfo(first_offset, last_offset, append_time, True)
+
+    def active_producers(self) -> list[ActiveProducer]:
+        """A copy of every producer this partition keeps state for (Kafka's DescribeProducers),
+        taken under the partition lock: one consistent moment. Any thread."""
+        with self._lock:
+            return active_producers(self._producers.table)
 
     @property
     def producer_state(self) -> ProducerStateTable:

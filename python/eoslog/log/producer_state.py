@@ -74,6 +74,41 @@ def aborted_txn(
     return AbortedTxn(producer_id, first_offset, marker_offset, stable)
 
 
+class ActiveProducer(NamedTuple):
+    """One producer a partition keeps state for, copied out of the table (Kafka's
+    DescribeProducers answer for a partition): its epoch, the sequence of its last batch
+    (NO_SEQUENCE, -1, if it wrote only markers here), the timestamp of its last batch or
+    marker, the coordinator epoch of its last marker (-1 before any) and the first offset of
+    its open transaction (NO_OFFSET, -1, when none is open)."""
+
+    producer_id: int
+    epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    current_txn_first_offset: int
+
+
+def active_producers(table: ProducerStateTable) -> list[ActiveProducer]:
+    """Every producer the table keeps, by producer id (the caller holds the partition lock,
+    so the copies are one consistent moment)."""
+    found = []
+    for producer_id in sorted(table.producer_ids()):
+        entry = table.entry(producer_id)
+        assert entry is not None, "producer_ids lists only entries"
+        found.append(
+            ActiveProducer(
+                producer_id,
+                entry.epoch,
+                entry.last_sequence,
+                entry.last_timestamp,
+                entry.coordinator_epoch,
+                entry.current_txn_first_offset,
+            )
+        )
+    return found
+
+
 # The snapshot header (docs/format.md §8.3): version int16, CRC-32C uint32, entry count int32.
 _SNAPSHOT_HEADER = struct.Struct(">hIi")
 # Whole entries per read of a snapshot after its header.
