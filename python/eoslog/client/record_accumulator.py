@@ -17,6 +17,7 @@ Thread safety: no lock of its own. Every method is called with the producer lock
 
 from __future__ import annotations
 
+import struct
 import threading
 import time
 from collections import deque
@@ -39,12 +40,23 @@ SEQUENCE_MASK: Final = limits.sequence_max  # sequences wrap at 2**31 - 1 (incre
 # The accumulator's classes: native (eoslog._ext.accumulator) or the pure twin.
 ProducerBatch = accumulator.ProducerBatch
 PartitionState = accumulator.PartitionState
+_SEQUENCE: Final = struct.Struct(">i")  # a batch's base sequence, int32 big-endian
+_CRC: Final = struct.Struct(">I")  # its CRC-32C, uint32 big-endian
 
 
 def next_sequence(sequence: int, records: int) -> int:
     """The sequence after `records` records from `sequence`, wrapping past 2**31 - 1 to 0
     (Kafka's DefaultRecordBatch.incrementSequence)."""
     return (sequence + records) & SEQUENCE_MASK
+
+
+def restamp_sequence(raw: bytes | bytearray, base_sequence: int) -> bytearray:
+    """The batch with another base sequence and its CRC recomputed (Kafka's
+    MemoryRecordsBuilder.reopenAndRewriteProducerState)."""
+    batch = bytearray(raw)
+    _SEQUENCE.pack_into(batch, layout.BASE_SEQUENCE_OFFSET, base_sequence)
+    _CRC.pack_into(batch, layout.CRC_OFFSET, codec.batch_crc(batch))
+    return batch
 
 
 class BatchAccumulator:

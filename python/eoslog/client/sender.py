@@ -40,14 +40,18 @@ from __future__ import annotations
 
 import contextlib
 import math
-import struct
 import threading
 import time
 from collections import deque
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from eoslog.client.delivery import deliver, made_durable
-from eoslog.client.record_accumulator import PartitionState, ProducerBatch, next_sequence
+from eoslog.client.record_accumulator import (
+    PartitionState,
+    ProducerBatch,
+    next_sequence,
+    restamp_sequence,
+)
 from eoslog.client.transaction_manager import (
     TransactionManager,
     TxnState,
@@ -66,7 +70,7 @@ from eoslog.errors import (
     ProducerFencedError,
     UnknownTopicOrPartitionError,
 )
-from eoslog.record import accumulator, codec, layout
+from eoslog.record import accumulator
 
 if TYPE_CHECKING:
     from eoslog.client.producer_config import ProducerSettings
@@ -85,8 +89,6 @@ _FATAL_ERRORS: Final = (
 # Inside a transaction these two are abortable, not fatal (docs/coordinator.md §7.3): the abort
 # bumps the epoch and restarts every sequence, so the producer can go on.
 _ABORTABLE_IN_TRANSACTION: Final = (OutOfOrderSequenceError, InvalidProducerEpochError)
-_INT32 = struct.Struct(">i")
-_UINT32 = struct.Struct(">I")
 _REPORT_STRIDE: Final = accumulator.REPORT_STRIDE
 
 # A delivery report waiting for poll()/flush(): topic, partition, batch, and the outcome
@@ -266,7 +268,7 @@ class Sender:
         holding the partition's send lock calls it."""
         if self._batches.producer_id >= 0 and batch.base_sequence != state.next_sequence:
             # A batch before this one failed for good: take over its sequence.
-            batch.raw = _restamp_sequence(batch.raw, state.next_sequence)
+            batch.raw = restamp_sequence(batch.raw, state.next_sequence)
             batch.base_sequence = state.next_sequence
         partition = (topic, state.partition)
         try:
@@ -610,12 +612,3 @@ class Sender:
             self._linger_changed.wait(None if wait_s == math.inf else wait_s)
         finally:
             self._linger_sleeps_until = -math.inf  # awake: it looks at the batches itself
-
-
-def _restamp_sequence(raw: bytes | bytearray, base_sequence: int) -> bytearray:
-    """The batch with another base sequence and its CRC recomputed (Kafka's
-    MemoryRecordsBuilder.reopenAndRewriteProducerState)."""
-    batch = bytearray(raw)
-    _INT32.pack_into(batch, layout.BASE_SEQUENCE_OFFSET, base_sequence)
-    _UINT32.pack_into(batch, layout.CRC_OFFSET, codec.batch_crc(batch))
-    return batch
