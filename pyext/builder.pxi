@@ -73,6 +73,7 @@ cdef class BatchBuilder:
     cdef int64_t base_timestamp
     cdef int64_t max_timestamp
     cdef int compression
+    cdef int compression_level
     cdef int timestamp_type
     cdef bint transactional
     cdef int64_t producer_id
@@ -89,10 +90,13 @@ cdef class BatchBuilder:
     def __init__(self, *, int compression=0, int timestamp_type=0, bint is_transactional=False,
                  int64_t producer_id=-1, int16_t producer_epoch=-1, int32_t base_sequence=-1,
                  int32_t partition_leader_epoch=-1, int64_t base_offset=0,
-                 Py_ssize_t batch_bytes_max=limits.batch_bytes_max):
+                 Py_ssize_t batch_bytes_max=limits.batch_bytes_max,
+                 int compression_level=-1):
         if compression < EOS_COMPRESSION_NONE or compression > EOS_COMPRESSION_ZSTD:
             raise ValueError(
                 f"unsupported compression {compression}: Kafka's codecs are 0 (none) to 4 (zstd)")
+        if compression != EOS_COMPRESSION_NONE:
+            compression_level = _codec_level(compression, compression_level)
         if timestamp_type != 0 and timestamp_type != 1:
             raise ValueError(f"timestamp_type must be 0 (CreateTime) or 1 (LogAppendTime), "
                              f"got {timestamp_type}")
@@ -102,6 +106,7 @@ cdef class BatchBuilder:
             raise ValueError(f"batch_bytes_max must be at most {limits.batch_bytes_max}, "
                              f"got {batch_bytes_max}")
         self.compression = compression
+        self.compression_level = compression_level
         self.timestamp_type = timestamp_type
         self.transactional = is_transactional
         self.producer_id = producer_id
@@ -312,7 +317,8 @@ cdef class BatchBuilder:
         if self.compression != EOS_COMPRESSION_NONE:
             # One Python call per batch into the codec library (see compression for why).
             compressed = compression.compress(self.compression,
-                                              <const uint8_t[:records_size]>records)
+                                              <const uint8_t[:records_size]>records,
+                                              self.compression_level)
             records = <const uint8_t *>PyBytes_AS_STRING(compressed)
             records_size = <size_t>PyBytes_GET_SIZE(compressed)
         cdef size_t batch_size = EOS_HEADER_SIZE + records_size

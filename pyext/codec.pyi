@@ -175,9 +175,11 @@ class BatchBuilder:
         partition_leader_epoch: int = -1,
         base_offset: int = 0,
         batch_bytes_max: int = ...,
+        compression_level: int = -1,
     ) -> None:
-        """ValueError for an unsupported compression (only 0 none and 3 lz4 are built), a
-        timestamp type other than 0/1, or a transactional batch without a producer id."""
+        """ValueError for a compression other than Kafka's 0 (none) to 4 (zstd), a
+        compression level below -1 (-1: the codec's default; eoslog.record.compression.codec_level),
+        a timestamp type other than 0/1, or a transactional batch without a producer id."""
 
     def append(
         self,

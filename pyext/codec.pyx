@@ -52,6 +52,7 @@ import numpy as np
 from eoslog import limits
 from eoslog.errors import RecordTooLargeError, raise_for_status
 from eoslog.record import compression, layout
+from eoslog.record.compression import codec_level as _codec_level
 from eoslog.record import status as status_codes
 from eoslog.record.columns import ColumnarRecords, RecordHeaders
 from eoslog.record.types import BatchHeader, Record, ValidatedBatch

@@ -11,6 +11,7 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 import eoslog
+import eoslog.confluent
 from eoslog import cli
 from eoslog.record.compression import CODEC_NAMES
 
@@ -86,3 +87,47 @@ def test_a_batch_another_kafka_client_compressed_is_appended_and_read(
         assert consumed(broker, "t") == VALUES + VALUES
         assert consumed_arrow(broker, "t") == VALUES + VALUES
     assert scanned(path, "t") == VALUES + VALUES
+
+
+def produce_values(path: str, spelling: str, topic: str, config: dict[str, object]) -> None:
+    """VALUES to partition 0 of `topic` through broker.producer() or eoslog.confluent."""
+    if spelling == "native":
+        with eoslog.open(path, durability="none") as broker:
+            producer = broker.producer(config)
+            for value in VALUES:
+                producer.produce(topic, value, partition=0)
+            assert producer.flush(10) == 0
+            producer.close()
+        return
+    producer = eoslog.confluent.Producer({**config, "eoslog.dir": path})
+    for value in VALUES:
+        producer.produce(topic, value, partition=0)
+    assert producer.flush(10) == 0
+    producer.close()  # the last client of the directory: its broker closes too
+
+
+@pytest.mark.parametrize("spelling", ["native", "confluent"])
+def test_compression_level_is_applied_to_the_producers_batches(
+    tmp_path: Path, spelling: str
+) -> None:
+    """librdkafka's compression.level: gzip level 1 and 9 write different deflate streams
+    (RFC 1952's XFL byte 4 and 2), and both read back the same records."""
+    path = str(tmp_path)
+    for level in (1, 9):
+        config = {"compression.type": "gzip", "compression.level": str(level)}
+        produce_values(path, spelling, f"level-{level}", config)
+    with eoslog.open(path, durability="none") as broker:
+        for level in (1, 9):
+            topic = f"level-{level}"
+            assert consumed(broker, topic) == VALUES
+            batches = bytes(broker.log(topic, 0).read(0, 1 << 20).records)
+            # The first batch's records section starts after its 61-byte header; XFL is
+            # byte 8 of the gzip stream.
+            assert batches[61 + 8] == {1: 4, 9: 2}[level]
+
+
+def test_a_compression_level_outside_librdkafkas_range_is_refused(tmp_path: Path) -> None:
+    with eoslog.open(str(tmp_path), durability="none") as broker:
+        for level in (-2, 13):
+            with pytest.raises(eoslog.KafkaException):
+                broker.producer({"compression.type": "gzip", "compression.level": level})

@@ -150,4 +150,60 @@ def test_an_unknown_codec_is_refused() -> None:
     with pytest.raises(ValueError, match="codec 5"):
         compression.compress(5, b"x")
     with pytest.raises(ValueError, match="level"):
-        compression.compress(layout.COMPRESSION_ZSTD, b"x", level=23)
+        compression.compress(layout.COMPRESSION_ZSTD, b"x", level=-2)
+    # A level past the codec's highest is lowered to it, as librdkafka does (not refused).
+    assert compression.compress(layout.COMPRESSION_ZSTD, b"x", level=23) == (
+        compression.compress(layout.COMPRESSION_ZSTD, b"x", level=22)
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "asked", "used"),
+    [
+        ("gzip", -1, 6),  # Kafka's default: the JDK's
+        ("gzip", 0, 0),  # stored, still a gzip stream
+        ("gzip", 12, 9),  # past gzip's highest: its highest, as librdkafka lowers it
+        ("lz4", -1, 0),  # lz4's fast mode, as Kafka and librdkafka write by default
+        ("lz4", 12, 12),
+        ("zstd", -1, 3),
+        ("zstd", 12, 12),
+        ("snappy", 5, 0),  # snappy has no levels
+    ],
+)
+def test_a_compression_level_is_the_codecs_own_or_its_default(
+    name: str, asked: int, used: int
+) -> None:
+    assert compression.codec_level(codec_id(name), asked) == used
+
+
+@pytest.mark.parametrize("name", CODECS)
+def test_a_level_below_minus_one_is_refused(name: str) -> None:
+    with pytest.raises(ValueError, match="-1"):
+        compression.compress(codec_id(name), b"x", -2)
+
+
+@pytest.mark.parametrize("name", CODECS)
+@pytest.mark.parametrize("level", [-1, 0, 1, 5, 12])
+def test_every_level_round_trips(name: str, level: int) -> None:
+    data = records_section(100_000)
+    packed = compression.compress(codec_id(name), data, level)
+    assert compression.decompress(codec_id(name), packed, len(data)) == data
+
+
+def test_gzip_writes_the_level_it_was_given() -> None:
+    """RFC 1952's XFL byte says which deflate level wrote the stream (4: fastest, 2: best), and
+    level 9 deflates exactly as zlib's level 9."""
+    data = records_section(50_000)
+    fastest = compression.compress(layout.COMPRESSION_GZIP, data, 1)
+    best = compression.compress(layout.COMPRESSION_GZIP, data, 9)
+    assert (fastest[8], best[8]) == (4, 2)
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    assert best[10:-8] == deflate.compress(data) + deflate.flush()
+
+
+@pytest.mark.parametrize("name", ["lz4", "zstd"])
+def test_a_higher_level_compresses_smaller(name: str) -> None:
+    data = records_section(200_000)
+    assert len(compression.compress(codec_id(name), data, 12)) < len(
+        compression.compress(codec_id(name), data, 1)
+    )

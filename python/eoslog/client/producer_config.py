@@ -30,7 +30,7 @@ from eoslog.client.config_reader import (
 )
 from eoslog.errors import InvalidConfigError
 from eoslog.record import layout
-from eoslog.record.compression import CODEC_NAMES
+from eoslog.record.compression import CODEC_NAMES, LEVEL_DEFAULT
 
 # Kafka's int32 config fields (retries, the timeouts) are bounded by Java's Integer.MAX_VALUE.
 _INT32_MAX: Final = (1 << 31) - 1
@@ -55,6 +55,7 @@ class ProducerSettings:
     batch_records_max: int = limits.producer_batch_records_max_default
     linger_ms: float = limits.linger_ms_default
     compression: int = layout.COMPRESSION_NONE
+    compression_level: int = LEVEL_DEFAULT  # -1: the codec's default
     acks: int = -1
     client_id: str = "rdkafka"  # librdkafka's default client.id
     queue_messages_max: int = limits.queue_messages_max_default
@@ -112,6 +113,7 @@ def parse(config: Mapping[str, object]) -> ProducerSettings:
         ),
         linger_ms=values.get("queue.buffering.max.ms", limits.linger_ms_default),  # type: ignore[arg-type]
         compression=values.get("compression.codec", layout.COMPRESSION_NONE),  # type: ignore[arg-type]
+        compression_level=values.get("compression.level", LEVEL_DEFAULT),  # type: ignore[arg-type]
         acks=acks,  # type: ignore[arg-type]
         client_id=values.get("client.id", "rdkafka"),  # type: ignore[arg-type]
         queue_messages_max=values.get(  # type: ignore[arg-type]
@@ -178,6 +180,9 @@ _APPLIED: Final[dict[str, Callable[[str, object], object]]] = {
     "batch.num.messages": _between(1, limits.producer_batch_records_max_ceiling),
     "queue.buffering.max.ms": _between(0, limits.linger_ms_max),  # linger.ms; refuses NaN
     "compression.codec": _compression,
+    # librdkafka's range (-1 .. 12) is checked as it reads the value; a level past the codec's
+    # highest is lowered to it (eoslog.record.compression.codec_level).
+    "compression.level": _as_given,
     "request.required.acks": _acks,
     "client.id": _text_or_default("rdkafka"),
     # librdkafka also takes 0 here; eoslog's queue holds at least one message.

@@ -98,6 +98,7 @@ class BatchAccumulator:
     def new_builder(self, batch_bytes_max: int) -> Any:
         return codec.BatchBuilder(
             compression=self._settings.compression,
+            compression_level=self._settings.compression_level,
             producer_id=self.producer_id,
             producer_epoch=self.producer_epoch,
             batch_bytes_max=batch_bytes_max,

@@ -42,12 +42,20 @@ CODEC_NAMES: Final = {
     "lz4": layout.COMPRESSION_LZ4,
     "zstd": layout.COMPRESSION_ZSTD,
 }
-# Kafka's default level per codec (KIP-390: compression.gzip.level -1 is the JDK default, 6;
-# compression.zstd.level 3); snappy has no levels, lz4 keeps lz4frame's.
-_DEFAULT_LEVEL: Final = {layout.COMPRESSION_GZIP: 6, layout.COMPRESSION_ZSTD: 3}
+# A level of -1 asks for the codec's default: Kafka's (KIP-390: gzip -1 is the JDK default, 6;
+# zstd 3; lz4 0, lz4frame's fast mode). snappy has no levels.
+LEVEL_DEFAULT: Final = -1
+_DEFAULT_LEVEL: Final = {
+    layout.COMPRESSION_GZIP: 6,
+    layout.COMPRESSION_LZ4: 0,
+    layout.COMPRESSION_ZSTD: 3,
+}
+# The levels each codec has. A level above its codec's highest is lowered to it, as librdkafka
+# does with compression.level (one key for every codec); gzip 0 stores, zstd 0 is its default.
 LEVEL_RANGES: Final = {
-    layout.COMPRESSION_GZIP: (1, 9),
-    layout.COMPRESSION_ZSTD: (1, 22),
+    layout.COMPRESSION_GZIP: (0, 9),
+    layout.COMPRESSION_LZ4: (0, 12),
+    layout.COMPRESSION_ZSTD: (0, 22),
 }
 
 _STREAM_CODECS: Final = {layout.COMPRESSION_GZIP: "gzip", layout.COMPRESSION_ZSTD: "zstd"}
@@ -65,21 +73,30 @@ _INT32: Final = struct.Struct(">i")
 _VARINT32_BYTES_MAX: Final = 5
 
 
-def compress(codec: int, data: Buffer, level: int | None = None) -> bytes:
-    """The records section `data` compressed with `codec` (1-4) at `level` (None: Kafka's
-    default for the codec; ignored by snappy and lz4). ValueError for codec 0 or an unknown
-    one, or a level outside LEVEL_RANGES."""
+def codec_level(codec: int, level: int) -> int:
+    """The level `codec` (1-4) compresses at for a requested `level`: LEVEL_DEFAULT (-1) is the
+    codec's default, a level past the codec's highest is its highest (librdkafka's rule for
+    compression.level), snappy has none (0). ValueError below -1 or for an unknown codec."""
+    if codec not in CODEC_NAMES.values() or codec == layout.COMPRESSION_NONE:
+        raise ValueError(f"codec {codec} is not one of Kafka's compression codecs 1-4")
+    if level < LEVEL_DEFAULT:
+        raise ValueError(f"compression level must be -1 (the codec's default) or more, not {level}")
+    if codec == layout.COMPRESSION_SNAPPY:
+        return 0
+    if level == LEVEL_DEFAULT:
+        return int(_DEFAULT_LEVEL[codec])
+    return min(level, LEVEL_RANGES[codec][1])
+
+
+def compress(codec: int, data: Buffer, level: int = LEVEL_DEFAULT) -> bytes:
+    """The records section `data` compressed with `codec` (1-4) at `level` (codec_level: -1
+    is Kafka's default for the codec, a level past the codec's highest is its highest; snappy
+    has none). ValueError for codec 0 or an unknown one, or a level below -1."""
+    level = codec_level(codec, level)
     if codec == layout.COMPRESSION_LZ4:
-        return lz4frame.compress(data)
+        return lz4frame.compress(data, level)
     if codec == layout.COMPRESSION_SNAPPY:
         return _xerial_compress(memoryview(data).cast("B"))
-    if codec not in _STREAM_CODECS:
-        raise ValueError(f"codec {codec} is not one of Kafka's compression codecs 1-4")
-    if level is None:
-        level = _DEFAULT_LEVEL[codec]
-    low, high = LEVEL_RANGES[codec]
-    if not low <= level <= high:
-        raise ValueError(f"{_STREAM_CODECS[codec]} level must be in [{low}, {high}], not {level}")
     result: bytes = pa.Codec(_STREAM_CODECS[codec], compression_level=level).compress(
         data, asbytes=True
     )

@@ -125,11 +125,13 @@ def header_checksum(descriptor: Buffer) -> int:
     return (xxh32(descriptor) >> 8) & 0xFF
 
 
-def compress(records: Buffer) -> bytes:
+def compress(records: Buffer, level: int = 0) -> bytes:
     """The LZ4 frame Kafka writes around a records section: `04 22 4D 18 60 40 82`, blocks of at
-    most 64 KiB (stored raw when they do not shrink), end mark `00 00 00 00`."""
+    most 64 KiB (stored raw when they do not shrink), end mark `00 00 00 00`. `level`: 0 is
+    lz4's fast mode, 3 to 12 its high-compression modes (the frame is read the same way)."""
     frame: bytes = lz4.frame.compress(
         records,
+        compression_level=level,
         block_size=lz4.frame.BLOCKSIZE_MAX64KB,
         block_linked=False,
         content_checksum=False,

@@ -20,6 +20,7 @@ import numpy.typing as npt
 # while eoslog.errors is still initialising, so its names are looked up at call time.
 from eoslog import errors, limits
 from eoslog.record import compression, control, layout
+from eoslog.record.compression import LEVEL_DEFAULT, codec_level
 from eoslog.record.pyprimitives import (
     INT16_MAX,
     INT16_MIN,
@@ -172,13 +173,14 @@ def _assemble(
     producer_id: int,
     producer_epoch: int,
     base_sequence: int,
+    compression_level: int = LEVEL_DEFAULT,
 ) -> bytes:
-    """Header + records section (compressed with the codec `attributes` name), with length
-    and CRC filled in."""
+    """Header + records section (compressed with the codec `attributes` name, at
+    `compression_level`), with length and CRC filled in."""
     section = b"".join(records)
     codec = attributes & layout.COMPRESSION_MASK
     if codec != layout.COMPRESSION_NONE:
-        section = compression.compress(codec, section)
+        section = compression.compress(codec, section, compression_level)
     batch = bytearray(layout.HEADER_SIZE)
     batch += section
     _HEADER.pack_into(
@@ -221,14 +223,19 @@ class BatchBuilder:
         partition_leader_epoch: int = -1,
         base_offset: int = 0,
         batch_bytes_max: int = limits.batch_bytes_max,
+        compression_level: int = LEVEL_DEFAULT,
     ) -> None:
         """ValueError for a compression other than Kafka's 0 (none) to 4 (zstd), a
+        compression level below -1 (-1: the codec's default; compression.codec_level), a
         timestamp type other than 0/1, a transactional batch without a producer id, or (after
         those) a producer id, epoch, sequence, leader epoch or base offset outside its field."""
         if not layout.COMPRESSION_NONE <= compression <= layout.COMPRESSION_ZSTD:
             raise ValueError(
                 f"unsupported compression {compression}: Kafka's codecs are 0 (none) to 4 (zstd)"
             )
+        if compression != layout.COMPRESSION_NONE:
+            compression_level = codec_level(compression, compression_level)
+        self._compression_level = compression_level
         if timestamp_type not in (layout.TIMESTAMP_CREATE_TIME, layout.TIMESTAMP_LOG_APPEND_TIME):
             raise ValueError(
                 f"timestamp_type must be 0 (CreateTime) or 1 (LogAppendTime), got {timestamp_type}"
@@ -400,6 +407,7 @@ class BatchBuilder:
             producer_id=self._producer_id,
             producer_epoch=self._producer_epoch,
             base_sequence=self._base_sequence,
+            compression_level=self._compression_level,
         )
 
     def reset(self) -> None:
