@@ -25,6 +25,8 @@ class ProducerBatch:
     reports: list[Any] | None
     """REPORT_STRIDE entries per record, or None while no record has a callback."""
     results: list[Any] | None
+    value_bytes: int
+    """Its records' values' bytes, counted against queue.buffering.max.kbytes."""
     """produce_batch() batches collect their outcome here instead of the report queue."""
 
     def __init__(self, builder: Any, opened_s: float) -> None: ...
@@ -61,8 +63,12 @@ class RecordAccumulator:
     the lock); otherwise a transactional producer's produce() takes the Python path."""
     outstanding: int
     """Produced and not yet reported to poll()/flush()."""
+    outstanding_bytes: int
+    """Their values' bytes (librdkafka's measure for queue.buffering.max.kbytes)."""
     @property
     def outstanding_max(self) -> int: ...
+    @property
+    def outstanding_bytes_max(self) -> int: ...
     @property
     def batch_records_max(self) -> int: ...
     @property
@@ -98,6 +104,7 @@ class RecordAccumulator:
         record_bytes_max: int = 0,
         key_hash: int = 1,
         empty_key_random: bool = False,
+        outstanding_bytes_max: int = ...,
     ) -> None:
         """ValueError if outstanding_max or batch_records_max is below 1."""
 

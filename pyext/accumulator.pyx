@@ -22,6 +22,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.list cimport PyList_Append
 from cpython.pycapsule cimport PyCapsule_GetPointer
 from cpython.ref cimport PyObject
+from cpython.pyport cimport PY_SSIZE_T_MAX
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 from libc.stdlib cimport llabs
 from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
@@ -103,11 +104,15 @@ cdef class ProducerBatch:
     cdef public list reports
     # produce_batch() batches collect their outcome here instead of the report queue.
     cdef public list results
+    # The bytes of its records' values, counted against queue.buffering.max.kbytes until the
+    # batch is reported.
+    cdef public Py_ssize_t value_bytes
 
     def __init__(self, builder, double opened_s):
         self.builder = builder
         self.opened_s = opened_s
         self.count = 0
+        self.value_bytes = 0
         self.raw = b""
         self.base_sequence = -1
         self.reports = None
@@ -158,6 +163,9 @@ cdef class RecordAccumulator:
     cdef public bint unusable  # closed or failed: produce() takes the Python path
     cdef public Py_ssize_t outstanding  # produced and not yet reported to poll()/flush()
     cdef readonly Py_ssize_t outstanding_max
+    # Their values' bytes, librdkafka's measure for queue.buffering.max.kbytes.
+    cdef public Py_ssize_t outstanding_bytes
+    cdef readonly Py_ssize_t outstanding_bytes_max
     cdef readonly Py_ssize_t batch_records_max
     cdef readonly bint close_every_record
     cdef readonly bint transactional
@@ -186,7 +194,8 @@ cdef class RecordAccumulator:
     def __init__(self, lock, dict sticky, slow, send, clock_ms, default_report, *,
                  Py_ssize_t outstanding_max, Py_ssize_t batch_records_max,
                  bint close_every_record, bint transactional, bint check_record_bytes=False,
-                 Py_ssize_t record_bytes_max=0, int key_hash=HASH_MURMUR2, bint empty_key_random=False):
+                 Py_ssize_t record_bytes_max=0, int key_hash=HASH_MURMUR2, bint empty_key_random=False,
+                 Py_ssize_t outstanding_bytes_max=PY_SSIZE_T_MAX):
         if outstanding_max < 1 or batch_records_max < 1:
             raise ValueError("outstanding_max and batch_records_max must be at least 1")
         self.acquire = lock.acquire
@@ -207,6 +216,8 @@ cdef class RecordAccumulator:
         self.in_transaction = False
         self.unusable = False
         self.outstanding = 0
+        self.outstanding_bytes = 0
+        self.outstanding_bytes_max = outstanding_bytes_max
         self.topics = {}
 
     def add_partition(self, str topic, Py_ssize_t partitions, PartitionState state not None):
@@ -298,6 +309,9 @@ cdef class RecordAccumulator:
             return self.slow(topic, value, key, partition, on_delivery, timestamp, headers,
                              callback=callback)
         report = on_delivery or callback or self.default_report
+        cdef Py_ssize_t value_bytes = (
+            0 if record_value is None else PyBytes_GET_SIZE(record_value)
+            if type(record_value) is bytes else len(record_value))
         cdef Py_ssize_t partition_index
         cdef int64_t timestamp_ms
         try:
@@ -321,6 +335,7 @@ cdef class RecordAccumulator:
         try:
             state = None
             if (not self.unusable and self.outstanding < self.outstanding_max
+                    and value_bytes <= self.outstanding_bytes_max - self.outstanding_bytes
                     and (self.in_transaction or not self.transactional)):
                 state = self.find(topic, record_key, partition_index)
             if state is not None:
@@ -343,7 +358,9 @@ cdef class RecordAccumulator:
                     elif reports is not None:
                         reports.extend(NO_REPORT)
                     batch.count += 1
+                    batch.value_bytes += value_bytes
                     self.outstanding += 1
+                    self.outstanding_bytes += value_bytes
                     send = bool(state.pending)
         finally:
             self.release()

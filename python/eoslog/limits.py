@@ -104,6 +104,8 @@ linger_ms_default: Final = 5
 linger_ms_max: Final = 900_000
 # librdkafka's queue.buffering.max.messages: produce() raises BufferError beyond it.
 queue_messages_max_default: Final = 100_000
+# librdkafka's queue.buffering.max.kbytes default (1 GiB of record values not yet reported).
+queue_kbytes_max_default: Final = 1_048_576
 # Kafka's delivery.timeout.ms default: how long retriable append errors are retried.
 delivery_timeout_ms_default: Final = 120_000
 # Kafka's retry.backoff.ms default, and librdkafka's upper bound for it.

@@ -168,6 +168,31 @@ def test_queue_full_and_closed_raise_on_the_native_path(broker: eoslog.Broker) -
     assert len(data) > layout.HEADER_SIZE
 
 
+def test_queue_buffering_max_kbytes_bounds_the_values_not_yet_reported(
+    broker: eoslog.Broker,
+) -> None:
+    """librdkafka counts each record's value against queue.buffering.max.kbytes from
+    produce() until its report is served: past it produce() raises BufferError, on either
+    path, and a poll() after the flush frees the room again."""
+    broker.create_topic("t", 1)
+    producer = broker.producer({"queue.buffering.max.kbytes": "2", "linger.ms": LINGER_NEVER_MS})
+    value = b"v" * 512
+    for _ in range(4):  # 2,048 bytes: exactly the bound
+        producer.produce("t", value)
+    for extra in (b"x", value):
+        with pytest.raises(BufferError, match="Queue full"):
+            producer.produce("t", extra)
+    producer.produce("t", None)  # a null value takes no room
+    producer.produce("t", b"")
+    assert len(producer) == 6
+    assert producer.flush(10) == 0
+    producer.produce("t", value)
+    assert producer.flush(10) == 0
+    data = bytes(broker.log("t", 0).read(0).records)
+    assert sum(h.records_count for _, h in codec.iter_headers(data)) == 7
+    producer.close()
+
+
 # --- a transactional producer: the native path serves records only inside a transaction -------
 
 

@@ -162,6 +162,7 @@ class Producer(TransactionalCalls):
             record_bytes_max=settings.message_bytes_max,
             key_hash=rule.key_hash,
             empty_key_random=rule.empty_key_random,
+            outstanding_bytes_max=settings.queue_kbytes_max * 1024,
         )
         self._batches = BatchAccumulator(
             settings,
@@ -200,7 +201,8 @@ class Producer(TransactionalCalls):
     ) -> None:
         """Queue one record (confluent's produce; `callback` is its alias of on_delivery).
         timestamp 0 means now (CreateTime). str keys and values are sent as UTF-8. Raises
-        BufferError when queue.buffering.max.messages are outstanding (call poll()),
+        BufferError when queue.buffering.max.messages are outstanding, or their values
+        would pass queue.buffering.max.kbytes (call poll()),
         UnknownTopicOrPartitionError, RecordTooLargeError (KafkaError MSG_SIZE_TOO_LARGE)
         for a record larger than message.max.bytes as librdkafka weighs it (record_bytes),
         or than eoslog's limits.batch_bytes_max (nothing queued then), and the producer's
@@ -234,7 +236,12 @@ class Producer(TransactionalCalls):
                 self._check_usable()
             if self._txn is not None and self._txn.state is not TxnState.IN_TRANSACTION:
                 self._txn.check_call("produce")  # raises: only inside a transaction
-            if self._accumulator.outstanding >= self._queue_messages_max:
+            native = self._accumulator
+            value_bytes = 0 if value is None else len(value)
+            if (
+                native.outstanding >= self._queue_messages_max
+                or native.outstanding_bytes + value_bytes > native.outstanding_bytes_max
+            ):
                 raise BufferError("Local: Queue full")
             batches.refresh_counts()
             if partition == PARTITION_ANY:
@@ -254,7 +261,9 @@ class Producer(TransactionalCalls):
             elif batch.reports is not None:
                 batch.reports += _NO_REPORT
             batch.count += 1
-            self._accumulator.outstanding += 1
+            batch.value_bytes += value_bytes
+            native.outstanding += 1
+            native.outstanding_bytes += value_bytes
             if batch.count >= self._batch_records_max or self._linger_s == 0:
                 batches.close(topic, state)
             send = bool(state.pending)

@@ -59,6 +59,7 @@ class ProducerSettings:
     acks: int = -1
     client_id: str = "rdkafka"  # librdkafka's default client.id
     queue_messages_max: int = limits.queue_messages_max_default
+    queue_kbytes_max: int = limits.queue_kbytes_max_default
     retries: int = _INT32_MAX  # librdkafka's default: retry until delivery.timeout.ms
     retry_backoff_ms: int = limits.retry_backoff_ms_default
     delivery_timeout_ms: int = limits.delivery_timeout_ms_default
@@ -118,6 +119,9 @@ def parse(config: Mapping[str, object]) -> ProducerSettings:
         client_id=values.get("client.id", "rdkafka"),  # type: ignore[arg-type]
         queue_messages_max=values.get(  # type: ignore[arg-type]
             "queue.buffering.max.messages", limits.queue_messages_max_default
+        ),
+        queue_kbytes_max=values.get(  # type: ignore[arg-type]
+            "queue.buffering.max.kbytes", limits.queue_kbytes_max_default
         ),
         retries=values.get("message.send.max.retries", _INT32_MAX),  # type: ignore[arg-type]
         retry_backoff_ms=values.get(  # type: ignore[arg-type]
@@ -187,6 +191,8 @@ _APPLIED: Final[dict[str, Callable[[str, object], object]]] = {
     "client.id": _text_or_default("rdkafka"),
     # librdkafka also takes 0 here; eoslog's queue holds at least one message.
     "queue.buffering.max.messages": _between(1, _INT32_MAX),
+    # librdkafka's range (1 .. 2147483647 KiB) is checked as it reads the value.
+    "queue.buffering.max.kbytes": _as_given,
     "message.send.max.retries": _as_given,
     "retry.backoff.ms": _between(1, limits.retry_backoff_ms_max),
     "message.timeout.ms": _as_given,

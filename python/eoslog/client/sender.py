@@ -466,6 +466,7 @@ class Sender:
         for index, (topic, state, batch, outcome) in enumerate(reports):
             with self._lock:
                 self._native.outstanding -= batch.count
+                self._native.outstanding_bytes -= batch.value_bytes
             served += batch.count
             if batch.reports is not None:
                 try:

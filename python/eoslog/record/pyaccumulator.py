@@ -10,6 +10,7 @@ state classes and the counters are the twin's part).
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -23,7 +24,16 @@ NO_REPORT: Final[tuple[None, ...]] = (None,) * REPORT_STRIDE
 class ProducerBatch:
     """A batch of one partition: open (builder filling), then closed (raw bytes), then done."""
 
-    __slots__ = ("base_sequence", "builder", "count", "opened_s", "raw", "reports", "results")
+    __slots__ = (
+        "base_sequence",
+        "builder",
+        "count",
+        "opened_s",
+        "raw",
+        "reports",
+        "results",
+        "value_bytes",
+    )
 
     def __init__(self, builder: Any, opened_s: float) -> None:
         self.builder: Any = builder
@@ -36,6 +46,9 @@ class ProducerBatch:
         self.reports: list[Any] | None = None
         # produce_batch() batches collect their outcome here instead of the report queue.
         self.results: list[Any] | None = None
+        # Its records' values' bytes, counted against queue.buffering.max.kbytes until the
+        # batch is reported.
+        self.value_bytes = 0
 
 
 class PartitionState:
@@ -74,6 +87,7 @@ class RecordAccumulator:
         record_bytes_max: int = 0,
         key_hash: int = 1,
         empty_key_random: bool = False,
+        outstanding_bytes_max: int = sys.maxsize,
     ) -> None:
         if outstanding_max < 1 or batch_records_max < 1:
             raise ValueError("outstanding_max and batch_records_max must be at least 1")
@@ -88,6 +102,8 @@ class RecordAccumulator:
         self.in_transaction = False
         self.unusable = False
         self.outstanding = 0
+        self.outstanding_bytes = 0
+        self.outstanding_bytes_max = outstanding_bytes_max
 
     def add_partition(self, topic: str, partitions: int, state: PartitionState) -> None:
         if not 0 <= state.partition < partitions:
