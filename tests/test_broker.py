@@ -474,12 +474,11 @@ def test_close_writes_kafka_checkpoints_and_the_clean_shutdown_marker(
     assert not [name for name in os.listdir(data_dir) if name.endswith(".tmp")]
 
 
-def test_a_log_start_inside_the_first_segment_is_ignored_and_dropped_from_the_checkpoint(
+def test_a_log_start_inside_the_first_segment_is_believed_and_written_back(
     open_broker: OpenBroker, data_dir: str
 ) -> None:
-    # eoslog moves the log start only by deleting whole segments: a checkpointed log start
-    # inside a segment is one the segments do not explain, and would hide records 0-1
-    # (eoslog.log.recovery): ignored, reported, and not written back.
+    # A log start inside a segment is what delete_records leaves (eoslog.log.recovery): the
+    # open believes it, and the next checkpoint keeps it.
     broker = open_broker()
     broker.create_topic("t", 1)
     for _ in range(5):
@@ -489,10 +488,10 @@ def test_a_log_start_inside_the_first_segment_is_ignored_and_dropped_from_the_ch
         file.write("0\n1\nt 0 2\n")
     broker = open_broker()
     log = broker.log("t", 0)
-    assert log.log_start_offset == 0
-    assert "log start 2" in log.recovery_report.checkpoints_ignored[0]
+    assert log.log_start_offset == 2
+    assert log.recovery_report.checkpoints_ignored == []
     broker.close()
-    assert parse_checkpoint(os.path.join(data_dir, "log-start-offset-checkpoint")) == set()
+    assert parse_checkpoint(os.path.join(data_dir, "log-start-offset-checkpoint")) == {("t", 0, 2)}
 
 
 def test_context_manager_closes_the_broker(data_dir: str) -> None:

@@ -14,21 +14,19 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import re
 import threading
-import uuid
 import weakref
 from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, TypeVar
 
-from eoslog import limits
+from eoslog.broker_config import BROKER_DEFAULTS as BROKER_DEFAULTS
+from eoslog.broker_config import parse_broker_config
 from eoslog.clock import wall_clock_ms
 from eoslog.coordinator.group_coordinator import GroupCoordinator
 from eoslog.coordinator.producer_ids import ProducerIdManager
 from eoslog.coordinator.transaction_coordinator import TransactionCoordinator
 from eoslog.errors import (
-    InvalidConfigError,
     InvalidTopicError,
     KafkaException,
     KafkaStorageError,
@@ -37,10 +35,10 @@ from eoslog.errors import (
     UnknownTopicOrPartitionError,
 )
 from eoslog.fs import FileSystem, PosixFileSystem, make_directories, remove_tree
-from eoslog.log import checkpoints, meta_file, recovery
+from eoslog.log import checkpoints, meta_file, recovery, topic_changes
 from eoslog.log.append_signal import AppendSignal
 from eoslog.log.checkpoints import AbortedCounts
-from eoslog.log.config import BROKER_KEYS, DAY_MS, LogConfig
+from eoslog.log.config import LogConfig
 from eoslog.log.dir_lock import LOCK_FILE as LOCK_FILE
 from eoslog.log.dir_lock import lock_log_directory
 from eoslog.log.meta_file import META_FILE, partition_count, validate_topic_name
@@ -58,11 +56,6 @@ _log = logging.getLogger(__name__)
 _Client = TypeVar("_Client", "Consumer", "Producer")
 
 DURABILITY_MODES: Final = ("commit", "always", "none")
-# A partition directory being deleted: `<topic>-<partition>.<random>-delete` (Kafka's suffix),
-# the topic cut short so that the name fits limits.file_name_bytes_max (Kafka's
-# UnifiedLog.logDeleteDirName).
-DELETE_SUFFIX: Final = "-delete"
-_DELETE_DIRECTORY = re.compile(r"[a-zA-Z0-9._-]*-[0-9]+\.[0-9a-f]{32}-delete")
 TRANSACTION_STATE_TOPIC: Final = "__transaction_state"
 CONSUMER_OFFSETS_TOPIC: Final = "__consumer_offsets"
 INTERNAL_TOPICS: Final = (TRANSACTION_STATE_TOPIC, CONSUMER_OFFSETS_TOPIC)
@@ -71,30 +64,6 @@ INTERNAL_TOPICS: Final = (TRANSACTION_STATE_TOPIC, CONSUMER_OFFSETS_TOPIC)
 # must not vanish because it is old or because the topic grew (the broker-level
 # log.retention.ms and log.retention.bytes apply to user topics only).
 _KEPT_WHOLE: Final = {"retention.ms": -1, "retention.bytes": -1}
-
-# Broker properties this layer understands, with Kafka's defaults. Kafka spreads its internal
-# topics over 50 partitions to balance load across brokers; one embedded node has nothing to
-# balance, so eoslog defaults them to 1 (fewer files, faster open); both stay configurable.
-BROKER_DEFAULTS: Final[dict[str, int]] = {
-    # A topic a producer (or a consumer allowing it) names before it exists is created with
-    # num.partitions partitions and the broker's log defaults (topic_metadata).
-    "auto.create.topics.enable": True,
-    "num.partitions": 1,
-    "log.retention.check.interval.ms": 300_000,
-    "transaction.state.log.num.partitions": 1,
-    "transaction.state.log.segment.bytes": 100 * 1024 * 1024,
-    "offsets.topic.num.partitions": 1,
-    "offsets.topic.segment.bytes": 100 * 1024 * 1024,
-    # Used by the transaction coordinator and the broker's timer that aborts timed-out
-    # transactions (the transaction keys), and by every partition log's producer state
-    # (producer.id.expiration.ms).
-    "transaction.max.timeout.ms": 900_000,
-    "transaction.abort.timed.out.transaction.cleanup.interval.ms": 10_000,
-    "transactional.id.expiration.ms": 7 * DAY_MS,
-    "producer.id.expiration.ms": DAY_MS,
-}
-
-_BOOLEAN_KEYS: Final = frozenset({"auto.create.topics.enable"})
 
 
 class Broker:
@@ -121,7 +90,7 @@ class Broker:
             fs = self._own_fs = PosixFileSystem(self.path)
         self.fs: FileSystem = fs
         self.clock_ms = clock_ms or wall_clock_ms
-        self.settings, self.default_log_config = _parse_broker_config(config or {})
+        self.settings, self.default_log_config = parse_broker_config(config or {})
         self._lock = threading.RLock()
         # Serializes the writers of the checkpoint files and the clean-shutdown marker (each
         # writes `<name>.tmp` and renames it; two at once would collide). eoslog.meta's
@@ -133,9 +102,10 @@ class Broker:
         # wait on it instead of sleep-polling (eoslog.log.append_signal).
         self.append_signal = AppendSignal()
         self._topics: dict[str, TopicMetadata] = {}
-        # Bumped by every topic creation and deletion (under the lock): a client compares it
-        # with the value its cached partition counts came from, as a Kafka client refreshes
-        # its metadata, and learns a new or deleted topic at its next call.
+        # Bumped by every topic creation, deletion and partition addition (under the lock): a
+        # client compares it with the value its cached partition counts came from, as a Kafka
+        # client refreshes its metadata, and learns a new or deleted topic (or a new partition)
+        # at its next call.
         self.topics_version = 0
         self._next_producer_id_block = 0
         self._coordinator_epoch = 0
@@ -220,7 +190,7 @@ class Broker:
         self._topics = self._read_meta()
         clean = checkpoints.take_clean_shutdown(self.fs, self.path)
         for entry in self.fs.list_directories(self.path):
-            if _DELETE_DIRECTORY.fullmatch(entry):
+            if topic_changes.DELETE_DIRECTORY.fullmatch(entry):
                 remove_tree(self.fs, os.path.join(self.path, entry))
         recovery_points, recovery_problem = checkpoints.read_believed_offsets(
             self.fs, os.path.join(self.path, checkpoints.RECOVERY_POINT_FILE)
@@ -234,6 +204,7 @@ class Broker:
         problems = [
             p for p in (recovery_problem, log_start_problem, aborted_problem) if p is not None
         ]
+        topic_changes.stray_partition_directories(self.fs.list_directories(self.path), self._topics)
         for name, partitions, segment_key in (
             (
                 TRANSACTION_STATE_TOPIC,
@@ -250,10 +221,7 @@ class Broker:
                 )
                 self._write_meta()
         for metadata in self._topics.values():
-            log_config = self.default_log_config.with_properties(metadata.config)
-            if metadata.name in INTERNAL_TOPICS:
-                # Whatever the broker's log.retention.* or an older eoslog.meta say.
-                log_config = log_config.with_properties(_KEPT_WHOLE)
+            log_config = self._log_config_of(metadata)
             for partition in range(metadata.num_partitions):
                 key = (metadata.name, partition)
                 self._logs[key] = self._open_log(
@@ -272,6 +240,14 @@ class Broker:
             # checkpoint, not a young partition (eoslog.log.recovery then trusts no recovery
             # point, or rescans every segment to rebuild its .txnindex).
             self._write_recovery_points()
+
+    def _log_config_of(self, metadata: TopicMetadata) -> LogConfig:
+        """The topic's effective config: the broker's defaults, overridden by its own."""
+        log_config = self.default_log_config.with_properties(metadata.config)
+        if metadata.name in INTERNAL_TOPICS:
+            # Whatever the broker's log.retention.* or an older eoslog.meta say.
+            log_config = log_config.with_properties(_KEPT_WHOLE)
+        return log_config
 
     def _open_log(
         self,
@@ -309,6 +285,7 @@ class Broker:
             durability=self.durability,
             loaded=loaded,
             persist_recovery_point=self._write_recovery_points,
+            persist_log_start=self._write_log_start_offsets,
             producer_expiration_ms=self.settings["producer.id.expiration.ms"],
             verify_transaction=self._verify_transaction,
             append_signal=self.append_signal,
@@ -384,7 +361,7 @@ class Broker:
                 raise TopicAlreadyExistsError(f"topic {name!r} already exists")
             metadata = TopicMetadata(name, partitions, stored)
             try:
-                self._create_partitions(metadata, log_config)
+                self._make_topic(metadata, log_config)
             except BaseException as error:
                 cause = KafkaStorageError(f"creating topic {name!r} failed: {error}")
                 failure = self._undo_create_topic(name, partitions, cause)
@@ -393,7 +370,7 @@ class Broker:
                 raise
             return metadata
 
-    def _create_partitions(self, metadata: TopicMetadata, log_config: LogConfig) -> None:
+    def _make_topic(self, metadata: TopicMetadata, log_config: LogConfig) -> None:
         """eoslog.meta naming the new topic, then its partitions, then their recovery points
         (create_topic's lock held)."""
         name = metadata.name
@@ -485,16 +462,92 @@ class Broker:
                 if name not in INTERNAL_TOPICS
             }
 
-    def delete_topic(self, name: str) -> None:
-        """Delete a user topic and its files; internal topics cannot be deleted."""
+    def _user_topic(self, name: str, change: str) -> TopicMetadata:
+        """The metadata of a user topic to change (broker lock held): InvalidTopicError for
+        a bad name or an internal topic (the coordinators own those), else
+        UnknownTopicOrPartitionError for an unknown one."""
         validate_topic_name(name)
         if name in INTERNAL_TOPICS:
-            raise InvalidTopicError(f"{name} is an internal topic and cannot be deleted")
+            raise InvalidTopicError(f"{name} is an internal topic and cannot be {change}")
+        self._check_open()
+        metadata = self._topics.get(name)
+        if metadata is None:
+            raise UnknownTopicOrPartitionError(f"unknown topic {name!r}")
+        return metadata
+
+    def create_partitions(
+        self, name: str, total: int, *, validate_only: bool = False
+    ) -> TopicMetadata:
+        """Kafka's CreatePartitions: grow the user topic to `total` partitions, crash-safely
+        (eoslog.log.topic_changes); producers and subscribed groups pick them up at their
+        next call (topics_version). Returns the new metadata. _user_topic's errors;
+        InvalidPartitionsError unless total is above the count now; KafkaStorageError if
+        the storage fails (the topic keeps its count). validate_only: check, change nothing."""
         with self._lock:
-            self._check_open()
-            metadata = self._topics.get(name)
-            if metadata is None:
-                raise UnknownTopicOrPartitionError(f"unknown topic {name!r}")
+            current = self._user_topic(name, "given partitions")
+            grown = topic_changes.grown_topic(current, total)
+            if validate_only:
+                return grown
+            config = self._log_config_of(grown)
+
+            def commit() -> None:
+                self._topics[name] = grown
+                try:
+                    self._write_meta()
+                except BaseException:
+                    self._topics[name] = current
+                    raise
+
+            logs = topic_changes.add_partitions(
+                self.fs,
+                self.path,
+                grown,
+                current.num_partitions,
+                lambda p: self._open_log(name, p, config, True, 0, 0, AbortedCounts(0, {})),
+                commit,
+            )
+            self._logs.update(((name, partition), log) for partition, log in logs.items())
+            self.topics_version += 1
+            self._write_recovery_points()  # as for a new topic (see _load)
+            return grown
+
+    def alter_topic_config(
+        self, name: str, changes: Mapping[str, object | None], *, validate_only: bool = False
+    ) -> TopicMetadata:
+        """Kafka's IncrementalAlterConfigs for a user topic: each key set to its value, or
+        given None, back to the broker's default. Checked as create_topic checks a config
+        (InvalidConfigError naming the key; nothing changed), persisted in eoslog.meta (one
+        atomic rename), then taken by every partition log at once (PartitionLog.reconfigure).
+        Returns the new metadata; _user_topic's errors; KafkaStorageError."""
+        with self._lock:
+            current = self._user_topic(name, "reconfigured")
+            altered, config = topic_changes.altered_config(
+                current, self.default_log_config, changes
+            )
+            if validate_only:
+                return altered
+            self._topics[name] = altered
+            try:
+                self._write_meta()
+            except OSError as error:
+                self._topics[name] = current
+                raise KafkaStorageError(f"altering topic {name!r} failed: {error}") from error
+            for partition in range(altered.num_partitions):
+                self._logs[(name, partition)].reconfigure(config)
+            return altered
+
+    def delete_records(self, topic: str, partition: int, offset: int) -> int:
+        """Kafka's DeleteRecords on a user topic's partition (PartitionLog.delete_records):
+        its log start moved up to `offset` (-1: the high watermark), durable before this
+        returns. Returns the new log start; _user_topic's errors, OffsetOutOfRangeError."""
+        with self._lock:
+            self._user_topic(topic, "trimmed")
+        return self.log(topic, partition).delete_records(offset)
+
+    def delete_topic(self, name: str) -> None:
+        """Delete a user topic and its files; internal topics cannot be deleted."""
+        with self._lock:
+            metadata = self._user_topic(name, "deleted")
             logs = [self._logs.pop((name, p)) for p in range(metadata.num_partitions)]
             for log in logs:
                 log.close()
@@ -503,7 +556,9 @@ class Broker:
                 # next open sweeps, never a stale directory a re-created topic would load.
                 doomed = []
                 for log in logs:
-                    target = os.path.join(self.path, _delete_directory_name(name, log.partition))
+                    target = os.path.join(
+                        self.path, topic_changes.delete_directory_name(name, log.partition)
+                    )
                     self.fs.rename(log.directory, target)
                     doomed.append(target)
                 self.fs.sync_dir(self.path)
@@ -650,19 +705,30 @@ class Broker:
             if self._checkpoints_final:
                 return False
             self._write_recovery_points_locked()
-            checkpoints.write_offsets(
-                self.fs,
-                os.path.join(self.path, checkpoints.LOG_START_OFFSET_FILE),
-                {
-                    (log.topic, log.partition): log.log_start_offset
-                    for log in logs
-                    if log.log_start_offset > log.segments[0].base_offset
-                },
-            )
+            self._write_log_start_offsets_locked(logs)
             if final:
                 checkpoints.write_clean_shutdown(self.fs, self.path)
                 self._checkpoints_final = True
             return True
+
+    def _write_log_start_offsets(self) -> None:
+        """Write the log-start checkpoint from every log's value now: a log start moved by
+        delete_records is durable before the request is answered."""
+        with self._checkpoint_lock:
+            if self._checkpoints_final:
+                raise KafkaStorageError(f"broker for {self.path} is closed")
+            self._write_log_start_offsets_locked(list(self._logs.values()))
+
+    def _write_log_start_offsets_locked(self, logs: list[PartitionLog]) -> None:
+        checkpoints.write_offsets(
+            self.fs,
+            os.path.join(self.path, checkpoints.LOG_START_OFFSET_FILE),
+            {
+                (log.topic, log.partition): log.log_start_offset
+                for log in logs
+                if log.log_start_offset > log.segments[0].base_offset
+            },
+        )
 
     def close(self, timeout: float | None = None) -> None:
         """Close the consumers this broker made that are still open (auto-committing their
@@ -753,40 +819,6 @@ class Broker:
         traceback: TracebackType | None,
     ) -> None:
         self.close()
-
-
-def _parse_broker_config(config: Mapping[str, object]) -> tuple[dict[str, int], LogConfig]:
-    settings = dict(BROKER_DEFAULTS)
-    topic_defaults: dict[str, object] = {}
-    for key, value in config.items():
-        if key in BROKER_KEYS:
-            topic_defaults[BROKER_KEYS[key]] = value
-        elif key in _BOOLEAN_KEYS:
-            # Kafka takes the strings "true" and "false" as well as booleans.
-            flag = {"true": True, "false": False}.get(str(value).lower(), value)
-            if not isinstance(flag, bool):
-                raise InvalidConfigError(f"{key} must be a boolean, not {value!r}")
-            settings[key] = flag
-        elif key in BROKER_DEFAULTS:
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise InvalidConfigError(f"{key} must be a non-negative integer, not {value!r}")
-            settings[key] = value
-        else:
-            raise InvalidConfigError(f"unknown broker configuration {key!r}")
-    return settings, LogConfig().with_properties(topic_defaults)
-
-
-def _delete_directory_name(topic: str, partition: int) -> str:
-    """The name a partition directory is renamed to before its files are removed: Kafka's
-    `<topic>-<partition>.<uuid hex>-delete`, the topic cut so that the name fits
-    limits.file_name_bytes_max (a topic may be 249 characters long: the plain name would not
-    fit)."""
-    suffix = f"-{partition}.{uuid.uuid4().hex}{DELETE_SUFFIX}"
-    name = topic[: limits.file_name_bytes_max - len(suffix)] + suffix
-    assert len(name.encode()) <= limits.file_name_bytes_max and _DELETE_DIRECTORY.fullmatch(name), (
-        name
-    )
-    return name
 
 
 def open(

@@ -12,6 +12,11 @@ marker; also those recovery writes at open), coordinator.complete.after (Complet
 applied, its record queued for the state partition's next append), offsets.commit.after (an
 offset commit appended to `__consumer_offsets`, plain or transactional, before it is
 acknowledged).
+
+Topic changes have their own points (TOPIC_CHANGE_POINTS), met only when a topic is changed:
+partitions.made (new partition directories made, eoslog.meta not yet renamed),
+partitions.committed (eoslog.meta names the new count, recovery points not yet written),
+records.deleted (delete_records' log start durable, the segments below it not yet deleted).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ POINTS: Final = (
     "coordinator.complete.after",
     "offsets.commit.after",
 )
+TOPIC_CHANGE_POINTS: Final = ("partitions.made", "partitions.committed", "records.deleted")
 ENV: Final = "EOSLOG_CRASH_AT"
 
 
@@ -42,8 +48,9 @@ def _parse(setting: str | None) -> tuple[str, int] | None:
     if not setting:
         return None
     name, _, count = setting.rpartition(":")
-    if name not in POINTS or not count.isdigit() or int(count) < 1:
-        raise ValueError(f"{ENV}={setting!r}: expected <point>:<n> with a point of {POINTS}")
+    known = (*POINTS, *TOPIC_CHANGE_POINTS)
+    if name not in known or not count.isdigit() or int(count) < 1:
+        raise ValueError(f"{ENV}={setting!r}: expected <point>:<n> with a point of {known}")
     return name, int(count)
 
 

@@ -398,6 +398,13 @@ class TopicAlreadyExistsError(KafkaException, ValueError):
     code = KafkaError.TOPIC_ALREADY_EXISTS
 
 
+class InvalidPartitionsError(KafkaException, ValueError):
+    """A partition count a topic cannot take: below 1 at creation, or not above the current
+    count when partitions are added (Kafka's InvalidPartitionsException)."""
+
+    code = KafkaError.INVALID_PARTITIONS
+
+
 # Index invariants: an index append that breaks them is our bug (docs/style.md rule 3), so these
 # are plain exceptions, not Kafka errors a client would see.
 class InvalidOffsetError(ValueError):

@@ -101,16 +101,6 @@ def test_describe_topics_gives_partitions_or_unknown(broker: Any) -> None:
     assert error_code(done["zz"]) == KafkaError.UNKNOWN_TOPIC_OR_PART
 
 
-def test_create_partitions_is_checked_then_refused_as_not_implemented(broker: Any) -> None:
-    broker.create_topic("a", 3)
-    done = broker.admin().create_partitions([NewPartitions("a", 5), NewPartitions("zz", 2)])
-    assert error_code(done["a"]) == KafkaError._NOT_IMPLEMENTED
-    assert error_code(done["zz"]) == KafkaError.UNKNOWN_TOPIC_OR_PART
-    fewer = broker.admin().create_partitions([NewPartitions("a", 2)])
-    assert error_code(fewer["a"]) == KafkaError.INVALID_PARTITIONS
-    assert broker.list_topics()["a"].num_partitions == 3
-
-
 def test_describe_configs_marks_what_was_set_on_the_topic(broker: Any) -> None:
     broker.create_topic("a", 1, config={"retention.ms": 1000})
     resource = ConfigResource(ResourceType.TOPIC, "a")
@@ -123,23 +113,6 @@ def test_describe_configs_marks_what_was_set_on_the_topic(broker: Any) -> None:
     assert error_code(done[ConfigResource("topic", "zz")]) == KafkaError.UNKNOWN_TOPIC_OR_PART
     node = broker.admin().describe_configs([ConfigResource("broker", "0")])
     assert "num.partitions" in node[ConfigResource("broker", "0")].result()
-
-
-def test_incremental_alter_configs_is_checked_then_refused(broker: Any) -> None:
-    broker.create_topic("a", 1)
-    good = ConfigResource(
-        "topic", "a", incremental_configs=[ek_admin.ConfigEntry("retention.ms", "5")]
-    )
-    bad = ConfigResource(
-        "topic", "zz", incremental_configs=[ek_admin.ConfigEntry("retention.ms", "5")]
-    )
-    done = broker.admin().incremental_alter_configs([good, bad])
-    assert error_code(done[good]) == KafkaError._NOT_IMPLEMENTED
-    assert error_code(done[bad]) == KafkaError.UNKNOWN_TOPIC_OR_PART
-    wrong = ConfigResource("topic", "a", incremental_configs=[ek_admin.ConfigEntry("nope", "5")])
-    assert error_code(broker.admin().incremental_alter_configs([wrong])[wrong]) == (
-        KafkaError.INVALID_CONFIG
-    )
 
 
 def test_groups_are_listed_described_altered_and_deleted(broker: Any) -> None:

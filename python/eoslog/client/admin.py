@@ -11,11 +11,9 @@ carrying the KafkaError with confluent's code (TOPIC_ALREADY_EXISTS, UNKNOWN_TOP
 INVALID_PARTITIONS, GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, ...). One key failing leaves the
 others to their own answers, as in Kafka.
 
-What the broker cannot do yet is refused in the future, with nothing changed: adding
-partitions to a topic and changing a topic's config after creation (eoslog.meta has no
-crash-safe update of an existing topic yet) get _NOT_IMPLEMENTED; OffsetSpec.max_timestamp()
-gets _UNSUPPORTED_FEATURE. delete_records is not offered (the partition log cannot move its
-log start offset on request yet).
+Adding partitions, changing a topic's config and deleting records are
+eoslog.client.admin_topic_changes. What the broker cannot do is refused in the future, with
+nothing changed: OffsetSpec.max_timestamp() gets _UNSUPPORTED_FEATURE.
 
 Thread safety: any thread may call; each call is one or more broker operations, each atomic.
 """
@@ -28,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from eoslog import arguments
 from eoslog.arguments import real
-from eoslog.client import admin_groups, admin_transactions
+from eoslog.client import admin_groups, admin_topic_changes, admin_transactions
 from eoslog.client.admin_transaction_types import (
     AbortTransactionSpec,
     ProducerState,
@@ -41,6 +39,7 @@ from eoslog.client.admin_types import (
     ConfigSource,
     ConsumerGroupDescription,
     ConsumerGroupTopicPartitions,
+    DeletedRecords,
     IsolationLevel,
     ListConsumerGroupsResult,
     ListOffsetsResultInfo,
@@ -66,12 +65,14 @@ if TYPE_CHECKING:
     from eoslog.log.partition import PartitionLog
 
 _V = TypeVar("_V")
+_K = TypeVar("_K", TopicPartition, ConfigResource)
+_R = TypeVar("_R", NewTopic, NewPartitions)
 
 # The topic names Kafka marks is_internal (eoslog's two internal topics).
 _INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
-class AdminBroker(Protocol):
+class AdminBroker(admin_topic_changes.TopicChanger, Protocol):
     """What the AdminClient needs of the Broker."""
 
     path: str
@@ -161,21 +162,12 @@ class AdminClient:
             "create_topics", kwargs, ("validate_only", "operation_timeout", "request_timeout")
         )
         topics = non_empty_list(new_topics, NewTopic, "NewTopic objects")
-        validate_only = kwargs.get("validate_only", False)
-        if not isinstance(validate_only, bool):
-            raise TypeError(
-                f"Expected validate_only to be bool type, not {type(validate_only).__name__}"
-            )
-        named = [topic.topic for topic in topics]
-        out: dict[str, Future[None]] = {}
-        for topic in topics:
-            if named.count(topic.topic) > 1:
-                out[topic.topic] = answered(
-                    _raiser(KafkaError.INVALID_REQUEST, f"topic {topic.topic} is named twice")
-                )
-                continue
-            out[topic.topic] = answered(self._create_topic, topic, validate_only)
-        return out
+        validate_only = _validate_only(kwargs)
+        return _each_topic_once(
+            {topic.topic: topic for topic in topics},
+            [topic.topic for topic in topics],
+            lambda topic: self._create_topic(topic, validate_only),
+        )
 
     def _create_topic(self, topic: NewTopic, validate_only: bool) -> None:
         validate_topic_name(topic.topic)
@@ -242,32 +234,25 @@ class AdminClient:
     def create_partitions(
         self, new_partitions: list[NewPartitions], **kwargs: Any
     ) -> dict[str, Future[None]]:
-        """Checked as Kafka checks it: UNKNOWN_TOPIC_OR_PART, INVALID_PARTITIONS for a count not
-        above the current one; a valid request is refused with _NOT_IMPLEMENTED (module
-        docstring), nothing changed."""
+        """Grow each topic to new_total_count partitions (Broker.create_partitions, crash-safe;
+        producers and subscribed groups pick the new partitions up at their next call): None,
+        or UNKNOWN_TOPIC_OR_PART, INVALID_PARTITIONS (not above the count now),
+        INVALID_REPLICA_ASSIGNMENT, TOPIC_EXCEPTION (an internal topic), INVALID_REQUEST (a
+        topic named twice). validate_only=True checks all of it and changes nothing."""
         check_options(
             "create_partitions",
             kwargs,
             ("validate_only", "operation_timeout", "request_timeout"),
         )
         requests = non_empty_list(new_partitions, NewPartitions, "NewPartitions objects")
-        return {request.topic: answered(self._create_partitions, request) for request in requests}
-
-    def _create_partitions(self, request: NewPartitions) -> None:
-        current = self._broker.topic_metadata(request.topic).num_partitions
-        wanted = request.new_total_count
-        if wanted == current:
-            raise refused(KafkaError.INVALID_PARTITIONS, f"Topic already has {current} partitions.")
-        if wanted < current:
-            raise refused(
-                KafkaError.INVALID_PARTITIONS,
-                f"Topic currently has {current} partitions, which is higher than the requested "
-                f"{wanted}.",
-            )
-        raise refused(
-            KafkaError._NOT_IMPLEMENTED,
-            f"eoslog cannot add partitions to topic {request.topic} yet: its partition count is "
-            "fixed at creation (delete and re-create the topic)",
+        validate_only = _validate_only(kwargs)
+        admin_topic_changes.check_new_partitions(requests)
+        return _each_topic_once(
+            {request.topic: request for request in requests},
+            [request.topic for request in requests],
+            lambda request: admin_topic_changes.create_partitions(
+                self._broker, request, validate_only
+            ),
         )
 
     # --- configs ----------------------------------------------------------------------------
@@ -314,9 +299,13 @@ class AdminClient:
     def incremental_alter_configs(
         self, resources: list[ConfigResource], **kwargs: Any
     ) -> dict[ConfigResource, Future[None]]:
-        """Checked (UNKNOWN_TOPIC_OR_PART, INVALID_CONFIG for a key or value a topic cannot
-        take, INVALID_REQUEST for a resource other than a topic), then refused with
-        _NOT_IMPLEMENTED: a topic's config is fixed at creation (module docstring)."""
+        """Change topic configs (Broker.alter_topic_config: checked as create_topics checks
+        them, persisted crash-safely, taken by the live partition logs): SET a value, DELETE
+        back to the broker's default; a resource's entries apply together or not at all.
+        None, or UNKNOWN_TOPIC_OR_PART, INVALID_CONFIG (a bad key or value; APPEND/SUBTRACT,
+        which need a list-typed config), TOPIC_EXCEPTION (an internal topic), INVALID_REQUEST
+        (a BROKER resource: its settings are fixed at open; another type), _INVALID_ARG (a
+        resource named twice). validate_only=True checks and changes nothing."""
         check_options(
             "incremental_alter_configs",
             kwargs,
@@ -329,26 +318,16 @@ class AdminClient:
                     "expected non-empty list of ConfigEntry to alter incrementally in "
                     "incremental_configs field"
                 )
-        return {resource: answered(self._alter_config, resource) for resource in wanted}
-
-    def _alter_config(self, resource: ConfigResource) -> None:
-        if resource.restype is not ResourceType.TOPIC:
-            raise refused(
-                KafkaError.INVALID_REQUEST,
-                f"eoslog alters TOPIC configs only, not {resource!r}",
+        validate_only = _validate_only(kwargs)
+        admin_topic_changes.check_alterations(wanted)
+        if admin_topic_changes.duplicated(wanted):
+            return _all_refused(wanted, "Duplicate ConfigResource found")
+        return {
+            resource: answered(
+                admin_topic_changes.alter_config, self._broker, resource, validate_only
             )
-        self._broker.topic_metadata(resource.name)
-        changes = {
-            entry.name: entry.value
-            for entry in resource.incremental_configs
-            if entry.value is not None
+            for resource in wanted
         }
-        LogConfig().with_properties(changes)  # InvalidConfigError
-        raise refused(
-            KafkaError._NOT_IMPLEMENTED,
-            f"eoslog cannot change topic {resource.name}'s config yet: a topic's config is "
-            "fixed at creation (delete and re-create the topic)",
-        )
 
     # --- groups (eoslog.client.admin_groups) ----------------------------------------------
 
@@ -410,6 +389,22 @@ class AdminClient:
         return {group_id: answered(groups.delete_group, group_id) for group_id in ids}
 
     # --- offsets ----------------------------------------------------------------------------
+
+    def delete_records(
+        self, topic_partition_offsets: list[TopicPartition], **kwargs: Any
+    ) -> dict[TopicPartition, Future[DeletedRecords]]:
+        """Delete the records below each TopicPartition's offset (OFFSET_END, -1: all of
+        them) by moving the partition's log start offset up (Broker.delete_records; durable
+        before the future is set): DeletedRecords(low_watermark), or OFFSET_OUT_OF_RANGE
+        (past the high watermark), UNKNOWN_TOPIC_OR_PART, TOPIC_EXCEPTION (an internal
+        topic), _INVALID_ARG (a partition named twice)."""
+        check_options("delete_records", kwargs, ("operation_timeout", "request_timeout"))
+        request = admin_topic_changes.check_delete_records(topic_partition_offsets)
+        if admin_topic_changes.duplicated(request):
+            return _all_refused(request, "Duplicate partitions not allowed")
+        return {
+            tp: answered(admin_topic_changes.delete_records, self._broker, tp) for tp in request
+        }
 
     def list_offsets(
         self, topic_partition_offsets: dict[TopicPartition, OffsetSpec], **kwargs: Any
@@ -506,6 +501,33 @@ class AdminClient:
         check_options("abort_transaction", kwargs, ("request_timeout",))
         checked = admin_transactions.check_spec(spec)
         return answered(admin_transactions.abort, self._broker, checked)
+
+
+def _each_topic_once(
+    requests: Mapping[str, _R], named: list[str], work: Callable[[_R], None]
+) -> dict[str, Future[None]]:
+    """Each topic's request answered by work(request), except a topic the call names more
+    than once: INVALID_REQUEST, as Kafka answers a duplicate topic."""
+    return {
+        name: answered(_raiser(KafkaError.INVALID_REQUEST, f"topic {name} is named twice"))
+        if named.count(name) > 1
+        else answered(work, request)
+        for name, request in requests.items()
+    }
+
+
+def _validate_only(kwargs: Mapping[str, object]) -> bool:
+    validate_only = kwargs.get("validate_only", False)
+    if not isinstance(validate_only, bool):
+        raise TypeError(
+            f"Expected validate_only to be bool type, not {type(validate_only).__name__}"
+        )
+    return validate_only
+
+
+def _all_refused(keys: list[_K], reason: str) -> dict[_K, Future[Any]]:
+    """confluent's answer to a request naming a key twice: every future _INVALID_ARG."""
+    return {key: answered(_raiser(KafkaError._INVALID_ARG, reason)) for key in keys}
 
 
 def _raiser(code: int, reason: str) -> Callable[[], None]:

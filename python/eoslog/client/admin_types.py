@@ -67,6 +67,17 @@ class NewPartitions:
         return f"NewPartitions(topic={self.topic},new_total_count={self.new_total_count})"
 
 
+class DeletedRecords:
+    """What delete_records leaves of a partition (confluent_kafka.admin.DeletedRecords): its
+    low watermark, the log start offset after the deletion."""
+
+    def __init__(self, low_watermark: int) -> None:
+        self.low_watermark = low_watermark
+
+    def __repr__(self) -> str:
+        return f"DeletedRecords(low_watermark={self.low_watermark})"
+
+
 class ResourceType(enum.Enum):
     """confluent_kafka.admin.ResourceType (Kafka's resource type codes)."""
 

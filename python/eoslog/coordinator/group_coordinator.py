@@ -330,8 +330,9 @@ class GroupCoordinator:
                 )
             member_id = member_id or f"{client_id}-{uuid.uuid4()}"
             member = Member(member_id, frozenset(topics), strategies, rebalance_timeout_ms, now)
-            group.join(member, now)
-            group.maybe_complete_rebalance(self._partition_counts())
+            counts = self._partition_counts()
+            group.join(member, now, counts)
+            group.maybe_complete_rebalance(counts)
             return self._join_result(group, member_id)
 
     def heartbeat(self, group_id: str, member_id: str, generation_id: int) -> bool:

@@ -14,6 +14,8 @@ every member's assignment is ready. The states and their legal transitions are a
 | PreparingRebalance | the last member left | | every member rejoined |
 | Stable             |       | a member joins, leaves, changes its subscription or is removed | |
 
+A member rejoining after a subscribed topic's partition count changed starts a rebalance too.
+
 A member that does not poll for max.poll.interval.ms (its rebalance timeout) is removed, and
 so is one that does not rejoin within it once a rebalance began (expired_members).
 
@@ -67,6 +69,10 @@ class Group:
         self.protocol: str | None = None
         self.members: dict[str, Member] = {}
         self.rebalance_started_ms = 0
+        # The partition counts the current generation's assignment was computed from: a
+        # member rejoining after a count changed (partitions added) starts a rebalance, as
+        # Kafka's leader does when its metadata refresh sees the change.
+        self.assigned_counts: dict[str, int] = {}
 
     def transition(self, target: GroupState) -> None:
         """Move to `target`; an illegal transition is a coordinator bug and fails loudly."""
@@ -81,11 +87,16 @@ class Group:
             common &= set(member.strategies)
         return common
 
-    def join(self, member: Member, now_ms: int) -> None:
+    def join(self, member: Member, now_ms: int, counts: Mapping[str, int]) -> None:
         """Add a member, or record that an existing one rejoined with `member`'s
-        subscription. A new member or a changed subscription starts a rebalance."""
+        subscription. A new member, a changed subscription or a partition count of a
+        subscribed topic other than the assignment's (`counts`: now) starts a rebalance."""
         existing = self.members.get(member.member_id)
-        changed = existing is None or existing.topics != member.topics
+        changed = (
+            existing is None
+            or existing.topics != member.topics
+            or any(counts.get(t, 0) != self.assigned_counts.get(t, 0) for t in member.topics)
+        )
         if existing is not None:
             member.assignment = existing.assignment
         member.joined = True
@@ -147,6 +158,8 @@ class Group:
             return True
         self.protocol = self._choose_protocol()
         subscriptions = {m.member_id: m.topics for m in self.members.values()}
+        subscribed = frozenset().union(*subscriptions.values())
+        self.assigned_counts = {topic: partition_counts.get(topic, 0) for topic in subscribed}
         assignment = ASSIGNORS[self.protocol](subscriptions, partition_counts)
         for member_id, partitions in assignment.items():
             self.members[member_id].assignment = tuple(sorted(partitions))

@@ -31,16 +31,18 @@ def check_recovery_point(directory: str, recovery_point: int | None, log_end: in
 
 def believed_log_start(
     directory: str, first_base: int, checkpointed: int | None, log_end: int
-) -> tuple[int, str | None]:
-    """The log start offset: the first segment's base (`first_base`). eoslog moves the log
-    start only by deleting whole segments (retention), so a checkpointed value above that
-    base is one the segments do not explain: it is ignored, with a note for the recovery
-    report, never used to hide records. One past the log end is refused
-    (CorruptCheckpointError), never used to delete segments. Returns (log start, note)."""
+) -> int:
+    """The log start offset: the checkpointed value when it lies inside the segments, else the
+    first segment's base (`first_base`), as Kafka's max(checkpoint, first base). Retention
+    moves the log start to a segment base; delete_records (Kafka's DeleteRecords) moves it
+    anywhere up to the high watermark and writes the checkpoint before it answers, so a value
+    inside a segment is a deletion the user asked for: the records below it stay deleted
+    after a crash (the segments wholly below it go at the next retention pass). One past the
+    log end is refused (CorruptCheckpointError), never used to delete segments."""
     if checkpointed is None or checkpointed <= first_base:
-        return first_base, None
-    path, entry = checkpoint_entry(directory, LOG_START_OFFSET_FILE, checkpointed)
+        return first_base
     if checkpointed > log_end:
+        path, entry = checkpoint_entry(directory, LOG_START_OFFSET_FILE, checkpointed)
         raise CorruptCheckpointError(
             f"{path} says the log of {directory} starts at offset {checkpointed}, past its "
             f"end at offset {log_end} (its segments hold {first_base}..{log_end}): the "
@@ -48,11 +50,7 @@ def believed_log_start(
             f"the segments on disk, close every process using the directory and remove the "
             f"line {entry!r} from {path}."
         )
-    return first_base, (
-        f"{path}: log start {checkpointed} of {directory} ignored: it is inside the segments "
-        f"({first_base}..{log_end}) but not where one begins, and eoslog moves the log start "
-        f"only by deleting whole segments; the log starts at {first_base}"
-    )
+    return checkpointed
 
 
 def checkpoint_entry(directory: str, checkpoint: str, value: int) -> tuple[str, str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import dataclasses
 import struct
 import threading
 from collections.abc import Callable
@@ -112,6 +113,7 @@ class PartitionLog:
         durability: str,
         loaded: recovery.LoadedLog,
         persist_recovery_point: Callable[[], None] | None = None,
+        persist_log_start: Callable[[], None] | None = None,
         producer_expiration_ms: int = 86_400_000,
         verify_transaction: Callable[[int, int, str, int], None] | None = None,
         append_signal: AppendSignal | None = None,
@@ -137,6 +139,8 @@ class PartitionLog:
         # Writes the broker's recovery-point checkpoint (with this log's current value): a
         # truncation calls it before cutting any file (see truncate_to).
         self._persist_recovery_point = persist_recovery_point
+        # Writes the broker's log-start checkpoint: delete_records calls it before answering.
+        self._persist_log_start = persist_log_start
         # Asks the transaction coordinator whether a producer's first transactional batch
         # here belongs to its open transaction (KIP-890 part 1); raises if not.
         self._verify_transaction = verify_transaction
@@ -628,10 +632,59 @@ class PartitionLog:
                 self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
             return len(doomed)
 
+    def delete_records(self, offset: int) -> int:
+        """Kafka's DeleteRecords: move the log start up to `offset` (-1, Kafka's OFFSET_END:
+        the high watermark); an offset at or below it changes nothing. The log start is
+        durable (the broker's log-start checkpoint) before this returns; the whole segments
+        below it are deleted now, or, after a crash, by the next retention pass (the open
+        believes the checkpoint, docs/format.md §9.1). Readers below it then meet
+        OffsetOutOfRangeError (a consumer resets by auto.offset.reset); read_committed
+        readers keep the LSO rule (never below the log start). Returns the log start.
+        OffsetOutOfRangeError for an offset past the high watermark or below -1, nothing
+        changed; KafkaStorageError (fail-stop) when the checkpoint cannot be written."""
+        with self._storage(writing=True), self._lock:
+            self._check_writable()
+            target = self.high_watermark if offset == -1 else offset
+            if not 0 <= target <= self.high_watermark:
+                raise OffsetOutOfRangeError(
+                    f"cannot delete records of {self.topic}-{self.partition} below offset "
+                    f"{offset}: outside [0, {self.high_watermark}] (the high watermark)"
+                )
+            if target <= self._log_start_offset:
+                return self._log_start_offset
+            self._log_start_offset = target
+            if self._persist_log_start is not None:
+                try:
+                    self._persist_log_start()
+                except OSError as error:
+                    self._fail(error)
+            crashpoints.hit("records.deleted")
+            self.delete_retained_segments()
+            return self._log_start_offset
+
+    def reconfigure(self, config: LogConfig) -> None:
+        """Take the topic's changed config (Broker.alter_topic_config): the next append checks
+        max.message.bytes and the timestamp bounds against it, the active segment rolls by
+        its segment.bytes and segment.ms and indexes by index.interval.bytes from its next
+        append, retention applies it at its next pass. The active segment keeps the index
+        size it was made with (segment.index.bytes sizes the next segments' indexes)."""
+        with self._lock:
+            self.config = config
+            active = self._segments[-1]
+            active.config = dataclasses.replace(
+                config, segment_index_bytes=active.config.segment_index_bytes
+            )
+
     def _expired_segments(self, now: int) -> list[LogSegment]:
-        doomed: list[LogSegment] = []
+        # First the segments wholly below the log start (delete_records moved it, maybe
+        # before a crash): never the active one.
+        doomed = [
+            segment
+            for segment, following in zip(self._segments, self._bases[1:], strict=False)
+            if following <= self._log_start_offset
+        ]
         retention_ms = self.config.retention_ms
-        for segment in self._segments:
+        for segment in self._segments[len(doomed) :]:
             if segment.size == 0 or retention_ms < 0:
                 break
             if now - segment.largest_timestamp <= retention_ms:

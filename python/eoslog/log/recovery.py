@@ -36,9 +36,9 @@ everything is durable: the active segment's tail is checked (CRC and offsets, fr
 offset-index entry) and any damage is refused. Every open also checks each segment it does
 not rescan with one header read (its first batch starts at the base offset in its name), and
 checks the checkpoints against the segments: a recovery point or log start past the log end
-is a CorruptCheckpointError, and a log start the segments do not explain (eoslog moves the log
-start only by deleting whole segments) is ignored and reported. No checkpoint value ever
-causes a deletion, and every check runs before recovery cuts anything.
+is a CorruptCheckpointError, and a log start inside the log is believed (delete_records puts
+it anywhere up to the high watermark, durably, before it answers). No checkpoint value ever
+causes a deletion at open, and every check runs before recovery cuts anything.
 """
 
 from __future__ import annotations
@@ -159,10 +159,9 @@ def load(
             aborted_counts,
         )
         first_base = segments[0].base_offset if segments else 0
-        log_start_offset, note = checkpoint_checks.believed_log_start(
+        log_start_offset = checkpoint_checks.believed_log_start(
             directory, first_base, log_start_offset, log_end_offset
         )
-        report.checkpoints_ignored.extend([note] if note else [])
         # The producer-state replay rewrites the ABORT entries of every segment from the
         # first one rescanned on (rescanned_from), rescanned or not (after a clean stop an
         # index problem rescans single segments): reset them all, or entries double. Reset

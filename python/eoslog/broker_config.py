@@ -1,0 +1,56 @@
+"""The broker's own settings (eoslog.open's config): the broker-level Kafka properties eoslog
+understands, with Kafka's defaults, and the log.* keys that set every topic's defaults
+(eoslog.log.config.BROKER_KEYS), parsed once here (docs/style.md rule 6)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+from eoslog.errors import InvalidConfigError
+from eoslog.log.config import BROKER_KEYS, DAY_MS, LogConfig
+
+# Broker properties this layer understands, with Kafka's defaults. Kafka spreads its internal
+# topics over 50 partitions to balance load across brokers; one embedded node has nothing to
+# balance, so eoslog defaults them to 1 (fewer files, faster open); both stay configurable.
+BROKER_DEFAULTS: Final[dict[str, int]] = {
+    # A topic a producer (or a consumer allowing it) names before it exists is created with
+    # num.partitions partitions and the broker's log defaults (topic_metadata).
+    "auto.create.topics.enable": True,
+    "num.partitions": 1,
+    "log.retention.check.interval.ms": 300_000,
+    "transaction.state.log.num.partitions": 1,
+    "transaction.state.log.segment.bytes": 100 * 1024 * 1024,
+    "offsets.topic.num.partitions": 1,
+    "offsets.topic.segment.bytes": 100 * 1024 * 1024,
+    # Used by the transaction coordinator and the broker's timer that aborts timed-out
+    # transactions (the transaction keys), and by every partition log's producer state
+    # (producer.id.expiration.ms).
+    "transaction.max.timeout.ms": 900_000,
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": 10_000,
+    "transactional.id.expiration.ms": 7 * DAY_MS,
+    "producer.id.expiration.ms": DAY_MS,
+}
+
+_BOOLEAN_KEYS: Final = frozenset({"auto.create.topics.enable"})
+
+
+def parse_broker_config(config: Mapping[str, object]) -> tuple[dict[str, int], LogConfig]:
+    settings = dict(BROKER_DEFAULTS)
+    topic_defaults: dict[str, object] = {}
+    for key, value in config.items():
+        if key in BROKER_KEYS:
+            topic_defaults[BROKER_KEYS[key]] = value
+        elif key in _BOOLEAN_KEYS:
+            # Kafka takes the strings "true" and "false" as well as booleans.
+            flag = {"true": True, "false": False}.get(str(value).lower(), value)
+            if not isinstance(flag, bool):
+                raise InvalidConfigError(f"{key} must be a boolean, not {value!r}")
+            settings[key] = flag
+        elif key in BROKER_DEFAULTS:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InvalidConfigError(f"{key} must be a non-negative integer, not {value!r}")
+            settings[key] = value
+        else:
+            raise InvalidConfigError(f"unknown broker configuration {key!r}")
+    return settings, LogConfig().with_properties(topic_defaults)
