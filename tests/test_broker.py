@@ -474,11 +474,12 @@ def test_close_writes_kafka_checkpoints_and_the_clean_shutdown_marker(
     assert not [name for name in os.listdir(data_dir) if name.endswith(".tmp")]
 
 
-def test_a_log_start_inside_the_first_segment_is_believed_and_written_back(
+def test_a_log_start_inside_the_first_segment_is_ignored_and_dropped_from_the_checkpoint(
     open_broker: OpenBroker, data_dir: str
 ) -> None:
-    # A log start inside a segment is what delete_records leaves (eoslog.log.recovery): the
-    # open believes it, and the next checkpoint keeps it.
+    # eoslog moves the log start only by deleting whole segments: a checkpointed log start
+    # inside a segment is one the segments do not explain, and would hide records 0-1
+    # (eoslog.log.recovery): ignored, reported, and not written back.
     broker = open_broker()
     broker.create_topic("t", 1)
     for _ in range(5):
@@ -488,10 +489,10 @@ def test_a_log_start_inside_the_first_segment_is_believed_and_written_back(
         file.write("0\n1\nt 0 2\n")
     broker = open_broker()
     log = broker.log("t", 0)
-    assert log.log_start_offset == 2
-    assert log.recovery_report.checkpoints_ignored == []
+    assert log.log_start_offset == 0
+    assert "log start 2" in log.recovery_report.checkpoints_ignored[0]
     broker.close()
-    assert parse_checkpoint(os.path.join(data_dir, "log-start-offset-checkpoint")) == {("t", 0, 2)}
+    assert parse_checkpoint(os.path.join(data_dir, "log-start-offset-checkpoint")) == set()
 
 
 def test_context_manager_closes_the_broker(data_dir: str) -> None:

@@ -195,14 +195,12 @@ class Broker:
         recovery_points, recovery_problem = checkpoints.read_believed_offsets(
             self.fs, os.path.join(self.path, checkpoints.RECOVERY_POINT_FILE)
         )
-        log_starts, log_start_problem = checkpoints.read_believed_offsets(
-            self.fs, os.path.join(self.path, checkpoints.LOG_START_OFFSET_FILE)
-        )
+        log_starts, log_start_problems = checkpoints.read_believed_log_starts(self.fs, self.path)
         aborted_counts, aborted_problem = checkpoints.read_believed_aborted_counts(
             self.fs, self.path
         )
         problems = [
-            p for p in (recovery_problem, log_start_problem, aborted_problem) if p is not None
+            p for p in (recovery_problem, *log_start_problems, aborted_problem) if p is not None
         ]
         topic_changes.stray_partition_directories(self.fs.list_directories(self.path), self._topics)
         for name, partitions, segment_key in (
@@ -256,7 +254,7 @@ class Broker:
         config: LogConfig,
         clean: bool,
         recovery_point: int | None,
-        log_start: int | None,
+        log_start: checkpoints.LogStart | None,
         aborted_counts: AbortedCounts | None,
         checkpoint_problems: list[str] | None = None,
     ) -> PartitionLog:
@@ -384,7 +382,7 @@ class Broker:
         self._write_meta()
         for partition in range(metadata.num_partitions):
             self._logs[(name, partition)] = self._open_log(
-                name, partition, log_config, True, 0, 0, AbortedCounts(0, {})
+                name, partition, log_config, True, 0, None, AbortedCounts(0, {})
             )
         # Recovery points of 0 for the new partitions before anything is written to them
         # (see _load).
@@ -503,7 +501,7 @@ class Broker:
                 self.path,
                 grown,
                 current.num_partitions,
-                lambda p: self._open_log(name, p, config, True, 0, 0, AbortedCounts(0, {})),
+                lambda p: self._open_log(name, p, config, True, 0, None, AbortedCounts(0, {})),
                 commit,
             )
             self._logs.update(((name, partition), log) for partition, log in logs.items())
@@ -720,9 +718,9 @@ class Broker:
             self._write_log_start_offsets_locked(list(self._logs.values()))
 
     def _write_log_start_offsets_locked(self, logs: list[PartitionLog]) -> None:
-        checkpoints.write_offsets(
+        checkpoints.write_log_starts(
             self.fs,
-            os.path.join(self.path, checkpoints.LOG_START_OFFSET_FILE),
+            self.path,
             {
                 (log.topic, log.partition): log.log_start_offset
                 for log in logs

@@ -152,7 +152,7 @@ def plan_partition(
     end_timestamp: int | None = None,
     records_per_range: int | None = None,
     fs: FileSystem | None = None,
-    log_starts: Mapping[tuple[str, int], int] | None = None,
+    log_starts: Mapping[tuple[str, int], checkpoints.LogStart] | None = None,
 ) -> list[ScanRange]:
     """The ranges covering what one partition holds now between the resolved start and end
     (see plan_ranges), cut at offset-index entries into pieces of about records_per_range."""
@@ -206,9 +206,7 @@ def plan_ranges(
     >= start_timestamp up to, not including, the first with timestamp >= end_timestamp."""
     fs = fs or PosixFileSystem()
     try:
-        log_starts, _ = checkpoints.read_believed_offsets(
-            fs, os.path.join(path, checkpoints.LOG_START_OFFSET_FILE)
-        )
+        log_starts, _ = checkpoints.read_believed_log_starts(fs, path)
     except OSError:
         log_starts = {}  # replaced under us: the first segment's base serves
     ranges: list[ScanRange] = []

@@ -32,7 +32,7 @@ from eoslog.log.config import LogConfig
 from eoslog.log.offset_index import OffsetIndex
 from eoslog.log.time_index import TimeIndex
 from eoslog.log.txn_index import TransactionIndex
-from eoslog.record import compression, status
+from eoslog.record import compression, primitives, status
 
 from . import partition_target
 from .inputs import (
@@ -287,8 +287,9 @@ def producer_snapshot(data: bytes) -> None:
 
 
 def checkpoint(data: bytes) -> None:
-    """checkpoints.decode_offsets and decode_aborted_counts (ValueError by contract) and the
-    file readers around them; the same bytes are offered to both formats."""
+    """checkpoints.decode_offsets, decode_aborted_counts and decode_confirmed_log_starts
+    (ValueError by contract) and the file readers around them; the same bytes are offered to
+    every format (to the checksummed one also with a matching CRC line after them)."""
     twin = fresh_twin()
     write_file(twin, "/p/recovery-point-offset-checkpoint", data)
     write_file(twin, f"/p/{checkpoints.ABORTED_TXNS_FILE}", data)
@@ -306,6 +307,16 @@ def checkpoint(data: bytes) -> None:
         )
         if again_counts != decoded_counts:
             raise FuzzFinding(f"counts round trip changed {decoded_counts} into {again_counts}")
+    for confirmed_file in (data, data + b"crc32c=%08x\n" % primitives.crc32c(data)):
+        try:
+            confirmed = checkpoints.decode_confirmed_log_starts(confirmed_file)
+        except KafkaException:
+            continue
+        again_confirmed = checkpoints.decode_confirmed_log_starts(
+            checkpoints.encode_confirmed_log_starts(confirmed)
+        )
+        if again_confirmed != confirmed:
+            raise FuzzFinding(f"log starts round trip changed {confirmed} into {again_confirmed}")
     read = checkpoints.read_offsets(twin, "/p/recovery-point-offset-checkpoint")
     decoded = checkpoints.decode_offsets(data)
     if read != decoded:

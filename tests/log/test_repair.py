@@ -247,11 +247,11 @@ def test_repair_at_a_segment_end_keeps_that_segment_whole_and_drops_the_later_on
     assert values_of(open_broker()) == logtools.values(0, 8)
 
 
-def test_a_log_start_past_the_cut_is_lowered_to_the_cut(
+def test_a_log_start_past_the_cut_is_lowered_to_it_and_never_hides_the_records_kept(
     open_broker: OpenBroker, data_dir: str
 ) -> None:
-    # The records below a log start were deleted (delete_records): they stay deleted, and a
-    # log start past the cut comes down to the new log end, never past it.
+    # eoslog moves the log start only by deleting whole segments, so an open ignores (and
+    # reports) a log start inside a segment: the records kept by the cut stay readable.
     directory = write_topic(open_broker, 8)
     (log_path,) = logtools.partition_files(directory, ".log")
     path = os.path.join(data_dir, checkpoints.LOG_START_OFFSET_FILE)
@@ -259,7 +259,8 @@ def test_a_log_start_past_the_cut_is_lowered_to_the_cut(
     eoslog.repair_truncate(log_path, 3 * SINGLE_BYTES)
     assert checkpoints.read_offsets(PosixFileSystem(), path)[("t", 0)] == 3
     log = open_broker().log("t", 0)
-    assert (log.log_start_offset, log.log_end_offset) == (3, 3)
+    assert (log.log_start_offset, log.log_end_offset) == (0, 3)
+    assert log.recovery_report.checkpoints_ignored
 
 
 def test_a_segment_cut_to_nothing_goes_so_the_log_ends_where_the_previous_segment_ends(

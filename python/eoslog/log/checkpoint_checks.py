@@ -9,8 +9,10 @@ import os
 
 from eoslog.errors import CorruptCheckpointError
 from eoslog.log.checkpoints import (
+    CONFIRMED_LOG_START_FILE,
     LOG_START_OFFSET_FILE,
     RECOVERY_POINT_FILE,
+    LogStart,
 )
 
 
@@ -30,27 +32,36 @@ def check_recovery_point(directory: str, recovery_point: int | None, log_end: in
 
 
 def believed_log_start(
-    directory: str, first_base: int, checkpointed: int | None, log_end: int
-) -> int:
-    """The log start offset: the checkpointed value when it lies inside the segments, else the
-    first segment's base (`first_base`), as Kafka's max(checkpoint, first base). Retention
-    moves the log start to a segment base; delete_records (Kafka's DeleteRecords) moves it
-    anywhere up to the high watermark and writes the checkpoint before it answers, so a value
-    inside a segment is a deletion the user asked for: the records below it stay deleted
-    after a crash (the segments wholly below it go at the next retention pass). One past the
-    log end is refused (CorruptCheckpointError), never used to delete segments."""
-    if checkpointed is None or checkpointed <= first_base:
-        return first_base
-    if checkpointed > log_end:
-        path, entry = checkpoint_entry(directory, LOG_START_OFFSET_FILE, checkpointed)
+    directory: str, first_base: int, checkpointed: LogStart | None, log_end: int
+) -> tuple[int, str | None]:
+    """The log start offset, and a note for the recovery report when a checkpointed value was
+    ignored. Retention moves the log start to a segment's base; delete_records (Kafka's
+    DeleteRecords) anywhere up to the high watermark, durably in both log-start checkpoints
+    before it answers. So a value inside the segments is believed when eoslog's checksummed
+    checkpoint confirms it (the records below it stay deleted after a crash; the segments
+    wholly below go at the next retention pass); one it does not confirm is ignored and
+    reported, never used to hide records, and the log starts at the first segment's base
+    (`first_base`). One past the log end is refused (CorruptCheckpointError), never used to
+    delete segments."""
+    if checkpointed is None or checkpointed.offset <= first_base:
+        return first_base, None
+    offset = checkpointed.offset
+    path, entry = checkpoint_entry(directory, LOG_START_OFFSET_FILE, offset)
+    if offset > log_end:
         raise CorruptCheckpointError(
-            f"{path} says the log of {directory} starts at offset {checkpointed}, past its "
+            f"{path} says the log of {directory} starts at offset {offset}, past its "
             f"end at offset {log_end} (its segments hold {first_base}..{log_end}): the "
             f"checkpoint is wrong or segments are missing. Nothing was deleted. To open with "
             f"the segments on disk, close every process using the directory and remove the "
             f"line {entry!r} from {path}."
         )
-    return checkpointed
+    if checkpointed.confirmed:
+        return offset, None
+    return first_base, (
+        f"{path}: log start {offset} of {directory} ignored: it is inside the segments "
+        f"({first_base}..{log_end}) and {CONFIRMED_LOG_START_FILE} does not confirm it (a "
+        f"delete_records writes both); the log starts at {first_base}"
+    )
 
 
 def checkpoint_entry(directory: str, checkpoint: str, value: int) -> tuple[str, str]:

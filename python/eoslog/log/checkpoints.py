@@ -14,7 +14,14 @@ count line, then one line per partition,
 
 where covered_to is the recovery point the counts were taken at, and each `base=entries`
 names a segment with at least one entry ending below covered_to (bases increasing); a
-segment below covered_to that is not named had none."""
+segment below covered_to that is not named had none.
+
+The confirmed log-start checkpoint (`eoslog-log-start-checkpoint`, eoslog's) holds the same
+entries as Kafka's log-start checkpoint, in its text form, then a last line
+`crc32c=<8 hex digits>`: the CRC-32C of every byte before it. It is written just before
+Kafka's file, from the same values. A log start inside a segment (where delete_records, and
+only it, puts one) is believed at open only when this file confirms it: a damaged digit in
+Kafka's file, which carries no checksum, must never hide records (docs/format.md §9.1)."""
 
 from __future__ import annotations
 
@@ -27,9 +34,12 @@ from typing import Final, NamedTuple
 from eoslog import limits
 from eoslog.errors import CorruptCheckpointError
 from eoslog.fs import FileHandle, FileSystem, create_temporary
+from eoslog.record import primitives
 
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_FILE = "log-start-offset-checkpoint"
+CONFIRMED_LOG_START_FILE = "eoslog-log-start-checkpoint"
+_CRC_LINE: Final = re.compile(rb"crc32c=([0-9a-f]{8})")
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 _VERSION = 0
 # Decimal ASCII without sign or spaces: Python's int() alone would also take " 5", "+5",
@@ -223,6 +233,75 @@ def write_aborted_counts(
     fs: FileSystem, root: str, counts: Mapping[PartitionKey, AbortedCounts]
 ) -> None:
     write_atomically(fs, os.path.join(root, ABORTED_TXNS_FILE), encode_aborted_counts(counts))
+
+
+class LogStart(NamedTuple):
+    """A partition's checkpointed log start: `offset` from Kafka's log-start checkpoint (or,
+    where that is missing or disagrees, from eoslog's), `confirmed` when eoslog's
+    checksummed copy holds that offset."""
+
+    offset: int
+    confirmed: bool
+
+
+def encode_confirmed_log_starts(offsets: Mapping[PartitionKey, int]) -> bytes:
+    body = encode_offsets(offsets)
+    return body + b"crc32c=%08x\n" % primitives.crc32c(body)
+
+
+def decode_confirmed_log_starts(data: bytes, path: str = "checkpoint") -> dict[PartitionKey, int]:
+    """The entries of eoslog's log-start checkpoint; none for an empty file.
+    CorruptCheckpointError naming `path` for a missing or wrong CRC line, then as
+    decode_offsets."""
+    if not data:
+        return {}
+    body, _, last = data.rstrip(b"\n").rpartition(b"\n")
+    crc = _CRC_LINE.fullmatch(last)
+    if crc is None or not data.endswith(b"\n") or not body:
+        raise _malformed(path, len(body), "expected a last line `crc32c=<8 hex digits>`")
+    body += b"\n"
+    if int(crc[1], 16) != primitives.crc32c(body):
+        raise _malformed(path, len(body), "the CRC-32C does not match the entries")
+    return decode_offsets(body, path)
+
+
+def read_believed_log_starts(
+    fs: FileSystem, root: str
+) -> tuple[dict[PartitionKey, LogStart], list[str]]:
+    """Each partition's log start from Kafka's log-start checkpoint and eoslog's confirmed
+    copy, for an open, with the reasons to report (read_believed_offsets' rule: an
+    unreadable file has no entries). eoslog's file is written first, so Kafka's may lag it
+    after a crash, never lead it: where the two disagree, or Kafka's has no entry, eoslog's
+    checksummed value is taken, and confirmed."""
+    kafka, kafka_problem = read_believed_offsets(fs, os.path.join(root, LOG_START_OFFSET_FILE))
+    path = os.path.join(root, CONFIRMED_LOG_START_FILE)
+    problems = [kafka_problem] if kafka_problem else []
+    try:
+        confirmed = decode_confirmed_log_starts(_read_checkpoint_bytes(fs, path), path)
+    except CorruptCheckpointError as error:
+        confirmed = {}
+        problems.append(f"{error}; none of its entries is believed")
+    starts = {key: LogStart(offset, confirmed.get(key) == offset) for key, offset in kafka.items()}
+    for key, offset in confirmed.items():
+        if kafka.get(key) != offset:
+            starts[key] = LogStart(offset, True)
+    return starts, problems
+
+
+def write_log_starts(
+    fs: FileSystem,
+    root: str,
+    offsets: Mapping[PartitionKey, int],
+    confirmed: Mapping[PartitionKey, int] | None = None,
+) -> None:
+    """eoslog's confirmed copy (`confirmed`; None: the same as `offsets`), then Kafka's
+    log-start checkpoint (the caller holds the checkpoint lock)."""
+    write_atomically(
+        fs,
+        os.path.join(root, CONFIRMED_LOG_START_FILE),
+        encode_confirmed_log_starts(offsets if confirmed is None else confirmed),
+    )
+    write_offsets(fs, os.path.join(root, LOG_START_OFFSET_FILE), offsets)
 
 
 def write_clean_shutdown(fs: FileSystem, root: str, broker_epoch: int = 0) -> None:

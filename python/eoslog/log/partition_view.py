@@ -134,11 +134,12 @@ class PartitionView:
         directory: str,
         topic: str,
         partition: int,
-        log_start_offset: int | None = None,
+        log_start_offset: checkpoints.LogStart | None = None,
     ) -> None:
         """Open the segments of `directory`. log_start_offset: the owner's checkpointed log
         start, if known; judged as the owner judges it (checkpoint_checks.believed_log_start:
-        a value inside the log is believed, one past the log end is refused).
+        a value inside the segments is believed when eoslog's checksummed checkpoint confirms
+        it, one past the log end is refused).
         UnknownTopicOrPartitionError-like FileNotFoundError if the directory is missing;
         KafkaStorageError if the files keep changing under the listing; CorruptRecordError
         where a segment does not start where its name says, or where the tail is damaged in a
@@ -173,7 +174,7 @@ class PartitionView:
             self.log_start_offset = (
                 checkpoint_checks.believed_log_start(
                     directory, self._bases[0], log_start_offset, self.log_end_offset
-                )
+                )[0]
                 if handles
                 else 0
             )

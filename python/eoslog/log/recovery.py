@@ -36,8 +36,9 @@ everything is durable: the active segment's tail is checked (CRC and offsets, fr
 offset-index entry) and any damage is refused. Every open also checks each segment it does
 not rescan with one header read (its first batch starts at the base offset in its name), and
 checks the checkpoints against the segments: a recovery point or log start past the log end
-is a CorruptCheckpointError, and a log start inside the log is believed (delete_records puts
-it anywhere up to the high watermark, durably, before it answers). No checkpoint value ever
+is a CorruptCheckpointError, and a log start inside the segments is believed only when
+eoslog's checksummed log-start checkpoint confirms it (delete_records writes it, with Kafka's,
+before it answers); one it does not confirm is ignored and reported. No checkpoint value ever
 causes a deletion at open, and every check runs before recovery cuts anything.
 """
 
@@ -54,7 +55,7 @@ import numpy as np
 from eoslog.errors import CorruptIndexError, CorruptRecordError
 from eoslog.fs import FileSystem
 from eoslog.log import checkpoint_checks
-from eoslog.log.checkpoints import AbortedCounts
+from eoslog.log.checkpoints import AbortedCounts, LogStart
 from eoslog.log.config import LogConfig
 from eoslog.log.repair import repair_truncate as repair_truncate  # the call refusals name
 from eoslog.log.segment import LogSegment, first_offset_violation
@@ -123,7 +124,7 @@ def load(
     *,
     clean_shutdown: bool,
     recovery_point: int | None,
-    log_start_offset: int | None,
+    log_start_offset: LogStart | None,
     now_ms: int,
     aborted_counts: AbortedCounts | None,
     checkpoint_problems: Sequence[str] = (),
@@ -159,9 +160,10 @@ def load(
             aborted_counts,
         )
         first_base = segments[0].base_offset if segments else 0
-        log_start_offset = checkpoint_checks.believed_log_start(
+        log_start, note = checkpoint_checks.believed_log_start(
             directory, first_base, log_start_offset, log_end_offset
         )
+        report.checkpoints_ignored.extend([note] if note else [])
         # The producer-state replay rewrites the ABORT entries of every segment from the
         # first one rescanned on (rescanned_from), rescanned or not (after a clean stop an
         # index problem rescans single segments): reset them all, or entries double. Reset
@@ -186,9 +188,7 @@ def load(
     recovered_to = _recovered_to(segments, clean_shutdown, recovery_point, log_end_offset)
     if rescanned_from is not None and rescanned_from > log_end_offset:
         rescanned_from = None  # the rescanned segments were all cut away
-    return LoadedLog(
-        segments, log_end_offset, log_start_offset, recovered_to, report, rescanned_from
-    )
+    return LoadedLog(segments, log_end_offset, log_start, recovered_to, report, rescanned_from)
 
 
 def _set_active(segments: list[LogSegment], config: LogConfig) -> None:

@@ -179,14 +179,22 @@ def _lower_checkpoints(fs: FileSystem, root: str, directory: str, cut_offset: in
     if match is None:
         return  # not inside a broker's log directory: no checkpoint names it
     key = (match.group(1), int(match.group(2)))
-    for name in (checkpoints.RECOVERY_POINT_FILE, checkpoints.LOG_START_OFFSET_FILE):
-        path = os.path.join(root, name)
-        offsets, unreadable = checkpoints.read_believed_offsets(fs, path)
-        if unreadable is not None:
-            continue  # an open believes none of a garbled file's entries: nothing to lower
-        if offsets.get(key, cut_offset) > cut_offset:
-            offsets[key] = cut_offset
-            checkpoints.write_offsets(fs, path, offsets)
+    path = os.path.join(root, checkpoints.RECOVERY_POINT_FILE)
+    offsets, unreadable = checkpoints.read_believed_offsets(fs, path)
+    # An open believes none of a garbled file's entries: nothing to lower then.
+    if unreadable is None and offsets.get(key, cut_offset) > cut_offset:
+        offsets[key] = cut_offset
+        checkpoints.write_offsets(fs, path, offsets)
+    starts, _ = checkpoints.read_believed_log_starts(fs, root)
+    if key in starts and starts[key].offset > cut_offset:
+        # Both files rewritten with what an open believes of them, this partition lowered;
+        # a value the checksummed copy did not confirm stays unconfirmed.
+        lowered = {
+            k: min(start.offset, cut_offset) if k == key else start.offset
+            for k, start in starts.items()
+        }
+        confirmed = {k: lowered[k] for k, start in starts.items() if start.confirmed}
+        checkpoints.write_log_starts(fs, root, lowered, confirmed)
     # The aborted-transaction counts past the cut no longer hold, and the kept ones are not
     # known without reading the .txnindex files: the partition's line goes, so the next open
     # rebuilds its .txnindex files from the log (eoslog.log.recovery).
