@@ -17,8 +17,10 @@ import pyarrow as pa
 
 import contenders_producer
 import eoslog
+import eoslog.confluent
 import harness
 from contenders_shared import expect
+from scenarios import CONFLUENT_CONSUME, CONFLUENT_POLL
 from workload import (
     READ_TOPIC,
     Committed,
@@ -34,7 +36,10 @@ def consume_contenders(
     """Every contender reads the committed records of READ_TOPIC partition 0 from offset 0:
     the floors (one Python object per record, made by Python code / by `list(zip())`),
     read_committed `consume(500, timeout=0)` until every record is read, every Message kept
-    (and the same calling `value()` on each), `consume_arrow(100_000, timeout=0)`, a SQLite
+    (and the same calling `value()` on each), `poll(0)` likewise, one Message per call, the
+    same two through the drop-in (`eoslog.confluent.Consumer` over the broker's directory,
+    which must have been opened through eoslog.confluent so that it is shared),
+    `consume_arrow(100_000, timeout=0)`, a SQLite
     Python-cursor scan of the same rows, and `numpy.copyto` of the value bytes. Each warm-up
     is checked against the committed records."""
     offsets, values = committed.offsets[0], committed.values[0]
@@ -42,14 +47,18 @@ def consume_contenders(
     payload = np.frombuffer(b"".join(values), dtype=np.uint8)
     target = np.empty_like(payload)
 
-    def consumer() -> Any:
-        made = broker.consumer({"isolation.level": "read_committed"})
+    def consumer(drop_in: bool = False) -> Any:
+        config = {"isolation.level": "read_committed"}
+        if drop_in:
+            made = eoslog.confluent.Consumer({**config, "eoslog.dir": broker.path})
+        else:
+            made = broker.consumer(config)
         made.assign([eoslog.TopicPartition(READ_TOPIC, 0, 0)])
         return made
 
-    def consume(touch: bool) -> Callable[[object], object]:
+    def consume(touch: bool, drop_in: bool = False) -> Callable[[object], object]:
         def run(_: object) -> object:
-            made = consumer()
+            made = consumer(drop_in)
             out: list[Any] = []
             while len(out) < n:
                 found = made.consume(CONSUME_MESSAGES, timeout=0)
@@ -59,6 +68,19 @@ def consume_contenders(
                         message.value()
                 out.extend(found)
             made.close()
+            return out
+
+        return run
+
+    def poll(drop_in: bool) -> Callable[[object], object]:
+        def run(_: object) -> object:
+            made = consumer(drop_in)
+            out: list[Any] = []
+            append, take = out.append, made.poll
+            for _ in range(n):
+                append(take(0))
+            made.close()
+            expect(out[-1] is not None, "the partition ended early")
             return out
 
         return run
@@ -112,6 +134,11 @@ def consume_contenders(
             "floor, C loop", lambda _: list(zip(offsets, values, strict=True)), check=check_floor
         ),
         harness.Contender("consume()", consume(touch=False), check=check_messages),
+        harness.Contender(
+            CONFLUENT_CONSUME, consume(touch=False, drop_in=True), check=check_messages
+        ),
+        harness.Contender("poll()", poll(drop_in=False), check=check_messages),
+        harness.Contender(CONFLUENT_POLL, poll(drop_in=True), check=check_messages),
         harness.Contender("consume() + value()", consume(touch=True), check=check_messages),
         harness.Contender("consume_arrow()", consume_arrow, check=check_arrow),
         harness.Contender("SQLite scan", sqlite_scan, check=check_rows),

@@ -156,8 +156,10 @@ transactions (the aborted-data variant is txn_bench.py's read section). Page cac
 Contenders (bench/contenders_consumer.py, `consume_contenders`): the floor \
 `[(offset, value) for offset, value in zip(offsets, values)]` (one object per record, made by \
 Python code); the same with `list(zip(...))` (no Python code per record); \
-`consume({consume_messages}, timeout=0)` until every record is read, every Message kept; the \
-same calling `value()` on each; `consume_arrow({arrow_records:,}, timeout=0)`; a SQLite \
+`consume({consume_messages}, timeout=0)` until every record is read, every Message kept; \
+`poll(0)` once per record, every Message kept; both again through the drop-in \
+(`eoslog.confluent.Consumer({{"eoslog.dir": ...}})`, sharing the native consumers' broker); \
+`consume()` calling `value()` on each; `consume_arrow({arrow_records:,}, timeout=0)`; a SQLite \
 Python-cursor scan of the same rows (WAL, synchronous=NORMAL); `numpy.copyto` of the value \
 bytes.
 

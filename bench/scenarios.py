@@ -218,10 +218,15 @@ PRODUCER_TARGETS = [
 
 # --- consumer (consumer_bench.py) -------------------------------------------------------------
 
+CONFLUENT_CONSUME = "eoslog.confluent consume()"
+CONFLUENT_POLL = "eoslog.confluent poll()"
 CONSUMER_CONTENDERS = (
     "floor",
     "floor, C loop",
     "consume()",
+    CONFLUENT_CONSUME,
+    "poll()",
+    CONFLUENT_POLL,
     "consume() + value()",
     "consume_arrow()",
     "SQLite scan",
@@ -251,6 +256,20 @@ WAKEUP_TARGET = Target(
 CONSUMER_SEGMENT_BYTES = 32 * MIB
 CONSUMER_TARGETS = [
     Target("consume()", "÷ floor", 0.70, "%", ours="consume()", peer="floor"),
+    Target(
+        "eoslog.confluent.Consumer consume() (the drop-in, issue 16)",
+        "÷ eoslog consume()",
+        0.95,
+        ours=CONFLUENT_CONSUME,
+        peer="consume()",
+    ),
+    Target(
+        "eoslog.confluent.Consumer poll() (the drop-in, issue 16)",
+        "÷ eoslog poll()",
+        0.95,
+        ours=CONFLUENT_POLL,
+        peer="poll()",
+    ),
     Target("consume_arrow()", "÷ SQLite scan", 3.0, ours="consume_arrow()", peer="SQLite scan"),
     Target("consume_arrow()", "payload ÷ memcpy", 0.50, "%", ours="consume_arrow()", peer="memcpy"),
 ]
@@ -258,6 +277,9 @@ CONSUMER_TARGETS = [
 CONSUMER_RATIOS = [
     ("consume() ÷ floor", "consume()", "floor", "%"),
     ("consume() ÷ floor, C loop", "consume()", "floor, C loop", "%"),
+    ("eoslog.confluent consume() ÷ consume()", CONFLUENT_CONSUME, "consume()", "×"),
+    ("eoslog.confluent poll() ÷ poll()", CONFLUENT_POLL, "poll()", "×"),
+    ("poll() ÷ floor", "poll()", "floor", "%"),
     ("consume() + value() ÷ floor", "consume() + value()", "floor", "%"),
     ("consume_arrow() ÷ SQLite scan", "consume_arrow()", "SQLite scan", "×"),
     ("consume_arrow() payload bandwidth ÷ memcpy", "consume_arrow()", "memcpy", "%"),

@@ -74,7 +74,9 @@ class Message:
 
     def topic(self) -> str: ...
     def partition(self) -> int: ...
-    def offset(self) -> int: ...
+    def offset(self) -> int | None:
+        """The record's offset; for an error message, the offset it reports, or None where
+        it has none (confluent returns None for a logical offset)."""
     def key(self) -> bytes | None:
         """The key, or None for a null key. Each call makes a new bytes object (until
         set_key(), which replaces it)."""
@@ -94,7 +96,8 @@ class Message:
         """Always None: confluent's latency() measures a produced message, from produce() to
         its acknowledgement, and a consumed one has none."""
     def error(self) -> KafkaError | None:
-        """None (consumer errors are raised as KafkaException), or what set_error() set."""
+        """None for a record; the KafkaError of an error message (error_message); or what
+        set_error() set."""
     def set_topic(self, topic: str, /) -> None: ...
     def set_key(self, key: object, /) -> None: ...
     def set_value(self, value: object, /) -> None: ...
@@ -107,3 +110,10 @@ class Message:
 
 def make_messages(out: list[Message], batch: MessageBatch, start: int, stop: int) -> None:
     """Append Messages for records [start, stop) of `batch` to `out`."""
+
+def error_message(
+    topic: str, partition: int, offset: int, error: KafkaError, reason: bytes
+) -> Message:
+    """A Message reporting an event, not a record (librdkafka's error messages): error() is
+    `error`; value() and len() are `reason`; key() and headers() None; timestamp()
+    (TIMESTAMP_NOT_AVAILABLE, -1); offset() `offset`, or None when it is negative."""

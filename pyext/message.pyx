@@ -224,8 +224,8 @@ cdef class Message:
     """One record (confluent_kafka.Message): topic(), partition(), offset(), key(), value(),
     headers(), timestamp(), leader_epoch(), latency(), error(), len(), and confluent's
     setters set_topic(), set_key(), set_value(), set_headers(), set_error(), which replace a
-    field of this Message only, with any object, kept as given. Consumer errors are raised as
-    KafkaException, never delivered as messages, so error() is None unless set_error() set it.
+    field of this Message only, with any object, kept as given. error() is None for a record;
+    an event the consumer reports as a message (error_message) has its KafkaError there.
 
     No cyclic GC: a Message refers only to its MessageBatch, which never refers back to a
     Message, so no cycle can pass through one, unless a set_* stores an object that refers
@@ -248,7 +248,9 @@ cdef class Message:
         return self._batch.partition
 
     def offset(self):
-        return ref_of(self).offset
+        cdef int64_t offset = ref_of(self).offset
+        # As confluent's: None for a logical offset (an error message without a position).
+        return offset if offset >= 0 else None
 
     def key(self):
         cdef _Overrides o = self._batch.overrides
@@ -375,3 +377,28 @@ def make_messages(list out, MessageBatch batch, Py_ssize_t start, Py_ssize_t sto
         message._batch = batch
         message._index = index
         PyList_Append(out, message)
+
+
+def error_message(str topic, int partition, int64_t offset, error, bytes reason):
+    """A Message that reports an event instead of a record, as librdkafka's error messages
+    do (_PARTITION_EOF, _AUTO_OFFSET_RESET, ...): error() is `error`, value() and len() are
+    `reason` (confluent's value() is the error string), key() and headers() None, timestamp()
+    (TIMESTAMP_NOT_AVAILABLE, -1), offset() `offset` (None when negative)."""
+    cdef RecordRefs refs = RecordRefs(1)
+    cdef eos_record_ref *r = refs.refs
+    r.offset = offset
+    r.timestamp_ms = -1
+    r.key = r.value = r.headers = r.end = NULL
+    r.key_length = r.value_length = -1
+    r.headers_count = 0
+    r.timestamp_type = -TIMESTAMP_TYPE_BASE
+    r.leader_epoch = -1
+    refs.count = 1
+    cdef MessageBatch batch = MessageBatch(topic, partition, refs, [], offset + 1)
+    batch.overrides = _Overrides()
+    batch.overrides.error = error
+    batch.overrides.value = reason
+    cdef Message message = Message.__new__(Message)
+    message._batch = batch
+    message._index = 0
+    return message

@@ -377,6 +377,108 @@ def test_known_difference_a_commit_with_nothing_new_succeeds_on_eoslog(
     assert commit_with_nothing_new(ours) == (committed, committed)
 
 
+# --- error messages: _PARTITION_EOF, _AUTO_OFFSET_RESET, UNKNOWN_TOPIC_OR_PART -----------------
+
+
+def observed_messages(side: Side, consumer: Any, count: int) -> list[tuple[object, ...]]:
+    """What the user sees of `count` messages (records or error messages), waiting up to
+    15 s for them, then of any that follow within quiet_s."""
+    found: list[Any] = []
+    deadline = time.monotonic() + 15
+    while len(found) < count and time.monotonic() < deadline:
+        found += consumer.consume(count - len(found), 0.5)
+    found += consumer.consume(100, side.quiet_s)
+    return [described(message) for message in found]
+
+
+def described(message: Any) -> tuple[object, ...]:
+    error = message.error()
+    if error is None:
+        return (message.topic(), message.partition(), message.offset(), message.value())
+    # The error's text names the broker, which differs (librdkafka's mock is broker 1).
+    return (
+        message.topic(),
+        message.partition(),
+        message.offset(),
+        error.code(),
+        error.name(),
+        (error.fatal(), error.retriable()),
+        message.key(),
+        message.headers(),
+        message.timestamp(),
+        message.value() == error.str().encode(),
+        len(message) == len(error.str()),
+    )
+
+
+def partition_eof(side: Side) -> object:
+    consumer = side.consumer(enable_partition_eof=True)
+    consumer.assign([side.tp(0, RECORDS - 2), side.tp(3, eoslog.OFFSET_BEGINNING)])
+    observed: list[object] = [sorted(observed_messages(side, consumer, 4), key=repr)]
+    consumer.seek(side.tp(0, RECORDS))
+    observed.append(observed_messages(side, consumer, 1))
+    consumer.pause([side.tp(0)])
+    consumer.resume([side.tp(0)])
+    observed.append(observed_messages(side, consumer, 1))
+    consumer.assign([side.tp(0, eoslog.OFFSET_END)])
+    observed.append(observed_messages(side, consumer, 1))
+    consumer.close()
+    return observed
+
+
+def partition_eof_when_subscribed(side: Side) -> object:
+    consumer = side.consumer(enable_partition_eof=True, auto_offset_reset="latest")
+    consumer.subscribe([TOPIC])
+    observed = sorted(observed_messages(side, consumer, PARTITIONS), key=repr)
+    consumer.close()
+    return observed
+
+
+def auto_offset_reset_error(side: Side) -> object:
+    consumer = side.consumer(auto_offset_reset="error")
+    consumer.assign([side.tp(0, 100)])
+    observed = [observed_messages(side, consumer, 1)]
+    observed.append(side.outcome(lambda: consumer.seek(side.tp(0, RECORDS - 1))))
+    consumer.assign([side.tp(0, RECORDS - 1)])
+    observed.append(observed_messages(side, consumer, 1))
+    consumer.assign([side.tp(1)])  # no committed offset
+    observed.append(observed_messages(side, consumer, 1))
+    consumer.close()
+    return observed
+
+
+def missing_subscribed_topic(side: Side) -> object:
+    consumer = side.consumer()
+    consumer.subscribe(["missing-topic"])
+    observed = observed_messages(side, consumer, 1)
+    consumer.close()
+    return observed
+
+
+def test_partition_eof_is_delivered_once_per_end_and_again_after_seek_resume_assign(
+    sides: tuple[Side, Side],
+) -> None:
+    same_on_both(sides, partition_eof)
+
+
+def test_partition_eof_is_delivered_for_each_partition_a_rebalance_assigns(
+    sides: tuple[Side, Side],
+) -> None:
+    same_on_both(sides, partition_eof_when_subscribed)
+
+
+def test_auto_offset_reset_error_is_a_message_and_halts_the_partition(
+    sides: tuple[Side, Side],
+) -> None:
+    same_on_both(sides, auto_offset_reset_error)
+
+
+def test_a_subscribed_topic_that_does_not_exist_is_an_error_message(
+    sides: tuple[Side, Side],
+) -> None:
+    same_on_both(sides, missing_subscribed_topic)
+
+
 # --- offsets_for_times -------------------------------------------------------------------------
 
 

@@ -32,7 +32,7 @@ from eoslog import (
 from eoslog.client import fetcher as fetcher_module
 from eoslog.client import read_loop as read_loop_module
 from eoslog.client.fetch import plan_fetch
-from eoslog.errors import InvalidConfigError, KafkaException, OffsetOutOfRangeError
+from eoslog.errors import InvalidConfigError, KafkaError, KafkaException
 from eoslog.log.partition import PartitionLog
 from eoslog.log.partition_reads import FetchResult
 from eoslog.record import codec, layout
@@ -513,13 +513,24 @@ def test_out_of_range_offsets_are_reset_by_the_policy(
     assert offsets(drain(made)) == [3]
 
 
-def test_auto_offset_reset_error_raises(broker: eoslog.Broker, log: PartitionLog) -> None:
+def test_auto_offset_reset_error_delivers_one_error_message_and_halts_the_partition(
+    broker: eoslog.Broker, log: PartitionLog
+) -> None:
+    # librdkafka's behaviour (was: poll() raised OffsetOutOfRangeError / KafkaException -140).
     append(log, values(0, 3))
-    with pytest.raises(OffsetOutOfRangeError):
-        consumer(broker, 50, auto_offset_reset="error").poll(0)
+    out_of_range = consumer(broker, 50, auto_offset_reset="error")
+    (message,) = out_of_range.consume(5, timeout=0)
+    assert message.error().code() == KafkaError._AUTO_OFFSET_RESET
+    assert (message.topic(), message.partition(), message.offset()) == (TOPIC, 0, 50)
+    assert out_of_range.consume(5, timeout=0) == []  # halted until assign(), as librdkafka's
     with pytest.raises(KafkaException) as raised:
-        consumer(broker, OFFSET_STORED, auto_offset_reset="error").poll(0)
-    assert raised.value.error.code() == -140
+        out_of_range.seek(TopicPartition(TOPIC, 0, 1))
+    assert raised.value.args[0].code() == KafkaError._STATE
+    out_of_range.assign([TopicPartition(TOPIC, 0, 1)])
+    assert offsets(drain(out_of_range)) == [1, 2]
+    (message,) = consumer(broker, OFFSET_STORED, auto_offset_reset="error").consume(5, timeout=0)
+    assert message.error().code() == KafkaError._AUTO_OFFSET_RESET
+    assert message.offset() is None and message.value() == message.error().str().encode()
     # An explicit start needs no policy.
     assert offsets(drain(consumer(broker, OFFSET_BEGINNING, auto_offset_reset="error"))) == [
         0,

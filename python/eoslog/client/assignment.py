@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from eoslog.client.fetcher import AssignedPartition
-from eoslog.client.message import TopicPartition
+from eoslog.client.message import OFFSET_INVALID, TopicPartition
 from eoslog.errors import KafkaError, KafkaException
 
 PartitionKey = tuple[str, int]
@@ -62,6 +62,14 @@ class Assignment:
         gone = set(keys)
         self.partitions = {k: v for k, v in self.partitions.items() if k not in gone}
         self.generation += 1
+
+    def resume(self, key: PartitionKey) -> None:
+        """Deliver from this partition again if it is paused. Its end is reported again
+        (_PARTITION_EOF) once reached, as librdkafka reports it after a resume."""
+        assigned = self.partitions.get(key)
+        if key in self.paused and assigned is not None:
+            assigned.eof_offset = OFFSET_INVALID
+        self.paused.discard(key)
 
     def check_addable(self, partitions: Sequence[TopicPartition]) -> None:
         """incremental_assign's refusals, librdkafka's: KafkaException _INVALID_ARG for a

@@ -117,6 +117,7 @@ class Consumer:
             self._assignment,
             self._fetcher,
             self._step_if_grouped,
+            self._group_errors,
             auto_store=self._config.enable_auto_offset_store,
         )
 
@@ -204,12 +205,13 @@ class Consumer:
         that is not paused is left as it is. TypeError unless a list of TopicPartition."""
         self._check_open()
         for tp in topic_partitions("partitions", partitions):
-            self._assignment.paused.discard((tp.topic, tp.partition))
+            self._assignment.resume((tp.topic, tp.partition))
 
     def seek(self, partition: TopicPartition) -> None:
         """Move an assigned partition's position to partition.offset (special offsets as in
         assign()); the next poll/consume starts there. Records already fetched past it are
-        discarded. KafkaException (_STATE) if the partition is not assigned."""
+        discarded. KafkaException (_STATE) if the partition is not assigned or was halted
+        by auto.offset.reset=error (assign() restarts it, as in librdkafka)."""
         self._check_open()
         topic_partition("partition", partition)
         assigned = self._assignment.get(partition.topic, partition.partition)
@@ -283,8 +285,12 @@ class Consumer:
     def poll(self, timeout: float | None = None) -> Message | None:
         """The next record of the assigned partitions, or None if none arrives within
         `timeout` seconds (None or a negative value: wait indefinitely; 0: do not wait).
-        Raises KafkaException for errors (OffsetOutOfRangeError under
-        auto.offset.reset=error, CorruptRecordError for damaged batches, ...)."""
+        As confluent's, it may return an error message instead of a record, whose error()
+        is set (consume() too): _PARTITION_EOF with enable.partition.eof, _AUTO_OFFSET_RESET
+        under auto.offset.reset=error, UNKNOWN_TOPIC_OR_PART for a subscribed topic that
+        does not exist (eoslog.client.fetcher Fetcher.report). Raises KafkaException for
+        the errors librdkafka raises (from a callback, ...) and for damage in the directory,
+        which no retry cures (CorruptRecordError, KafkaStorageError: docs/reliability.md)."""
         timeout = arguments.optional_real("timeout", timeout)
         found = self.consume(1, -1 if timeout is None else timeout)
         return found[0] if found else None
@@ -295,8 +301,10 @@ class Consumer:
         return what is readable now), so the list may be short or empty; it also returns once
         the records taken keep limits.decompressed_batch_bytes_max of decompressed data alive
         (so batches that each decompress to just under the limit cannot add up). Partitions
-        are served in turn, each delivering in offset order. A fetch that fails after records
-        were collected ends the call with those records; the next call raises the error."""
+        are served in turn, each delivering in offset order; an error message (see poll())
+        comes after its partition's records and counts as one of num_messages. A fetch that
+        fails after records were collected ends the call with those records; the next call
+        raises the error."""
         self._check_open()
         num_messages = arguments.integer("num_messages", num_messages)
         timeout = arguments.real("timeout", timeout)
@@ -312,7 +320,9 @@ class Consumer:
         a Python object per record. Waits like consume(): until max_records are collected or
         the timeout expires; returns earlier once the pieces collected hold
         limits.decompressed_batch_bytes_max bytes, as consume() does. Moves the same positions
-        poll() and consume() move."""
+        poll() and consume() move. The error messages poll() delivers have no row here:
+        _PARTITION_EOF is not reported (a short batch already says the records ran out), and
+        the others are raised as KafkaException."""
         self._check_open()
         if max_records < 1:
             raise ValueError("max_records must be at least 1")
@@ -502,6 +512,10 @@ class Consumer:
         if group.auto_commit_due():
             self._auto_commit(group)
         return True
+
+    def _group_errors(self, count_max: int) -> list[Message]:
+        """The error messages of the group's step (GroupMember.take_errors)."""
+        return [] if self._group is None else self._group.take_errors(count_max)
 
     def _leave_group(self, group: GroupMember) -> bool:
         """Give up the partitions (auto-commit, on_revoke, unassign) and leave the group;

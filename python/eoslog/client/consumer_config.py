@@ -48,6 +48,7 @@ class ConsumerConfig:
         "check_crcs",
         "enable_auto_commit",
         "enable_auto_offset_store",
+        "enable_partition_eof",
         "fetch_bytes_max",
         "group_id",
         "isolation_level",
@@ -65,6 +66,8 @@ class ConsumerConfig:
         # librdkafka's default: poll() stores each delivered message's offset + 1
         # (eoslog.client.offset_store), and commits commit what is stored.
         self.enable_auto_offset_store = True
+        # librdkafka's default: reaching a partition's end is not reported.
+        self.enable_partition_eof = False
         # 0 turns the periodic commit off (librdkafka): stored offsets are still committed
         # before partitions are revoked and at close.
         self.auto_commit_interval_ms = limits.auto_commit_interval_ms_default
@@ -141,6 +144,7 @@ _APPLIED: Final[dict[str, tuple[str, Callable[[str, object], object]]]] = {
     "auto.offset.reset": ("auto_offset_reset", _auto_offset_reset),
     "enable.auto.commit": ("enable_auto_commit", _as_given),
     "enable.auto.offset.store": ("enable_auto_offset_store", _as_given),
+    "enable.partition.eof": ("enable_partition_eof", _as_given),
     "auto.commit.interval.ms": ("auto_commit_interval_ms", _as_given),
     "max.poll.interval.ms": ("max_poll_interval_ms", _as_given),
     "partition.assignment.strategy": ("assignment_strategies", _strategies),

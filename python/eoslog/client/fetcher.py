@@ -38,9 +38,11 @@ from eoslog.client.message import (
     MessageBatch,
     RecordRefs,
     TopicPartition,
+    error_message,
     index_records,
     make_messages,
 )
+from eoslog.client.metadata import NODE_ID
 from eoslog.errors import (
     KafkaError,
     KafkaException,
@@ -93,7 +95,10 @@ class AssignedPartition:
     __slots__ = (
         "bytes_per_record",
         "committed",
+        "eof_offset",
+        "error",
         "fetched",
+        "halted",
         "index",
         "log",
         "partition",
@@ -117,6 +122,22 @@ class AssignedPartition:
         self.stored = OFFSET_INVALID
         self.stored_metadata: str | None = None
         self.committed = OFFSET_INVALID
+        # The end offset last reported as _PARTITION_EOF (librdkafka's eof_offset): the end
+        # is reported once each time the position reaches it, again only at a new end, or
+        # after a seek, assign or resume (OFFSET_INVALID: not reported since).
+        self.eof_offset = OFFSET_INVALID
+        # An error librdkafka delivers as a message (auto.offset.reset=error's
+        # _AUTO_OFFSET_RESET) until it is reported, with the offset it names; the partition
+        # is halted from then on, fetching nothing until assign() restarts it.
+        self.error: tuple[KafkaError, int] | None = None
+        self.halted = False
+
+    def restart(self) -> None:
+        """A seek or assign moved the position: fetch again, and report the end again."""
+        self.drop_fetched()
+        self.eof_offset = OFFSET_INVALID
+        self.error = None
+        self.halted = False
 
     def drop_fetched(self) -> None:
         self.fetched = []
@@ -213,8 +234,17 @@ class Fetcher:
 
     def seek_to(self, assigned: AssignedPartition, offset: int) -> None:
         """Move the partition to `offset` or a special offset (Consumer.assign's), dropping
-        what was fetched."""
-        assigned.drop_fetched()
+        what was fetched. KafkaException _STATE for a partition halted by
+        auto.offset.reset=error, as librdkafka refuses to seek it (assign() restarts it)."""
+        if assigned.halted:
+            raise KafkaException(
+                KafkaError(
+                    KafkaError._STATE,
+                    f"Failed to seek to offset {offset}: Local: Erroneous state "
+                    f"({assigned.topic}-{assigned.partition} halted by auto.offset.reset=error)",
+                )
+            )
+        assigned.restart()
         if offset >= 0:
             assigned.position = offset
         elif offset == OFFSET_BEGINNING:
@@ -256,22 +286,24 @@ class Fetcher:
         return True
 
     def _reset(self, assigned: AssignedPartition, cause: Exception | None = None) -> None:
+        """Apply auto.offset.reset to a position that is unknown or (with `cause`) out of
+        range. Under "error" the partition halts with _AUTO_OFFSET_RESET to report, as
+        librdkafka's does: poll() and consume() deliver it as an error message naming the
+        offset (None when there was none), consume_arrow() raises it."""
         policy = self._config.auto_offset_reset
         log = assigned.log
         if policy == "earliest":
             assigned.position = log.log_start_offset
         elif policy == "latest":
             assigned.position = self.bound(log)
-        elif isinstance(cause, OffsetOutOfRangeError):
-            raise cause
         else:
-            raise KafkaException(
-                KafkaError(
-                    KafkaError._AUTO_OFFSET_RESET,
-                    f"{assigned.topic}-{assigned.partition}: no offset to start from and "
-                    "auto.offset.reset is error",
-                )
-            )
+            if cause is not None:
+                reason = f"fetch failed due to requested offset not available: {cause}"
+            else:
+                reason = "no previously committed offset available: Local: No offset stored"
+            error = KafkaError(KafkaError._AUTO_OFFSET_RESET, reason)
+            assigned.error = (error, assigned.position if cause is not None else OFFSET_INVALID)
+            assigned.halted = True
 
     def fill(
         self, assigned: AssignedPartition, records_wanted: int | None = None, kind: str = MESSAGES
@@ -286,7 +318,11 @@ class Fetcher:
             assigned.position = assigned.current_position()
             assigned.drop_fetched()
         while not assigned.fetched:
+            if assigned.halted:
+                return False  # until assign(): the error is reported once
             if assigned.position < 0 and not self._start_position(assigned):
+                return False
+            if assigned.halted:
                 return False
             offset = assigned.position
             # Nothing to read at or past the bound; past the log end is out of range (the log
@@ -301,7 +337,7 @@ class Fetcher:
                 )
             except OffsetOutOfRangeError as error:
                 self._reset(assigned, error)
-                continue
+                continue  # halted under "error": the loop's test above returns
             if not len(result.records):
                 return False
             self._decode(assigned, result, offset, records_wanted, kind)
@@ -466,11 +502,15 @@ class Fetcher:
 
     def take_messages(
         self, assigned: AssignedPartition, out: list[Message], limit: int, held: list[int]
-    ) -> None:
+    ) -> int:
         """Messages from `assigned` into `out` up to limit, or until held[0] (the decompressed
-        bytes the messages taken keep alive, counted once per fetch) reaches the limit."""
+        bytes the messages taken keep alive, counted once per fetch) reaches the limit; once
+        nothing more is readable, an error message after them (report()). Returns the number
+        of error messages appended (0 or 1)."""
         budget = limits.decompressed_batch_bytes_max
-        while len(out) < limit and held[0] < budget and self.fill(assigned):
+        while len(out) < limit and held[0] < budget:
+            if not self.fill(assigned):
+                return self.report(assigned, out)
             fetched = assigned.fetched[0]
             assert isinstance(fetched, MessageBatch)
             start = assigned.index
@@ -480,6 +520,39 @@ class Fetcher:
             # One Message per record, made in C: no Python code per record.
             make_messages(out, fetched, start, start + count)
             assigned.advance(count)
+        return 0
+
+    def report(self, assigned: AssignedPartition, out: list[Message]) -> int:
+        """After fill() found nothing more to read: append to `out` the error message
+        librdkafka would deliver now, if any, and return how many were appended (0 or 1).
+        Either the halted partition's pending error (once), or, with enable.partition.eof,
+        _PARTITION_EOF when the position has reached the bound (the high watermark, the LSO
+        under read_committed) and that end was not reported yet."""
+        if assigned.error is not None:
+            (error, offset), assigned.error = assigned.error, None
+        elif not self._config.enable_partition_eof or assigned.halted:
+            return 0
+        else:
+            log = assigned.log
+            offset = assigned.position
+            if offset < 0 or offset == assigned.eof_offset or offset != self.bound(log):
+                return 0
+            assigned.eof_offset = offset
+            error = KafkaError(
+                KafkaError._PARTITION_EOF,
+                f"Fetch from broker {NODE_ID} reached end of partition at offset {offset} "
+                f"(HighwaterMark {log.high_watermark})",
+            )
+        reason = error.str().encode()
+        out.append(error_message(assigned.topic, assigned.partition, offset, error, reason))
+        return 1
+
+    def take_error(self, assigned: AssignedPartition) -> KafkaError | None:
+        """The halted partition's pending error, taken (consume_arrow raises it)."""
+        if assigned.error is None:
+            return None
+        (error, _), assigned.error = assigned.error, None
+        return error
 
     def take_arrow(
         self, assigned: AssignedPartition, limit: int, include_headers: bool

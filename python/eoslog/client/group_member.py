@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from eoslog.client.message import TopicPartition
+from eoslog.client.message import OFFSET_INVALID, Message, TopicPartition, error_message
 from eoslog.coordinator.group_coordinator import (
     NO_GENERATION,
     NO_MEMBER,
@@ -38,7 +38,7 @@ from eoslog.coordinator.group_coordinator import (
     GroupCoordinator,
     OffsetToCommit,
 )
-from eoslog.errors import CommitFailedError, UnknownMemberIdError
+from eoslog.errors import CommitFailedError, KafkaError, UnknownMemberIdError
 
 if TYPE_CHECKING:
     from eoslog.client.consumer_config import ConsumerConfig
@@ -105,6 +105,11 @@ class GroupMember:
         self._on_revoke: RebalanceCallback | None = None
         self._on_lost: RebalanceCallback | None = None
         self._forget: str | None = None  # see revoked()
+        # The subscribed names (and patterns) that matched no topic at the last step, and
+        # those not yet reported (take_errors): librdkafka reports each once while it
+        # stays missing, and again if it goes missing again.
+        self._unavailable: frozenset[str] = frozenset()
+        self._unreported: list[str] = []
 
     # --- subscription ----------------------------------------------------------------------
 
@@ -128,6 +133,7 @@ class GroupMember:
         self._subscription = list(topics)
         self._on_assign, self._on_revoke, self._on_lost = on_assign, on_revoke, on_lost
         self._joining = True
+        self._unavailable, self._unreported = frozenset(), []
 
     def leaving(self) -> Rebalance | None:
         """Before unsubscribe() or close(): the partitions to give up (auto-commit first), or
@@ -144,6 +150,7 @@ class GroupMember:
             self._coordinator.leave_group(self.group_id, self.member_id)
         self.member_id, self.generation_id = NO_MEMBER, NO_GENERATION
         self._subscription = None
+        self._unavailable, self._unreported = frozenset(), []
 
     def metadata(self) -> ConsumerGroupMetadata:
         return ConsumerGroupMetadata(self.group_id, self.generation_id, self.member_id)
@@ -157,6 +164,7 @@ class GroupMember:
         self._forget = None  # a callback of the last Rebalance raised: nothing is forgotten
         counts = self._partition_counts()
         topics = self._resolve_topics(counts)
+        self._note_unavailable(counts)
         seen = {topic: counts[topic] for topic in topics}
         if topics != self._topics or seen != self._counts:
             # Eager rebalancing: what the member owns goes first (auto-committed, on_revoke),
@@ -235,6 +243,35 @@ class GroupMember:
         if patterns:
             names += [n for n in counts if any(p.search(n) for p in patterns)]
         return frozenset(names)
+
+    def _note_unavailable(self, counts: Mapping[str, int]) -> None:
+        """Queue for take_unavailable() each subscribed name, or pattern, that matches no
+        topic now and did not at the last step either."""
+        assert self._subscription is not None
+        missing = []
+        for entry in self._subscription:
+            if entry.startswith("^"):
+                pattern = re.compile(entry)
+                if not any(pattern.search(name) for name in counts):
+                    missing.append(entry)
+            elif entry not in counts:
+                missing.append(entry)
+        self._unreported += [entry for entry in missing if entry not in self._unavailable]
+        self._unavailable = frozenset(missing)
+
+    def take_errors(self, count_max: int) -> list[Message]:
+        """Up to count_max error messages, taken: UNKNOWN_TOPIC_OR_PART for each subscribed
+        name or pattern newly found to match no topic, as librdkafka reports a subscribed
+        topic that is not available (topic() the name, partition() 0, offset() None)."""
+        taken, self._unreported = self._unreported[:count_max], self._unreported[count_max:]
+        found = []
+        for name in taken:
+            error = KafkaError(
+                KafkaError.UNKNOWN_TOPIC_OR_PART,
+                f"Subscribed topic not available: {name}: Broker: Unknown topic or partition",
+            )
+            found.append(error_message(name, 0, OFFSET_INVALID, error, error.str().encode()))
+        return found
 
     # --- auto-commit -----------------------------------------------------------------------
 

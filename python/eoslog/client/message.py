@@ -18,6 +18,7 @@ from eoslog._ext.message import (
     Message,
     MessageBatch,
     RecordRefs,
+    error_message,
     index_records,
     make_messages,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "MessageBatch",
     "RecordRefs",
     "TopicPartition",
+    "error_message",
     "index_records",
     "make_messages",
 ]

@@ -101,7 +101,7 @@ def store_request(message: object, offsets: object, *, automatic: bool) -> list[
     KafkaException _INVALID_ARG while the store is automatic (enable.auto.offset.store)."""
     message, offsets = _message_or_offsets(message, offsets)
     if message is not None:
-        wanted = [TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
+        wanted = [_after(message)]
     elif offsets is not None:
         wanted = offsets
     else:
@@ -115,6 +115,17 @@ def store_request(message: object, offsets: object, *, automatic: bool) -> list[
     return wanted
 
 
+def _after(message: Message) -> TopicPartition:
+    """The offset after `message`, what storing or committing it means. KafkaException
+    _INVALID_ARG for an error message without an offset (offset() None)."""
+    offset = message.offset()
+    if offset is None:
+        raise KafkaException(
+            KafkaError(KafkaError._INVALID_ARG, "the message has no offset to store or commit")
+        )
+    return TopicPartition(message.topic(), message.partition(), offset + 1)
+
+
 def commit_request(
     assignment: Assignment, message: object, offsets: object
 ) -> tuple[list[OffsetToCommit], list[TopicPartition]]:
@@ -123,7 +134,7 @@ def commit_request(
     given, TypeError for a wrong type."""
     message, offsets = _message_or_offsets(message, offsets)
     if message is not None:
-        given = [TopicPartition(message.topic(), message.partition(), message.offset() + 1)]
+        given = [_after(message)]
     elif offsets is not None:
         given = list(offsets)
     else:

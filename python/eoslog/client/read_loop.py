@@ -25,13 +25,13 @@ import pyarrow as pa
 from eoslog import limits
 from eoslog.client import offset_store
 from eoslog.client.fetcher import ARROW, ARROW_HEADERS
+from eoslog.client.message import Message
 from eoslog.errors import KafkaException
 from eoslog.record.columns import spark_schema
 
 if TYPE_CHECKING:
     from eoslog.client.assignment import Assignment
-    from eoslog.client.fetcher import Fetcher
-    from eoslog.client.message import Message
+    from eoslog.client.fetcher import AssignedPartition, Fetcher
     from eoslog.log.append_signal import AppendSignal
 
 
@@ -46,6 +46,7 @@ class ReadLoop:
         assignment: Assignment,
         fetcher: Fetcher,
         step_group: Callable[[], bool],
+        group_errors: Callable[[int], list[Message]],
         *,
         auto_store: bool,
     ) -> None:
@@ -54,6 +55,7 @@ class ReadLoop:
         self._assignment = assignment
         self._fetcher = fetcher
         self._step_group = step_group
+        self._group_errors = group_errors
 
     def messages(self, num_messages: int, timeout: float) -> list[Message]:
         """Consumer.consume's loop (see its docstring)."""
@@ -63,8 +65,11 @@ class ReadLoop:
         sleep_s = limits.poll_sleep_s_min
         while True:
             seen = self._signal.generation  # before looking: no append missed
-            if not self._step_group():
-                if not self._wait(deadline, sleep_s, seen):
+            stepped = self._step_group()
+            if len(out) < num_messages:
+                out += self._group_errors(num_messages - len(out))
+            if not stepped:
+                if out or not self._wait(deadline, sleep_s, seen):
                     return out
                 sleep_s = min(sleep_s * 2, limits.poll_sleep_s_max)
                 continue
@@ -72,8 +77,9 @@ class ReadLoop:
                 if len(out) >= num_messages or held[0] >= limits.decompressed_batch_bytes_max:
                     break
                 taken, before = len(out), assigned.current_position()
+                reported = 0  # error messages (_PARTITION_EOF, ...): they deliver no record
                 try:
-                    self._fetcher.take_messages(assigned, out, num_messages, held)
+                    reported = self._fetcher.take_messages(assigned, out, num_messages, held)
                 except KafkaException:
                     if not out:
                         raise
@@ -82,7 +88,8 @@ class ReadLoop:
                     return out
                 finally:
                     if self._auto_store:
-                        offset_store.store_delivered(assigned, before, len(out) > taken)
+                        delivered = len(out) - reported > taken
+                        offset_store.store_delivered(assigned, before, delivered)
             if len(out) >= num_messages or held[0] >= limits.decompressed_batch_bytes_max:
                 return out
             if not self._wait(deadline, sleep_s, seen):
@@ -99,7 +106,11 @@ class ReadLoop:
         sleep_s = limits.poll_sleep_s_min
         while True:
             seen = self._signal.generation  # before looking: no append missed
-            if not self._step_group():
+            stepped = self._step_group()
+            # Not reported here (a RecordBatch has no row for them): the topic joins the
+            # subscription once it exists.
+            self._group_errors(limits.consume_messages_max)
+            if not stepped:
                 if not self._wait(deadline, sleep_s, seen):
                     return _one_batch(pieces, include_headers)
                 sleep_s = min(sleep_s * 2, limits.poll_sleep_s_max)
@@ -118,6 +129,7 @@ class ReadLoop:
                         pieces.append(piece)
                         total += piece.num_rows
                         held += piece.nbytes
+                    self._raise_reported(assigned, total)
                 except KafkaException:
                     if not total:
                         raise
@@ -128,6 +140,17 @@ class ReadLoop:
             if total >= max_records or held >= budget or not self._wait(deadline, sleep_s, seen):
                 return _one_batch(pieces, include_headers)
             sleep_s = min(sleep_s * 2, limits.poll_sleep_s_max)
+
+    def _raise_reported(self, assigned: AssignedPartition, total: int) -> None:
+        """consume_arrow's form of the error messages poll() delivers: a RecordBatch has no
+        row for an event, so a halted partition's error (_AUTO_OFFSET_RESET) is raised, once
+        no records were collected before it (else the next call raises it). _PARTITION_EOF
+        is not reported at all: it tells where the records end, which an empty or short
+        batch already tells."""
+        if assigned.error is not None and not total:
+            error = self._fetcher.take_error(assigned)
+            assert error is not None
+            raise KafkaException(error)
 
     def _wait(self, deadline: float | None, pause_s: float, seen: int) -> bool:
         """Wait until the broker publishes data past generation `seen` (an append, a marker),
