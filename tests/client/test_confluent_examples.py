@@ -198,11 +198,6 @@ def lines_until(process: subprocess.Popen[str], count: int) -> list[str]:
     return found
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="producer area: eoslog.confluent.Producer takes its config positionally only; "
-    "producer.py line 40 calls Producer(**conf) (TypeError: missing 'config')",
-)
 def test_producer_produces_each_line_of_stdin(examples: Path, hook: Path, data: Path) -> None:
     done = run(examples, hook, "producer.py", servers(data), INPUT, stdin="a\nb\nc\n")
     assert done.returncode == 0, done.stderr

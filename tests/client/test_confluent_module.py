@@ -85,6 +85,26 @@ def test_a_config_that_names_no_directory_is_refused(config: dict[str, object]) 
         confluent_kafka.Producer(config)
 
 
+def test_the_config_may_be_given_as_keyword_arguments_as_confluent_takes_it(
+    tmp_path: Path,
+) -> None:
+    """confluent-kafka's examples write Producer(**conf); keywords also join a dict."""
+    conf = {**servers(tmp_path), "linger.ms": 0}
+    producer = confluent_kafka.Producer(**conf)
+    producer.produce("kw", b"v")
+    assert producer.flush(10) == 0
+    consumer = confluent_kafka.Consumer(
+        {**servers(tmp_path), "group.id": "g"}, **{"auto.offset.reset": "earliest"}
+    )
+    consumer.subscribe(["kw"])
+    message = consumer.poll(10)
+    assert message is not None and message.value() == b"v"
+    consumer.close()
+    producer.close()
+    with pytest.raises(InvalidConfigError, match="name the log directory"):
+        confluent_kafka.Producer()
+
+
 def test_a_config_that_is_not_a_dict_is_a_type_error() -> None:
     with pytest.raises(TypeError):
         confluent_kafka.Consumer("eoslog:///tmp/x")  # type: ignore[arg-type]

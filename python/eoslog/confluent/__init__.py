@@ -207,6 +207,8 @@ def _attach(
     """Open or share the directory `config` names, then run the eoslog client's __init__;
     the client's release (a finalizer) gives the directory back once, at close or
     collection, or at once if __init__ raises."""
+    if not isinstance(config, Mapping):
+        raise TypeError(f"config must be a dict, not {type(config).__name__}")
     directory = _Directory({**config, **kwargs})
     broker = _BROKERS.acquire(directory)
     client._release = weakref.finalize(client, _BROKERS.release, directory.path)
@@ -218,18 +220,19 @@ def _attach(
 
 
 class Producer(_Producer):
-    """confluent_kafka.Producer(config): eoslog's Producer over the directory the config names
-    (module docstring). close() (an eoslog addition) flushes, stops it and releases the
+    """confluent_kafka.Producer(config) or Producer(**config): eoslog's Producer over the
+    directory the config names (module docstring; keyword arguments join the dict, as in
+    confluent-kafka). close() (an eoslog addition) flushes, stops it and releases the
     directory; without it the directory is released when the producer is collected or at
     exit."""
 
     _release: weakref.finalize[Any, Any]
 
-    def __init__(self, config: Mapping[str, object], **kwargs: Any) -> None:
+    def __init__(self, config: Mapping[str, object] | None = None, **kwargs: Any) -> None:
         # librdkafka's default partitioner, where broker.producer() keeps Java's.
         _attach(
             self,
-            config,
+            {} if config is None else config,
             kwargs,
             functools.partial(super().__init__, default_partitioner=partitioner.CONFLUENT_DEFAULT),
         )
@@ -242,13 +245,14 @@ class Producer(_Producer):
 
 
 class Consumer(_Consumer):
-    """confluent_kafka.Consumer(config): eoslog's Consumer over the directory the config names
-    (module docstring); close() also releases the directory."""
+    """confluent_kafka.Consumer(config) or Consumer(**config): eoslog's Consumer over the
+    directory the config names (module docstring; keyword arguments join the dict); close()
+    also releases the directory."""
 
     _release: weakref.finalize[Any, Any]
 
-    def __init__(self, config: Mapping[str, object], **kwargs: Any) -> None:
-        _attach(self, config, kwargs, super().__init__)
+    def __init__(self, config: Mapping[str, object] | None = None, **kwargs: Any) -> None:
+        _attach(self, {} if config is None else config, kwargs, super().__init__)
 
     def close(self) -> None:
         try:
