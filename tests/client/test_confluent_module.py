@@ -4,6 +4,8 @@ with its last client."""
 
 from __future__ import annotations
 
+import gc
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +60,37 @@ def test_clients_of_one_directory_share_one_broker(tmp_path: Path) -> None:
         eoslog.open(str(tmp_path))  # the consumer still holds it
     second.close()
     eoslog.open(str(tmp_path)).close()
+
+
+def test_a_client_collected_while_another_opens_its_directory_neither_deadlocks_nor_leaks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client dropped without close() gives its directory back from a finalizer, which the
+    collector may run in the middle of another client's broker open (it did, in the parity
+    suite, and waited forever for the registry's lock)."""
+    first_dir, second_dir = tmp_path / "first", tmp_path / "second"
+    abandoned = confluent_kafka.Producer({"eoslog.dir": str(first_dir)})
+    opening = confluent_kafka.open_broker
+
+    def open_and_collect(*args: Any, **kwargs: Any) -> eoslog.Broker:
+        gc.collect()  # the finalizer of `abandoned` runs here, inside the registry's lock
+        return opening(*args, **kwargs)
+
+    monkeypatch.setattr(confluent_kafka, "open_broker", open_and_collect)
+    made: list[Any] = []
+    del abandoned
+    worker = threading.Thread(
+        target=lambda: made.append(
+            confluent_kafka.Consumer({"eoslog.dir": str(second_dir), "group.id": "g"})
+        ),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(30)
+    assert not worker.is_alive(), "opening a second directory deadlocked"
+    (consumer,) = made
+    eoslog.open(str(first_dir)).close()  # the abandoned producer's broker was closed
+    consumer.close()
 
 
 def test_the_classes_are_eoslogs_own(tmp_path: Path) -> None:

@@ -27,7 +27,9 @@ eoslog.confluent.admin.
 from __future__ import annotations
 
 import atexit
+import collections
 import functools
+import logging
 import os
 import threading
 import weakref
@@ -160,40 +162,74 @@ class _Directory:
 
 class _Brokers:
     """The brokers this process opened for eoslog.confluent clients, by real path, with how
-    many clients each still has."""
+    many clients each still has.
+
+    A client gives its directory back from a weakref finalizer when it is collected, and the
+    collector runs finalizers wherever Python allocates: also in this thread while it holds
+    the lock, opening a broker (a release that waited for the lock there deadlocked). So
+    release() only queues the path, and whoever holds the lock, or gets it without waiting,
+    settles the queue: counts go down, and a broker whose last client went is closed before
+    the lock is let go (so that a client opening the same directory next finds it closed)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._open: dict[str, list[Any]] = {}  # path -> [broker, clients]
+        self._released: collections.deque[str] = collections.deque()  # not yet counted
 
     def acquire(self, directory: _Directory) -> Broker:
-        with self._lock:
-            entry = self._open.get(directory.path)
-            if entry is None:
-                broker = open_broker(directory.path, directory.durability, directory.broker_config)
-                entry = self._open[directory.path] = [broker, 0]
-            entry[1] += 1
-            return entry[0]  # type: ignore[no-any-return]
+        try:
+            with self._lock:
+                self._settle_locked()
+                entry = self._open.get(directory.path)
+                if entry is None:
+                    broker = open_broker(
+                        directory.path, directory.durability, directory.broker_config
+                    )
+                    entry = self._open[directory.path] = [broker, 0]
+                entry[1] += 1
+                return entry[0]  # type: ignore[no-any-return]
+        finally:
+            self._settle()
 
     def release(self, path: str) -> None:
-        with self._lock:
+        """One client of `path` is done (close(), collection or a failed __init__). Safe
+        from a finalizer: it never waits for the lock."""
+        self._released.append(path)
+        self._settle()
+
+    def _settle(self) -> None:
+        # Re-checked after the lock is let go: a path queued while another thread held it
+        # is settled by whichever thread gets the lock next.
+        while self._released and self._lock.acquire(blocking=False):
+            try:
+                self._settle_locked()
+            finally:
+                self._lock.release()
+
+    def _settle_locked(self) -> None:
+        while self._released:
+            path = self._released.popleft()
             entry = self._open.get(path)
             if entry is None:
-                return
+                continue
             entry[1] -= 1
-            if entry[1] > 0:
-                return
-            del self._open[path]
-        entry[0].close()
+            if entry[1] <= 0:
+                del self._open[path]
+                try:
+                    entry[0].close()
+                except Exception:  # the client that let go may be a finalizer: never raise
+                    _log.exception("closing the eoslog broker of %s failed", path)
 
     def close_all(self) -> None:
         with self._lock:
+            self._settle_locked()
             brokers = [entry[0] for entry in self._open.values()]
             self._open.clear()
         for broker in brokers:
             broker.close()
 
 
+_log = logging.getLogger(__name__)
 _BROKERS = _Brokers()
 atexit.register(_BROKERS.close_all)
 
