@@ -266,6 +266,7 @@ class ConsumerGroupState(enum.Enum):
     """confluent_kafka.ConsumerGroupState (librdkafka's values)."""
 
     UNKNOWN = 0
+    UNKOWN = 0  # confluent's misspelt alias of UNKNOWN, kept for code that names it
     PREPARING_REBALANCING = 1
     COMPLETING_REBALANCING = 2
     STABLE = 3

@@ -39,6 +39,7 @@ from eoslog.broker import DURABILITY_MODES, Broker
 from eoslog.broker import open as open_broker
 from eoslog.client import partitioner
 from eoslog.client.admin import AdminClient as _AdminClient
+from eoslog.client.admin_cluster import ElectionType
 from eoslog.client.admin_types import (
     ConfigEntry,
     ConfigResource,
@@ -69,6 +70,15 @@ from eoslog.client.message import (
     TopicPartition,
 )
 from eoslog.client.producer import Producer as _Producer
+from eoslog.confluent.compat import (
+    ConcurrentModificationException,
+    IllegalStateException,
+    ThrottleEvent,
+    Uuid,
+    consistent,
+    fnv1a,
+    murmur2,
+)
 from eoslog.coordinator.group_coordinator import ConsumerGroupMetadata
 from eoslog.errors import InvalidConfigError, KafkaError, KafkaException
 
@@ -81,6 +91,7 @@ __all__ = [
     "TIMESTAMP_LOG_APPEND_TIME",
     "TIMESTAMP_NOT_AVAILABLE",
     "AdminClient",
+    "ConcurrentModificationException",
     "ConfigEntry",
     "ConfigResource",
     "ConfigSource",
@@ -90,6 +101,8 @@ __all__ = [
     "ConsumerGroupTopicPartitions",
     "ConsumerGroupType",
     "DeletedRecords",
+    "ElectionType",
+    "IllegalStateException",
     "IsolationLevel",
     "KafkaError",
     "KafkaException",
@@ -100,10 +113,15 @@ __all__ = [
     "OffsetSpec",
     "Producer",
     "ResourceType",
+    "ThrottleEvent",
     "TopicCollection",
     "TopicPartition",
     "TopicPartitionInfo",
+    "Uuid",
+    "consistent",
+    "fnv1a",
     "libversion",
+    "murmur2",
     "version",
 ]
 
@@ -259,9 +277,9 @@ class Consumer(_Consumer):
 
 class AdminClient(_AdminClient):
     """confluent_kafka.admin.AdminClient(config): eoslog's AdminClient (eoslog.client.admin)
-    over the directory the config names (module docstring). confluent's AdminClient has no
-    close(): the directory is released when the client is collected (or at exit); close(),
-    an eoslog addition, releases it at once."""
+    over the directory the config names (module docstring). The directory is released when
+    the client is closed: at the end of a `with` block (as confluent's destroys its handle
+    there), by close() (an eoslog addition), or when it is collected (or at exit)."""
 
     _release: weakref.finalize[Any, Any]
 
@@ -269,4 +287,7 @@ class AdminClient(_AdminClient):
         _attach(self, config, kwargs, super().__init__)
 
     def close(self) -> None:
-        self._release()
+        try:
+            super().close()
+        finally:
+            self._release()
