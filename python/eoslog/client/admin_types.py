@@ -213,6 +213,10 @@ class Node:
         self.port = port
         self.rack = rack
 
+    def __str__(self) -> str:
+        rack = f"(Rack - {self.rack})" if self.rack else ""
+        return f"({self.id}) {self.host}:{self.port} {rack}"
+
 
 class TopicPartitionInfo:
     """One partition of a TopicDescription (confluent_kafka.TopicPartitionInfo)."""
