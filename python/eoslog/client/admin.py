@@ -20,13 +20,16 @@ Thread safety: any thread may call; each call is one or more broker operations, 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from eoslog import arguments
 from eoslog.arguments import real
 from eoslog.client import admin_groups, admin_topic_changes, admin_transactions
+from eoslog.client.admin_answers import answered, check_options, node, non_empty_list, refused
+from eoslog.client.admin_cluster import ClusterCalls
 from eoslog.client.admin_transaction_types import (
     AbortTransactionSpec,
     ProducerState,
@@ -45,7 +48,6 @@ from eoslog.client.admin_types import (
     ListOffsetsResultInfo,
     NewPartitions,
     NewTopic,
-    Node,
     OffsetSpec,
     ResourceType,
     TopicCollection,
@@ -53,8 +55,8 @@ from eoslog.client.admin_types import (
     TopicPartitionInfo,
 )
 from eoslog.client.message import TopicPartition
-from eoslog.client.metadata import NO_PORT, NODE_ID, ClusterMetadata, cluster_metadata
-from eoslog.errors import KafkaError, KafkaException
+from eoslog.client.metadata import NODE_ID, ClusterMetadata, cluster_metadata
+from eoslog.errors import KafkaError
 from eoslog.log.config import LogConfig
 from eoslog.log.meta_file import validate_topic_name
 
@@ -64,7 +66,6 @@ if TYPE_CHECKING:
     from eoslog.log.meta_file import TopicMetadata
     from eoslog.log.partition import PartitionLog
 
-_V = TypeVar("_V")
 _K = TypeVar("_K", TopicPartition, ConfigResource)
 _R = TypeVar("_R", NewTopic, NewPartitions)
 
@@ -99,57 +100,45 @@ class AdminBroker(admin_topic_changes.TopicChanger, Protocol):
     def log(self, topic: str, partition: int) -> PartitionLog: ...
 
 
-def answered(work: Callable[..., _V], *args: Any) -> Future[_V]:
-    """A Future already holding work(*args)'s result, or the KafkaException it raised."""
-    future: Future[_V] = Future()
-    try:
-        future.set_result(work(*args))
-    except KafkaException as error:
-        future.set_exception(error)
-    return future
-
-
-def refused(code: int, reason: str) -> KafkaException:
-    return KafkaException(KafkaError(code, reason))
-
-
-def check_options(call: str, given: Mapping[str, object], allowed: Iterable[str]) -> None:
-    """confluent's refusal of a keyword the call does not take; timeouts must be numbers."""
-    for name, value in given.items():
-        if name not in allowed:
-            raise TypeError(f"'{name}' is an invalid keyword argument for {call}()")
-        if name.endswith("_timeout"):
-            real(name, value)
-
-
-def non_empty_list(value: object, kind: type, what: str) -> list[Any]:
-    """A non-empty list of `kind` (TypeError for another type, ValueError when empty)."""
-    if not isinstance(value, list):
-        raise TypeError(f"Expected list of {what}, not {type(value).__name__}")
-    if not value:
-        raise ValueError(f"Expected non-empty list of {what}")
-    for item in value:
-        if not isinstance(item, kind):
-            raise TypeError(f"Expected list of {what}, found {type(item).__name__}")
-    return value
-
-
-def node() -> Node:
-    """The one node of a log directory (eoslog.client.metadata)."""
-    return Node(NODE_ID, "", NO_PORT)
-
-
-class AdminClient:
+class AdminClient(ClusterCalls):
     """confluent_kafka.admin.AdminClient over one broker (module docstring). Config keys are
     accepted and ignored: an admin call has nothing to tune here (confluent's timeouts are
-    taken per call, and calls never wait)."""
+    taken per call, and calls never wait). The cluster-wide calls (describe_cluster, ACLs,
+    SCRAM, elect_leaders, alter_configs, list_groups, poll) are eoslog.client.admin_cluster's.
+    A context manager, as confluent's: __exit__ closes it; every call on a closed client
+    raises RuntimeError."""
 
     def __init__(self, broker: AdminBroker, config: Mapping[str, object] | None = None) -> None:
         arguments.refuse_config_as_broker("AdminClient", broker)
         if config is not None and not isinstance(config, Mapping):
             raise TypeError(f"config must be a dict, not {type(config).__name__}")
-        self._broker = broker
+        self._open_broker: AdminBroker | None = broker
         self.config = dict(config or {})
+
+    @property
+    def _broker(self) -> AdminBroker:
+        broker = self._open_broker
+        if broker is None:
+            raise RuntimeError("AdminClient has been closed")
+        return broker
+
+    def close(self) -> None:
+        """Close the client (idempotent): later calls raise RuntimeError. The broker is the
+        caller's and stays open (eoslog.confluent's AdminClient also releases its
+        directory)."""
+        self._open_broker = None
+
+    def __enter__(self) -> AdminClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """Close it, as confluent's destroys its handle; an exception propagates."""
+        self.close()
 
     # --- topics -----------------------------------------------------------------------------
 

@@ -213,6 +213,10 @@ class Node:
         self.port = port
         self.rack = rack
 
+    def __str__(self) -> str:
+        rack = f"(Rack - {self.rack})" if self.rack else ""
+        return f"({self.id}) {self.host}:{self.port} {rack}"
+
 
 class TopicPartitionInfo:
     """One partition of a TopicDescription (confluent_kafka.TopicPartitionInfo)."""
@@ -266,6 +270,7 @@ class ConsumerGroupState(enum.Enum):
     """confluent_kafka.ConsumerGroupState (librdkafka's values)."""
 
     UNKNOWN = 0
+    UNKOWN = 0  # confluent's misspelt alias of UNKNOWN, kept for code that names it
     PREPARING_REBALANCING = 1
     COMPLETING_REBALANCING = 2
     STABLE = 3

@@ -41,6 +41,7 @@ from eoslog.broker import DURABILITY_MODES, Broker
 from eoslog.broker import open as open_broker
 from eoslog.client import partitioner
 from eoslog.client.admin import AdminClient as _AdminClient
+from eoslog.client.admin_cluster import ElectionType
 from eoslog.client.admin_types import (
     ConfigEntry,
     ConfigResource,
@@ -71,6 +72,15 @@ from eoslog.client.message import (
     TopicPartition,
 )
 from eoslog.client.producer import Producer as _Producer
+from eoslog.confluent.compat import (
+    ConcurrentModificationException,
+    IllegalStateException,
+    ThrottleEvent,
+    Uuid,
+    consistent,
+    fnv1a,
+    murmur2,
+)
 from eoslog.coordinator.group_coordinator import ConsumerGroupMetadata
 from eoslog.errors import InvalidConfigError, KafkaError, KafkaException
 
@@ -83,6 +93,7 @@ __all__ = [
     "TIMESTAMP_LOG_APPEND_TIME",
     "TIMESTAMP_NOT_AVAILABLE",
     "AdminClient",
+    "ConcurrentModificationException",
     "ConfigEntry",
     "ConfigResource",
     "ConfigSource",
@@ -92,6 +103,8 @@ __all__ = [
     "ConsumerGroupTopicPartitions",
     "ConsumerGroupType",
     "DeletedRecords",
+    "ElectionType",
+    "IllegalStateException",
     "IsolationLevel",
     "KafkaError",
     "KafkaException",
@@ -102,10 +115,15 @@ __all__ = [
     "OffsetSpec",
     "Producer",
     "ResourceType",
+    "ThrottleEvent",
     "TopicCollection",
     "TopicPartition",
     "TopicPartitionInfo",
+    "Uuid",
+    "consistent",
+    "fnv1a",
     "libversion",
+    "murmur2",
     "version",
 ]
 
@@ -299,9 +317,9 @@ class Consumer(_Consumer):
 
 class AdminClient(_AdminClient):
     """confluent_kafka.admin.AdminClient(config): eoslog's AdminClient (eoslog.client.admin)
-    over the directory the config names (module docstring). confluent's AdminClient has no
-    close(): the directory is released when the client is collected (or at exit); close(),
-    an eoslog addition, releases it at once."""
+    over the directory the config names (module docstring). The directory is released when
+    the client is closed: at the end of a `with` block (as confluent's destroys its handle
+    there), by close() (an eoslog addition), or when it is collected (or at exit)."""
 
     _release: weakref.finalize[Any, Any]
 
@@ -309,4 +327,7 @@ class AdminClient(_AdminClient):
         _attach(self, config, kwargs, super().__init__)
 
     def close(self) -> None:
-        self._release()
+        try:
+            super().close()
+        finally:
+            self._release()
