@@ -446,6 +446,11 @@ class ProducerStateError(KafkaException):
     code = KafkaError._STATE
 
 
+class ProducerClosedError(ProducerStateError, RuntimeError):
+    """A call on a closed producer. Also a RuntimeError, which confluent-kafka raises for a
+    producer that has been closed (as after `with Producer(conf) as p:`)."""
+
+
 class MessagePurgedError(KafkaException):
     """A queued message dropped before it was sent: abort_transaction() purges the batches of
     the transaction it aborts, and their delivery callbacks get this (librdkafka's

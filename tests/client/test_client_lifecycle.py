@@ -11,6 +11,7 @@ import pytest
 
 import eoslog
 from eoslog.errors import KafkaError, MessagePurgedError
+from tests.support import logtools
 
 LINGER_NEVER_MS = 900_000
 
@@ -137,3 +138,21 @@ def test_close_reports_what_its_flush_timeout_left_unwritten(tmp_path: Path) -> 
     assert all(isinstance(error, KafkaError) for error, _ in reports)
     assert {error.code() for error, _ in reports} == {KafkaError._PURGE_QUEUE}
     assert MessagePurgedError.code == KafkaError._PURGE_QUEUE
+
+
+def test_a_producer_used_as_a_context_manager_flushes_and_closes(tmp_path: Any) -> None:
+    """As confluent-kafka's: leaving the block flushes what was produced and closes the
+    producer; a later call raises a RuntimeError (here ProducerClosedError, also a
+    ProducerStateError)."""
+    with eoslog.open(str(tmp_path), "none") as broker:
+        broker.create_topic("t", 1)
+        with broker.producer({"linger.ms": 60_000}) as producer:
+            for value in (b"a", b"b", b"c"):
+                producer.produce("t", value)
+        assert len(producer) == 0
+        with pytest.raises(RuntimeError, match="closed"):
+            producer.produce("t", b"d")
+        with pytest.raises(eoslog.ProducerStateError):
+            producer.produce("t", b"e")
+        data = bytes(broker.log("t", 0).read(0).records)
+        assert [record.value for record in logtools.records(data)] == [b"a", b"b", b"c"]

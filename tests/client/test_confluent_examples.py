@@ -212,11 +212,6 @@ def test_context_manager_example_s_admin_block_creates_its_topic(
     assert "=== Producer Context Manager Example ===" in done.stdout  # the admin block ended
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="producer area: eoslog.confluent.Producer is not a context manager; "
-    "context_manager_example.py line 71 `with Producer(producer_conf) as producer` (TypeError)",
-)
 def test_context_manager_example_completes(examples: Path, hook: Path, data: Path) -> None:
     done = run(examples, hook, "context_manager_example.py", servers(data))
     assert done.returncode == 0, done.stderr

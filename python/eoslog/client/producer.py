@@ -59,7 +59,7 @@ from eoslog.clock import wall_clock_ms
 from eoslog.errors import (
     KafkaError,
     KafkaException,
-    ProducerStateError,
+    ProducerClosedError,
     RecordTooLargeError,
 )
 from eoslog.record import USING_EXTENSIONS, accumulator, layout
@@ -370,7 +370,7 @@ class Producer(TransactionalCalls):
 
     def _check_usable(self) -> None:
         if self._sender.closed:
-            raise ProducerStateError("the producer is closed")
+            raise ProducerClosedError("Producer has been closed")
         fatal = self._sender.fatal
         if fatal is not None:
             raise type(fatal)(fatal.error)
@@ -471,6 +471,14 @@ class Producer(TransactionalCalls):
         self._check_open()
         if in_queue:
             self._sender.purge_queued("purged by purge()")
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        """Leaving a `with` block closes the producer: flush() first, as confluent-kafka's
+        does (what cannot be written is reported, never dropped)."""
+        self.close()
 
     def close(self, timeout: float | None = None) -> int:
         """flush(), then stop the linger thread; later calls raise ProducerStateError.

@@ -26,6 +26,7 @@ from eoslog.errors import (
     KafkaError,
     KafkaException,
     OperationTimedOutError,
+    ProducerClosedError,
     ProducerStateError,
 )
 
@@ -225,7 +226,7 @@ class TransactionalCalls:
 
     def _check_open(self) -> None:
         if self._sender.closed:
-            raise ProducerStateError("the producer is closed")
+            raise ProducerClosedError("Producer has been closed")
 
     @property
     def transaction_state(self) -> str | None:
