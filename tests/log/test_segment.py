@@ -56,7 +56,7 @@ class Segments:
             LogConfig(**config),
             clean_shutdown=False,
             recovery_point=recovery_point,
-            log_start_offset=0,
+            log_start_offset=None,
             now_ms=0,
             aborted_counts=None,
         )
