@@ -3,18 +3,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 import eoslog
-
-
-def run(*arguments: str) -> subprocess.CompletedProcess[str]:
-    """`python -m eoslog ARGUMENTS...`, its output captured."""
-    command = [sys.executable, "-m", "eoslog", *arguments]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+from tests.cli.shell import run
 
 
 def test_version_prints_the_package_version() -> None:

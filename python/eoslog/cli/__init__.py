@@ -24,6 +24,7 @@ import click
 import eoslog
 from eoslog import demo, tools
 from eoslog.cli.output import BROKEN_PIPE_STATUS, CommandFailed, error_text
+from eoslog.cli.transactions import transactions
 from eoslog.errors import KafkaException, NotASegmentFileError
 from eoslog.log.repair import repair_truncate
 
@@ -44,7 +45,7 @@ class _Commands(click.Group):
             _fail(ctx, str(error), error.status)
         except KafkaException as error:
             status = 2 if isinstance(error, NotASegmentFileError) else 1
-            _fail(ctx, f"{type(error).__name__}: {error_text(error)}", status)
+            _fail(ctx, error_text(error), status)
         except OSError as error:
             where = f": {error.filename}" if error.filename else ""
             _fail(ctx, f"{error.strerror or error}{where}", 2)
@@ -107,6 +108,9 @@ def repair(file: str, truncate_at: int) -> int:
     discarded = repair_truncate(file, truncate_at)
     click.echo(f"cut {file} at byte {truncate_at}; {discarded} bytes discarded")
     return 0
+
+
+commands.add_command(transactions)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

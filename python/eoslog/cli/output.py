@@ -4,6 +4,7 @@ machines)."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
@@ -18,6 +19,9 @@ from rich.table import Table
 
 import eoslog
 from eoslog.client.admin import AdminClient
+from eoslog.client.admin_transaction_types import TRANSACTIONAL_ID_NOT_FOUND
+from eoslog.client.admin_types import TopicCollection
+from eoslog.client.message import TopicPartition
 from eoslog.errors import KafkaException, LogDirLockedError
 from eoslog.log.meta_file import META_FILE
 
@@ -27,6 +31,9 @@ BROKEN_PIPE_STATUS: Final = 128 + 13
 
 # Output to a pipe or file is never wrapped: a row stays one line for grep and awk.
 _PIPED_WIDTH: Final = 10_000
+
+# Kafka's names for the codes librdkafka does not name (its name() is "ERR_<code>?").
+_NAMES_LIBRDKAFKA_LACKS: Final = {TRANSACTIONAL_ID_NOT_FOUND: "TRANSACTIONAL_ID_NOT_FOUND"}
 
 Row = dict[str, object]
 
@@ -40,12 +47,15 @@ class CommandFailed(Exception):
 
 
 def error_text(error: KafkaException) -> str:
-    """An eoslog error's text; for an AdminClient future's plain KafkaException, the Kafka
-    error name first (INVALID_TXN_STATE: ...), as Kafka's tools print it."""
-    if type(error) is KafkaException:
-        kafka_error = error.args[0]
-        return f"{kafka_error.name()}: {kafka_error.str()}"
-    return str(error)
+    """An eoslog error's type and text; for an AdminClient future's plain KafkaException,
+    the Kafka error's name instead of the type (INVALID_TXN_STATE: ...), as Kafka's tools
+    print it."""
+    if type(error) is not KafkaException:
+        return f"{type(error).__name__}: {error}"
+    kafka_error = error.args[0]
+    code = kafka_error.code()
+    name = _NAMES_LIBRDKAFKA_LACKS.get(code, kafka_error.name())
+    return f"{name}: {kafka_error.str()}"
 
 
 @contextmanager
@@ -71,17 +81,36 @@ def opened_admin(directory: str) -> Iterator[AdminClient]:
         broker.close()
 
 
+def partitions_of(admin: AdminClient, topic: str | None = None) -> list[TopicPartition]:
+    """The partitions of the topic (UNKNOWN_TOPIC_OR_PART if it does not exist), or of every
+    user topic when topic is None (internal topics left out, as Kafka's tools list topics)."""
+    names = [topic] if topic is not None else sorted(admin.list_topics().topics)
+    if not names:
+        return []
+    partitions = []
+    for name, future in admin.describe_topics(TopicCollection(names)).items():
+        description = future.result()
+        if topic is None and description.is_internal:
+            continue
+        partitions += [TopicPartition(name, info.id) for info in description.partitions]
+    return partitions
+
+
 def show(title: str, columns: Sequence[str], rows: Sequence[Row], as_json: bool) -> None:
     """Print rows as a table under its title, or with as_json as one JSON array of objects
     (None as null) on stdout."""
     if as_json:
         click.echo(json.dumps(list(rows), indent=2))
         return
-    table = Table(*columns, title=title, box=box.SIMPLE, title_justify="left")
+    table = Table(*columns, title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
     for row in rows:
         table.add_row(*("-" if row[name] is None else str(row[name]) for name in columns))
-    console = Console(width=None if _is_terminal() else _PIPED_WIDTH)
-    console.print(table)
+    terminal = _is_terminal()
+    rendered = io.StringIO()
+    width = None if terminal else _PIPED_WIDTH
+    Console(file=rendered, width=width, force_terminal=terminal).print(table)
+    # rich pads every cell: no line ends in spaces, for diff and for copying.
+    click.echo("\n".join(line.rstrip() for line in rendered.getvalue().splitlines()).rstrip())
 
 
 def _is_terminal() -> bool:

@@ -1,0 +1,191 @@
+"""`eoslog transactions DIR ...` (kafka-transactions.sh, KIP-664) as a user runs it: on a
+directory holding a committed, an aborted and a hanging transaction, list and describe them,
+find the hanging one and abort it from the shell, after which read_committed readers move
+past it. A directory a running process owns is refused with its pid."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import eoslog
+from eoslog import TopicPartition
+from eoslog.record import codec
+from tests.cli.shell import run, run_json
+
+# A producer id no transactional id owns: its batch reaches the log directly, as a foreign
+# client's would, and no coordinator will ever end its transaction.
+FOREIGN_PRODUCER_ID = 900_000
+HOUR_MS = 3_600_000
+
+
+def _transaction(broker: eoslog.Broker, tid: str, value: bytes, *, commit: bool) -> None:
+    producer = broker.producer({"transactional.id": tid, "linger.ms": 0})
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.produce("t", value, partition=0)
+    if commit:
+        producer.commit_transaction()
+    else:
+        producer.abort_transaction()
+    producer.close()
+
+
+def _hang(broker: eoslog.Broker, value: bytes, timestamp_ms: int) -> int:
+    """A transactional batch of FOREIGN_PRODUCER_ID in t-0 that no marker ends; its offset."""
+    builder = codec.BatchBuilder(
+        is_transactional=True, producer_id=FOREIGN_PRODUCER_ID, producer_epoch=3, base_sequence=0
+    )
+    builder.append(timestamp_ms, None, value)
+    log = broker.log("t", 0)
+    start = log.high_watermark
+    log.append_batch(builder.build())
+    return start
+
+
+def committed_values(directory: Path) -> list[bytes]:
+    """What a read_committed consumer of t-0 reads now."""
+    with eoslog.open(str(directory), background=False) as broker:
+        consumer = broker.consumer({"group.id": "reader", "auto.offset.reset": "earliest"})
+        consumer.assign([TopicPartition("t", 0, 0)])
+        values = []
+        while batch := consumer.consume(1000, timeout=0):
+            values += [m.value() for m in batch if m.error() is None]
+        consumer.close()
+        return values
+
+
+@pytest.fixture
+def directory(tmp_path: Path) -> tuple[Path, int]:
+    """A log directory with topic t: a committed, an aborted, a hanging (its producer last
+    wrote an hour ago) and a later committed transaction; the hanging one's start offset."""
+    root = tmp_path / "data"
+    with eoslog.open(str(root), background=False) as broker:
+        broker.create_topic("t", 1)
+        _transaction(broker, "committer", b"committed", commit=True)
+        _transaction(broker, "aborter", b"aborted", commit=False)
+        start = _hang(broker, b"hanging", int(time.time() * 1000) - HOUR_MS)
+        _transaction(broker, "late", b"after", commit=True)
+    return root, start
+
+
+def test_list_shows_every_transactional_id_with_its_state(directory: tuple[Path, int]) -> None:
+    root, _ = directory
+    listed = run_json("transactions", str(root), "list")
+    states = {row["TransactionalId"]: row["TransactionState"] for row in listed}
+    assert states == {
+        "committer": "CompleteCommit",
+        "aborter": "CompleteAbort",
+        "late": "CompleteCommit",
+    }
+    table = run("transactions", str(root), "list")
+    assert table.returncode == 0
+    assert "TransactionalId" in table.stdout and "CompleteAbort" in table.stdout
+
+
+def test_describe_shows_one_id_and_an_unknown_id_is_a_one_line_error(
+    directory: tuple[Path, int],
+) -> None:
+    root, _ = directory
+    (row,) = run_json("transactions", str(root), "describe", "--transactional-id", "committer")
+    assert row["TransactionState"] == "CompleteCommit"
+    assert row["CurrentTransactionStartTimeMs"] is None
+    done = run("transactions", str(root), "describe", "--transactional-id", "nobody")
+    assert done.returncode == 1
+    assert "eoslog transactions: TRANSACTIONAL_ID_NOT_FOUND:" in done.stderr
+    assert "nobody" in done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+
+
+def test_describe_producers_shows_the_open_transaction_start_offset(
+    directory: tuple[Path, int],
+) -> None:
+    root, start = directory
+    rows = run_json(
+        "transactions", str(root), "describe-producers", "--topic", "t", "--partition", "0"
+    )
+    foreign = [row for row in rows if row["ProducerId"] == FOREIGN_PRODUCER_ID]
+    assert [row["CurrentTransactionStartOffset"] for row in foreign] == [start]
+    others = [row for row in rows if row["ProducerId"] != FOREIGN_PRODUCER_ID]
+    assert others and all(row["CurrentTransactionStartOffset"] is None for row in others)
+
+
+def test_find_hanging_lists_the_open_transaction_no_transactional_id_owns(
+    directory: tuple[Path, int],
+) -> None:
+    root, start = directory
+    (row,) = run_json("transactions", str(root), "find-hanging")
+    assert (row["Topic"], row["Partition"], row["ProducerId"]) == ("t", 0, FOREIGN_PRODUCER_ID)
+    assert row["StartOffset"] == start and row["Duration(min)"] >= 59
+    table = run("transactions", str(root), "find-hanging", "--topic", "t", "--partition", "0")
+    assert table.returncode == 0 and str(FOREIGN_PRODUCER_ID) in table.stdout
+    # Its producer wrote an hour ago: within a two-hour timeout it is not hanging yet.
+    younger = ("find-hanging", "--max-transaction-timeout", "120")
+    assert run_json("transactions", str(root), *younger) == []
+
+
+def test_abort_from_the_shell_clears_the_hanging_transaction_and_readers_move_past_it(
+    directory: tuple[Path, int],
+) -> None:
+    root, start = directory
+    assert committed_values(root) == [b"committed"]  # held at the hanging one's start
+    where = ("--topic", "t", "--partition", "0")
+    done = run("transactions", str(root), "abort", *where, "--start-offset", str(start))
+    assert done.returncode == 0, done.stderr
+    assert f"aborted the transaction of producer {FOREIGN_PRODUCER_ID}" in done.stdout
+    assert run_json("transactions", str(root), "find-hanging") == []
+    assert committed_values(root) == [b"committed", b"after"]
+
+
+def test_abort_of_an_offset_where_no_transaction_starts_changes_nothing(
+    directory: tuple[Path, int],
+) -> None:
+    root, start = directory
+    where = ("--topic", "t", "--partition", "0")
+    done = run("transactions", str(root), "abort", *where, "--start-offset", str(start + 1))
+    assert done.returncode == 1
+    assert f"no transaction open on t-0 starts at offset {start + 1}" in done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert len(run_json("transactions", str(root), "find-hanging")) == 1
+
+
+def test_a_path_that_is_not_a_log_directory_is_status_2_and_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / "missing"
+    done = run("transactions", str(missing), "list")
+    assert done.returncode == 2
+    assert "is not a directory" in done.stderr and not missing.exists()
+    done = run("transactions", str(tmp_path), "list")
+    assert done.returncode == 2
+    assert "is not an eoslog log directory" in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_directory_a_running_process_owns_is_refused_naming_its_pid(
+    directory: tuple[Path, int],
+) -> None:
+    root, _ = directory
+    hold = (
+        "import eoslog, sys; b = eoslog.open(sys.argv[1]); print('open', flush=True); "
+        "sys.stdin.read()"
+    )
+    owner = subprocess.Popen(
+        [sys.executable, "-c", hold, str(root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert owner.stdin is not None and owner.stdout is not None
+    try:
+        assert owner.stdout.readline() == "open\n"
+        done = run("transactions", str(root), "list")
+    finally:
+        owner.stdin.close()
+        owner.wait(timeout=60)
+    assert done.returncode == 1
+    assert f"pid {owner.pid}" in done.stderr
+    assert "reading a live directory from the command line is not built yet" in done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
