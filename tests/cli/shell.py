@@ -1,4 +1,5 @@
-"""Running eoslog as a user runs it: `python -m eoslog ...` in a child process."""
+"""Running eoslog as a user runs it (`python -m eoslog ...` in a child process), and what the
+command-line tests write into their directories first."""
 
 from __future__ import annotations
 
@@ -6,6 +7,13 @@ import json
 import subprocess
 import sys
 from typing import Any
+
+import eoslog
+from eoslog.record import codec
+
+# A producer id no transactional id owns: its batch reaches the log directly, as a foreign
+# client's would, and no coordinator will ever end its transaction.
+FOREIGN_PRODUCER_ID = 900_000
 
 
 def run(*arguments: str) -> subprocess.CompletedProcess[str]:
@@ -19,3 +27,16 @@ def run_json(*arguments: str) -> Any:
     done = run(*arguments, "--json")
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
+
+
+def hang(broker: eoslog.Broker, value: bytes, timestamp_ms: int, topic: str = "t") -> int:
+    """A transactional batch of FOREIGN_PRODUCER_ID in partition 0 of topic that no marker
+    ends, stamped timestamp_ms; returns its offset."""
+    builder = codec.BatchBuilder(
+        is_transactional=True, producer_id=FOREIGN_PRODUCER_ID, producer_epoch=3, base_sequence=0
+    )
+    builder.append(timestamp_ms, None, value)
+    log = broker.log(topic, 0)
+    start = log.high_watermark
+    log.append_batch(builder.build())
+    return start

@@ -14,12 +14,8 @@ import pytest
 
 import eoslog
 from eoslog import TopicPartition
-from eoslog.record import codec
-from tests.cli.shell import run, run_json
+from tests.cli.shell import FOREIGN_PRODUCER_ID, hang, run, run_json
 
-# A producer id no transactional id owns: its batch reaches the log directly, as a foreign
-# client's would, and no coordinator will ever end its transaction.
-FOREIGN_PRODUCER_ID = 900_000
 HOUR_MS = 3_600_000
 
 
@@ -33,18 +29,6 @@ def _transaction(broker: eoslog.Broker, tid: str, value: bytes, *, commit: bool)
     else:
         producer.abort_transaction()
     producer.close()
-
-
-def _hang(broker: eoslog.Broker, value: bytes, timestamp_ms: int) -> int:
-    """A transactional batch of FOREIGN_PRODUCER_ID in t-0 that no marker ends; its offset."""
-    builder = codec.BatchBuilder(
-        is_transactional=True, producer_id=FOREIGN_PRODUCER_ID, producer_epoch=3, base_sequence=0
-    )
-    builder.append(timestamp_ms, None, value)
-    log = broker.log("t", 0)
-    start = log.high_watermark
-    log.append_batch(builder.build())
-    return start
 
 
 def committed_values(directory: Path) -> list[bytes]:
@@ -68,7 +52,7 @@ def directory(tmp_path: Path) -> tuple[Path, int]:
         broker.create_topic("t", 1)
         _transaction(broker, "committer", b"committed", commit=True)
         _transaction(broker, "aborter", b"aborted", commit=False)
-        start = _hang(broker, b"hanging", int(time.time() * 1000) - HOUR_MS)
+        start = hang(broker, b"hanging", int(time.time() * 1000) - HOUR_MS)
         _transaction(broker, "late", b"after", commit=True)
     return root, start
 

@@ -24,6 +24,7 @@ import click
 import eoslog
 from eoslog import demo, tools
 from eoslog.cli.output import BROKEN_PIPE_STATUS, CommandFailed, error_text
+from eoslog.cli.topics import groups, topics
 from eoslog.cli.transactions import transactions
 from eoslog.errors import KafkaException, NotASegmentFileError
 from eoslog.log.repair import repair_truncate
@@ -111,6 +112,8 @@ def repair(file: str, truncate_at: int) -> int:
 
 
 commands.add_command(transactions)
+commands.add_command(topics)
+commands.add_command(groups)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

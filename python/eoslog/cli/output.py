@@ -117,4 +117,16 @@ def _is_terminal() -> bool:
     return sys.stdout.isatty()
 
 
+def directory_group(name: str, help: str) -> click.Group:
+    """A command group whose first argument is the log directory DIR, handed to each of its
+    subcommands as their first parameter (they take it with click.pass_obj)."""
+
+    @click.pass_context
+    def keep_directory(ctx: click.Context, directory: str) -> None:
+        ctx.obj = directory
+
+    directory = click.Argument(["directory"], metavar="DIR")
+    return click.Group(name, callback=keep_directory, params=[directory], help=help)
+
+
 json_option = click.option("--json", "as_json", is_flag=True, help="print JSON, not a table")

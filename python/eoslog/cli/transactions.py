@@ -16,7 +16,15 @@ from typing import Final
 
 import click
 
-from eoslog.cli.output import CommandFailed, Row, json_option, opened_admin, partitions_of, show
+from eoslog.cli.output import (
+    CommandFailed,
+    Row,
+    directory_group,
+    json_option,
+    opened_admin,
+    partitions_of,
+    show,
+)
 from eoslog.client.admin import AdminClient
 from eoslog.client.admin_transaction_types import (
     TRANSACTIONAL_ID_NOT_FOUND,
@@ -53,14 +61,11 @@ _HANGING_COLUMNS: Final = (
 )
 
 
-@click.group(
+transactions = directory_group(
+    "transactions",
     help="List and describe transactions and producers; find and abort hanging transactions "
-    "(kafka-transactions.sh). DIR is a log directory no running process owns."
+    "(kafka-transactions.sh). DIR is a log directory no running process owns.",
 )
-@click.argument("directory", metavar="DIR")
-@click.pass_context
-def transactions(ctx: click.Context, directory: str) -> None:
-    ctx.obj = directory
 
 
 @transactions.command("list", help="Every transactional id the coordinator holds.")
