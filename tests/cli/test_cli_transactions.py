@@ -5,6 +5,7 @@ past it. A directory a running process owns is refused with its pid."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -148,8 +149,13 @@ def test_a_path_that_is_not_a_log_directory_is_status_2_and_creates_nothing(tmp_
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    "command",
+    [("transactions", "list"), ("topics", "describe"), ("groups", "list")],
+    ids=["transactions", "topics", "groups"],
+)
 def test_a_directory_a_running_process_owns_is_refused_naming_its_pid(
-    directory: tuple[Path, int],
+    directory: tuple[Path, int], command: tuple[str, str]
 ) -> None:
     root, _ = directory
     hold = (
@@ -165,7 +171,7 @@ def test_a_directory_a_running_process_owns_is_refused_naming_its_pid(
     assert owner.stdin is not None and owner.stdout is not None
     try:
         assert owner.stdout.readline() == "open\n"
-        done = run("transactions", str(root), "list")
+        done = run(command[0], str(root), command[1])
     finally:
         owner.stdin.close()
         owner.wait(timeout=60)
@@ -173,3 +179,40 @@ def test_a_directory_a_running_process_owns_is_refused_naming_its_pid(
     assert f"pid {owner.pid}" in done.stderr
     assert "reading a live directory from the command line is not built yet" in done.stderr
     assert len(done.stderr.splitlines()) == 1, done.stderr
+
+
+def test_a_transaction_its_coordinator_tracks_is_not_hanging_after_its_producer_is_killed(
+    tmp_path: Path,
+) -> None:
+    # A child process begins a transaction, produces, flushes and is SIGKILLed: the
+    # coordinator lists t-0 in the id's Ongoing transaction and its timeout will end it, so
+    # Kafka's rule does not call it hanging, however old.
+    root = tmp_path / "data"
+    with eoslog.open(str(root), background=False) as broker:
+        broker.create_topic("t", 1)
+    script = (
+        "import eoslog, sys\n"
+        "b = eoslog.open(sys.argv[1])\n"
+        "p = b.producer({'transactional.id': 'killed', 'linger.ms': 0})\n"
+        "p.init_transactions(); p.begin_transaction()\n"
+        "p.produce('t', b'unfinished', partition=0); p.flush()\n"
+        "print('produced', flush=True); sys.stdin.read()\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, str(root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline() == "produced\n"
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=60)
+    producers = run_json(
+        "transactions", str(root), "describe-producers", "--topic", "t", "--partition", "0"
+    )
+    assert [row["CurrentTransactionStartOffset"] for row in producers] == [0]
+    (described,) = run_json("transactions", str(root), "describe", "--transactional-id", "killed")
+    assert (described["TransactionState"], described["TopicPartitions"]) == ("Ongoing", "t-0")
+    hanging = run_json("transactions", str(root), "find-hanging", "--max-transaction-timeout", "0")
+    assert hanging == []
