@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import eoslog
@@ -40,3 +41,18 @@ def hang(broker: eoslog.Broker, value: bytes, timestamp_ms: int, topic: str = "t
     start = log.high_watermark
     log.append_batch(builder.build())
     return start
+
+
+def started_child(script: str, directory: Path) -> subprocess.Popen[str]:
+    """A child Python process running script (with eoslog and sys imported, the directory
+    as sys.argv[1]), returned once the script has run; it then waits for its stdin to close."""
+    program = f"import eoslog, sys\n{script}print('ready', flush=True)\nsys.stdin.read()\n"
+    child = subprocess.Popen(
+        [sys.executable, "-c", program, str(directory)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline() == "ready\n"
+    return child

@@ -6,8 +6,6 @@ past it. A directory a running process owns is refused with its pid."""
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,7 +13,7 @@ import pytest
 
 import eoslog
 from eoslog import TopicPartition
-from tests.cli.shell import FOREIGN_PRODUCER_ID, hang, run, run_json
+from tests.cli.shell import FOREIGN_PRODUCER_ID, hang, run, run_json, started_child
 
 HOUR_MS = 3_600_000
 
@@ -158,19 +156,9 @@ def test_a_directory_a_running_process_owns_is_refused_naming_its_pid(
     directory: tuple[Path, int], command: tuple[str, str]
 ) -> None:
     root, _ = directory
-    hold = (
-        "import eoslog, sys; b = eoslog.open(sys.argv[1]); print('open', flush=True); "
-        "sys.stdin.read()"
-    )
-    owner = subprocess.Popen(
-        [sys.executable, "-c", hold, str(root)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert owner.stdin is not None and owner.stdout is not None
+    owner = started_child("b = eoslog.open(sys.argv[1])\n", root)
+    assert owner.stdin is not None
     try:
-        assert owner.stdout.readline() == "open\n"
         done = run(command[0], str(root), command[1])
     finally:
         owner.stdin.close()
@@ -191,21 +179,12 @@ def test_a_transaction_its_coordinator_tracks_is_not_hanging_after_its_producer_
     with eoslog.open(str(root), background=False) as broker:
         broker.create_topic("t", 1)
     script = (
-        "import eoslog, sys\n"
         "b = eoslog.open(sys.argv[1])\n"
         "p = b.producer({'transactional.id': 'killed', 'linger.ms': 0})\n"
         "p.init_transactions(); p.begin_transaction()\n"
         "p.produce('t', b'unfinished', partition=0); p.flush()\n"
-        "print('produced', flush=True); sys.stdin.read()\n"
     )
-    child = subprocess.Popen(
-        [sys.executable, "-c", script, str(root)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdout is not None
-    assert child.stdout.readline() == "produced\n"
+    child = started_child(script, root)
     child.send_signal(signal.SIGKILL)
     child.wait(timeout=60)
     producers = run_json(
