@@ -1,0 +1,144 @@
+"""The eoslog command line: `eoslog demo`, `eoslog dump-log FILE`, `eoslog verify PATH`,
+`eoslog repair FILE --truncate-at POSITION`, and the operations on an offline log directory,
+named after Kafka's tools: `eoslog transactions DIR ...` (kafka-transactions.sh),
+`eoslog topics DIR ...` (kafka-topics.sh), `eoslog groups DIR ...` (kafka-consumer-groups.sh).
+
+Exit status: 0 done (verify: every batch valid); 1 the command ran and found damage (verify,
+dump-log) or refused to change anything (repair, abort: a live directory, or what it names is
+not there to change); 2 it could not run on what it was given (a missing path, not a segment
+file or log directory, bad arguments). Errors are one line on stderr, never a traceback.
+"""
+
+# Built on click (argument parsing, help, usage errors with status 2, `--version`, shell
+# completion) and rich (tables); docs/api.md "Command line".
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+import eoslog
+from eoslog import demo, tools
+from eoslog.cli.output import BROKEN_PIPE_STATUS, CommandFailed, error_text
+from eoslog.cli.topics import groups, topics
+from eoslog.cli.transactions import transactions
+from eoslog.errors import KafkaException, NotASegmentFileError
+from eoslog.log.repair import repair_truncate
+
+
+class _Commands(click.Group):
+    """The top-level group: turns what a command raises into a one-line error and its exit
+    status, so no user mistake ends in a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            # The reader of our output went away (`eoslog dump-log FILE | head`): stop
+            # quietly. Point stdout at /dev/null so the flush at exit does not fail again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise click.exceptions.Exit(BROKEN_PIPE_STATUS) from None
+        except CommandFailed as error:
+            _fail(ctx, str(error), error.status)
+        except KafkaException as error:
+            status = 2 if isinstance(error, NotASegmentFileError) else 1
+            _fail(ctx, error_text(error), status)
+        except OSError as error:
+            where = f": {error.filename}" if error.filename else ""
+            _fail(ctx, f"{error.strerror or error}{where}", 2)
+
+
+def _fail(ctx: click.Context, text: str, status: int) -> None:
+    click.echo(f"eoslog {ctx.invoked_subcommand}: {text}", err=True)
+    raise click.exceptions.Exit(status)
+
+
+@click.group(cls=_Commands, help=__doc__)
+@click.version_option(eoslog.__version__, prog_name="eoslog", message="%(prog)s %(version)s")
+def commands() -> None:
+    pass
+
+
+@commands.command(
+    "demo",
+    help="The exactly-once pipeline under kill -9, then batches written, read back, checked.",
+)
+@click.option("--dir", "directory", help="where to write (default: a new temporary directory)")
+@click.option("--records", type=int, default=200_000, show_default=True, help="codec demo records")
+@click.option(
+    "--pipeline-records",
+    type=int,
+    default=20_000,
+    show_default=True,
+    help="input records of the pipeline",
+)
+@click.option("--kills", type=int, default=3, show_default=True, help="SIGKILLs of the copier")
+def demo_command(directory: str | None, records: int, pipeline_records: int, kills: int) -> int:
+    return demo.run(directory, records, pipeline_records, kills)
+
+
+@commands.command("dump-log", help="Print the batches and records of a .log file.")
+@click.argument("file")
+@click.option("--records", is_flag=True, help="print every record too")
+def dump_log(file: str, records: bool) -> int:
+    return tools.dump_log(file, print_records=records)
+
+
+@commands.command(
+    help="Check framing, CRC, offset continuity and records of a segment .log, of every "
+    "segment of a partition directory or of a whole log directory; every problem is "
+    "reported with its byte position (exit status 1 if any)."
+)
+@click.argument("path")
+def verify(path: str) -> int:
+    return tools.verify(path)
+
+
+@commands.command(
+    help="Cut a damaged segment at a validated batch boundary and drop the later segments; "
+    "the owner must be stopped (a live directory is refused with its pid)."
+)
+@click.argument("file")
+@click.option("--truncate-at", type=int, required=True, metavar="POSITION")
+def repair(file: str, truncate_at: int) -> int:
+    tools.check_segment_file(file)  # before any open: opening a FIFO blocks
+    discarded = repair_truncate(file, truncate_at)
+    click.echo(f"cut {file} at byte {truncate_at}; {discarded} bytes discarded")
+    return 0
+
+
+commands.add_command(transactions)
+commands.add_command(topics)
+commands.add_command(groups)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line on argv (default: sys.argv[1:]); returns the exit status."""
+    try:
+        status = commands.main(
+            args=list(argv) if argv is not None else None,
+            prog_name="eoslog",
+            standalone_mode=False,
+        )
+    except click.exceptions.Exit as done:
+        return done.exit_code
+    except click.UsageError as error:  # status 2, one line naming the command and its help
+        where = error.ctx.command_path if error.ctx is not None else "eoslog"
+        text = error.format_message()
+        click.echo(f"{where}: {text} (see '{where} --help')", err=True)
+        return error.exit_code
+    except click.ClickException as error:
+        click.echo(f"eoslog: {error.format_message()}", err=True)
+        return error.exit_code
+    except click.exceptions.Abort:
+        click.echo("eoslog: aborted", err=True)
+        return 1
+    return status if isinstance(status, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
