@@ -23,7 +23,7 @@ import click
 
 import eoslog
 from eoslog import demo, tools
-from eoslog.cli import topic_changes  # noqa: F401  (adds create, delete, alter to topics)
+from eoslog.cli import group_changes, topic_changes  # noqa: F401  (add their commands)
 from eoslog.cli.output import BROKEN_PIPE_STATUS, CommandFailed, error_text
 from eoslog.cli.topics import groups, topics
 from eoslog.cli.transactions import transactions

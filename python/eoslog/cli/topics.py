@@ -87,9 +87,11 @@ def list_topics(directory: str, as_json: bool) -> None:
 def describe(directory: str, topic: str | None, as_json: bool) -> None:
     with opened_admin(directory) as admin:
         partitions = partitions_of(admin, topic)
-        start = _offsets(admin, partitions, OffsetSpec.earliest())
-        high = _offsets(admin, partitions, OffsetSpec.latest())
-        stable = _offsets(admin, partitions, OffsetSpec.latest(), IsolationLevel.READ_COMMITTED)
+        start = partition_offsets(admin, partitions, OffsetSpec.earliest())
+        high = partition_offsets(admin, partitions, OffsetSpec.latest())
+        stable = partition_offsets(
+            admin, partitions, OffsetSpec.latest(), IsolationLevel.READ_COMMITTED
+        )
     rows: list[Row] = [
         {
             "Topic": tp.topic,
@@ -103,7 +105,7 @@ def describe(directory: str, topic: str | None, as_json: bool) -> None:
     show("Partitions", _PARTITION_COLUMNS, rows, as_json)
 
 
-def _offsets(
+def partition_offsets(
     admin: AdminClient,
     partitions: list[TopicPartition],
     spec: OffsetSpec,
@@ -130,7 +132,7 @@ def list_groups(directory: str, as_json: bool) -> None:
     with opened_admin(directory) as admin:
         listed = admin.list_consumer_groups().result().valid or []
     rows: list[Row] = [
-        {"GROUP": listing.group_id, "STATE": _state_name(listing.state)}
+        {"GROUP": listing.group_id, "STATE": group_state_name(listing.state)}
         for listing in sorted(listed, key=lambda listing: listing.group_id)
     ]
     show("Consumer groups", ("GROUP", "STATE"), rows, as_json)
@@ -150,8 +152,8 @@ def describe_group(directory: str, group: str, as_json: bool) -> None:
         committed = {TopicPartition(tp.topic, tp.partition): tp.offset for tp in listed or []}
         owners = _owners(description.members)
         partitions = sorted(committed.keys() | owners.keys())
-        end = _offsets(admin, partitions, OffsetSpec.latest())
-    state = _state_name(description.state)
+        end = partition_offsets(admin, partitions, OffsetSpec.latest())
+    state = group_state_name(description.state)
     rows = [
         _group_row(group, state, tp, committed.get(tp), end[tp], owners.get(tp))
         for tp in partitions
@@ -192,5 +194,5 @@ def _group_row(
     }
 
 
-def _state_name(state: ConsumerGroupState | None) -> str:
+def group_state_name(state: ConsumerGroupState | None) -> str:
     return "Unknown" if state is None else _GROUP_STATE_NAMES[state]
