@@ -23,6 +23,7 @@ import click
 
 import eoslog
 from eoslog import demo, tools
+from eoslog.cli import describe, group_changes, topic_changes  # noqa: F401  (add commands)
 from eoslog.cli.output import BROKEN_PIPE_STATUS, CommandFailed, error_text
 from eoslog.cli.topics import groups, topics
 from eoslog.cli.transactions import transactions
@@ -111,6 +112,7 @@ def repair(file: str, truncate_at: int) -> int:
     return 0
 
 
+commands.add_command(describe.describe)
 commands.add_command(transactions)
 commands.add_command(topics)
 commands.add_command(groups)

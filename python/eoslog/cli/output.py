@@ -52,6 +52,12 @@ def error_text(error: KafkaException) -> str:
     print it."""
     if type(error) is not KafkaException:
         return f"{type(error).__name__}: {error}"
+    return kafka_error_text(error)
+
+
+def kafka_error_text(error: KafkaException) -> str:
+    """The Kafka error's name and message (TOPIC_ALREADY_EXISTS: ...), for an eoslog typed
+    error too: how a command that changes state reports a refusal, as Kafka's tools do."""
     kafka_error = error.args[0]
     code = kafka_error.code()
     name = _NAMES_LIBRDKAFKA_LACKS.get(code, kafka_error.name())

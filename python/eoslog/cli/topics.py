@@ -17,6 +17,7 @@ import click
 from eoslog.cli.output import Row, directory_group, json_option, opened_admin, partitions_of, show
 from eoslog.client.admin import AdminClient
 from eoslog.client.admin_types import (
+    ConsumerGroupDescription,
     ConsumerGroupState,
     ConsumerGroupTopicPartitions,
     IsolationLevel,
@@ -36,14 +37,14 @@ _GROUP_STATE_NAMES: Final = {
     ConsumerGroupState.EMPTY: "Empty",
 }
 
-_PARTITION_COLUMNS: Final = (
+PARTITION_COLUMNS: Final = (
     "Topic",
     "Partition",
     "LogStartOffset",
     "HighWatermark",
     "LastStableOffset",
 )
-_GROUP_COLUMNS: Final = (
+GROUP_COLUMNS: Final = (
     "GROUP",
     "TOPIC",
     "PARTITION",
@@ -86,11 +87,19 @@ def list_topics(directory: str, as_json: bool) -> None:
 @json_option
 def describe(directory: str, topic: str | None, as_json: bool) -> None:
     with opened_admin(directory) as admin:
-        partitions = partitions_of(admin, topic)
-        start = _offsets(admin, partitions, OffsetSpec.earliest())
-        high = _offsets(admin, partitions, OffsetSpec.latest())
-        stable = _offsets(admin, partitions, OffsetSpec.latest(), IsolationLevel.READ_COMMITTED)
-    rows: list[Row] = [
+        rows = partition_rows(admin, partitions_of(admin, topic))
+    show("Partitions", PARTITION_COLUMNS, rows, as_json)
+
+
+def partition_rows(admin: AdminClient, partitions: list[TopicPartition]) -> list[Row]:
+    """A row per partition: its log start offset, high watermark and last stable offset
+    (PARTITION_COLUMNS)."""
+    start = partition_offsets(admin, partitions, OffsetSpec.earliest())
+    high = partition_offsets(admin, partitions, OffsetSpec.latest())
+    stable = partition_offsets(
+        admin, partitions, OffsetSpec.latest(), IsolationLevel.READ_COMMITTED
+    )
+    return [
         {
             "Topic": tp.topic,
             "Partition": tp.partition,
@@ -100,10 +109,9 @@ def describe(directory: str, topic: str | None, as_json: bool) -> None:
         }
         for tp in partitions
     ]
-    show("Partitions", _PARTITION_COLUMNS, rows, as_json)
 
 
-def _offsets(
+def partition_offsets(
     admin: AdminClient,
     partitions: list[TopicPartition],
     spec: OffsetSpec,
@@ -130,7 +138,7 @@ def list_groups(directory: str, as_json: bool) -> None:
     with opened_admin(directory) as admin:
         listed = admin.list_consumer_groups().result().valid or []
     rows: list[Row] = [
-        {"GROUP": listing.group_id, "STATE": _state_name(listing.state)}
+        {"GROUP": listing.group_id, "STATE": group_state_name(listing.state)}
         for listing in sorted(listed, key=lambda listing: listing.group_id)
     ]
     show("Consumer groups", ("GROUP", "STATE"), rows, as_json)
@@ -144,20 +152,28 @@ def list_groups(directory: str, as_json: bool) -> None:
 @json_option
 def describe_group(directory: str, group: str, as_json: bool) -> None:
     with opened_admin(directory) as admin:
-        description = admin.describe_consumer_groups([group])[group].result()
-        request = [ConsumerGroupTopicPartitions(group)]
-        listed = admin.list_consumer_group_offsets(request)[group].result().topic_partitions
-        committed = {TopicPartition(tp.topic, tp.partition): tp.offset for tp in listed or []}
-        owners = _owners(description.members)
-        partitions = sorted(committed.keys() | owners.keys())
-        end = _offsets(admin, partitions, OffsetSpec.latest())
-    state = _state_name(description.state)
+        description, rows = group_offset_rows(admin, group)
+    state = group_state_name(description.state)
+    members = len(description.members)
+    show(f"Consumer group {group}: {state}, {members} members", GROUP_COLUMNS, rows, as_json)
+
+
+def group_offset_rows(admin: AdminClient, group: str) -> tuple[ConsumerGroupDescription, list[Row]]:
+    """The group's description, and a row per partition it committed to or is assigned:
+    kafka-consumer-groups.sh --describe's columns (GROUP_COLUMNS) and its STATE."""
+    description = admin.describe_consumer_groups([group])[group].result()
+    request = [ConsumerGroupTopicPartitions(group)]
+    listed = admin.list_consumer_group_offsets(request)[group].result().topic_partitions
+    committed = {TopicPartition(tp.topic, tp.partition): tp.offset for tp in listed or []}
+    owners = _owners(description.members)
+    partitions = sorted(committed.keys() | owners.keys())
+    end = partition_offsets(admin, partitions, OffsetSpec.latest())
+    state = group_state_name(description.state)
     rows = [
         _group_row(group, state, tp, committed.get(tp), end[tp], owners.get(tp))
         for tp in partitions
     ]
-    members = len(description.members)
-    show(f"Consumer group {group}: {state}, {members} members", _GROUP_COLUMNS, rows, as_json)
+    return description, rows
 
 
 def _owners(members: list[MemberDescription]) -> dict[TopicPartition, MemberDescription]:
@@ -192,5 +208,5 @@ def _group_row(
     }
 
 
-def _state_name(state: ConsumerGroupState | None) -> str:
+def group_state_name(state: ConsumerGroupState | None) -> str:
     return "Unknown" if state is None else _GROUP_STATE_NAMES[state]

@@ -41,7 +41,7 @@ DEFAULT_MAX_TRANSACTION_TIMEOUT_MINUTES: Final = 15
 
 _MS_PER_MINUTE: Final = 60_000
 
-_PRODUCER_COLUMNS: Final = (
+PRODUCER_COLUMNS: Final = (
     "ProducerId",
     "ProducerEpoch",
     "LatestCoordinatorEpoch",
@@ -49,7 +49,7 @@ _PRODUCER_COLUMNS: Final = (
     "LastTimestamp",
     "CurrentTransactionStartOffset",
 )
-_HANGING_COLUMNS: Final = (
+HANGING_COLUMNS: Final = (
     "Topic",
     "Partition",
     "ProducerId",
@@ -60,6 +60,15 @@ _HANGING_COLUMNS: Final = (
     "Duration(min)",
 )
 
+
+max_transaction_timeout_option = click.option(
+    "--max-transaction-timeout",
+    type=click.IntRange(min=0),
+    default=DEFAULT_MAX_TRANSACTION_TIMEOUT_MINUTES,
+    show_default=True,
+    metavar="MINUTES",
+    help="hanging: only transactions whose producer last wrote longer ago than this",
+)
 
 transactions = directory_group(
     "transactions",
@@ -98,11 +107,11 @@ def list_command(directory: str, as_json: bool) -> None:
 def describe(directory: str, transactional_id: str, as_json: bool) -> None:
     with opened_admin(directory) as admin:
         description = admin.describe_transactions([transactional_id])[transactional_id].result()
-    row = _description_row(transactional_id, description, _now_ms())
+    row = description_row(transactional_id, description, wall_clock_ms())
     show(f"Transaction {transactional_id}", tuple(row), [row], as_json)
 
 
-def _description_row(tid: str, description: TransactionDescription, now_ms: int) -> Row:
+def description_row(tid: str, description: TransactionDescription, now_ms: int) -> Row:
     start = description.transaction_start_time_ms
     return {
         "CoordinatorId": description.coordinator_id,
@@ -131,11 +140,11 @@ def describe_producers(directory: str, topic: str, partition: int, as_json: bool
     tp = TopicPartition(topic, partition)
     with opened_admin(directory) as admin:
         states = admin.describe_producers([tp])[tp].result()
-    rows = [_producer_row(state) for state in states]
-    show(f"Producers of {topic}-{partition}", _PRODUCER_COLUMNS, rows, as_json)
+    rows = [producer_row(state) for state in states]
+    show(f"Producers of {topic}-{partition}", PRODUCER_COLUMNS, rows, as_json)
 
 
-def _producer_row(state: ProducerState) -> Row:
+def producer_row(state: ProducerState) -> Row:
     return {
         "ProducerId": state.producer_id,
         "ProducerEpoch": state.producer_epoch,
@@ -161,14 +170,7 @@ class _OpenTransaction:
 @click.pass_obj
 @click.option("--topic", help="search this topic only (default: every user topic)")
 @click.option("--partition", type=int, help="with --topic: this partition only")
-@click.option(
-    "--max-transaction-timeout",
-    type=click.IntRange(min=0),
-    default=DEFAULT_MAX_TRANSACTION_TIMEOUT_MINUTES,
-    show_default=True,
-    metavar="MINUTES",
-    help="only transactions whose producer last wrote longer ago than this",
-)
+@max_transaction_timeout_option
 @json_option
 def find_hanging(
     directory: str,
@@ -179,16 +181,23 @@ def find_hanging(
 ) -> None:
     if partition is not None and topic is None:
         raise click.UsageError("--partition needs --topic")
-    now_ms = _now_ms()
+    now_ms = wall_clock_ms()
     with opened_admin(directory) as admin:
         if topic is not None and partition is not None:
             partitions = [TopicPartition(topic, partition)]
         else:
             partitions = partitions_of(admin, topic)
-        candidates = _open_transactions(admin, partitions, now_ms, max_transaction_timeout)
-        hanging = _hanging(admin, candidates)
-    rows = [_hanging_row(found, now_ms) for found in hanging]
-    show("Hanging transactions", _HANGING_COLUMNS, rows, as_json)
+        rows = hanging_rows(admin, partitions, now_ms, max_transaction_timeout)
+    show("Hanging transactions", HANGING_COLUMNS, rows, as_json)
+
+
+def hanging_rows(
+    admin: AdminClient, partitions: list[TopicPartition], now_ms: int, timeout_minutes: int
+) -> list[Row]:
+    """find-hanging's rows: the transactions open on these partitions that nothing will end
+    (Kafka's rule, below), whose producer last wrote more than timeout_minutes ago."""
+    candidates = _open_transactions(admin, partitions, now_ms, timeout_minutes)
+    return [_hanging_row(found, now_ms) for found in _hanging(admin, candidates)]
 
 
 def _open_transactions(
@@ -283,6 +292,6 @@ def abort(directory: str, topic: str, partition: int, start_offset: int) -> None
     )
 
 
-def _now_ms() -> int:
+def wall_clock_ms() -> int:
     """The wall clock, as Kafka's tool reads it: producers stamp their writes with it."""
     return int(time.time() * 1000)
