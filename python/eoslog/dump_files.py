@@ -1,0 +1,165 @@
+"""`eoslog dump-log FILE...`: each file named, after a `Dumping FILE` line, as Kafka's
+kafka-dump-log.sh prints it, chosen by its suffix: a `.log` (eoslog.dump_log), an offset index
+(`offset: O position: P` per entry), a time index (`timestamp: T offset: O`), a transaction
+index (one line per aborted transaction) and a producer snapshot (one line per producer).
+
+Every path is checked before anything is printed (a missing file, a directory, a FIFO: status
+2, nothing printed). An unknown suffix is skipped with a line on stderr, as Kafka's tool does,
+and makes the exit status 2. Reads are bounded: the indexes a chunk at a time, stopping at the
+first zero slot past the first entry (what a preallocated index holds after its entries);
+a `.txnindex` and a snapshot through the readers the log uses (eoslog.log.txn_index,
+eoslog.log.producer_state), which refuse a file lying about its size.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from typing import Final
+
+import numpy as np
+
+from eoslog import limits
+from eoslog._ext import index as _index
+from eoslog._ext.producer_state import ProducerStateTable
+from eoslog.dump_log import DumpOptions, dump_log
+from eoslog.errors import CorruptSnapshotError
+from eoslog.fs import PosixFileSystem
+from eoslog.log.producer_state import read_snapshot
+from eoslog.log.segment_reads import offset_from_file_name
+from eoslog.log.txn_index import read_entries
+from eoslog.tools import check_segment_file
+
+# A file's dumper, by suffix: prints the file, returns the exit status (1: damage found).
+Dumper = Callable[[str, DumpOptions], int]
+
+
+def dump_files(paths: Sequence[str], options: DumpOptions) -> int:
+    """Dump each file in order; the exit status is the worst of theirs. OSError (missing
+    file) and NotASegmentFileError (not a regular file) before anything is printed."""
+    for path in paths:
+        check_segment_file(path, segment_name=False)
+    status = 0
+    for path in paths:
+        print(f"Dumping {path}")
+        dumper = _DUMPERS.get(os.path.splitext(path)[1])
+        if dumper is None:
+            print(f"Ignoring unknown file {path}", file=sys.stderr)
+            status = 2
+            continue
+        status = max(status, dumper(path, options))
+    return status
+
+
+def _base_offset(path: str) -> int:
+    """The base offset the file is named after; 0 for a name that is not a segment's."""
+    try:
+        return offset_from_file_name(os.path.basename(path))
+    except ValueError:
+        return 0
+
+
+def _index_entries(path: str, dtype: np.dtype[np.void]) -> Iterator[np.ndarray]:
+    """The entries of an index file, a chunk at a time, up
+    to the first zero slot past the first (a preallocated index's unused tail)."""
+    handle = PosixFileSystem().open(path, read_only=True)
+    entry_bytes = dtype.itemsize
+    chunk_bytes = limits.file_read_chunk_bytes // entry_bytes * entry_bytes
+    try:
+        size = handle.size() // entry_bytes * entry_bytes
+        position = 0
+        while position < size:
+            chunk = handle.pread(min(chunk_bytes, size - position), position)
+            entries = np.frombuffer(chunk, dtype=dtype, count=len(chunk) // entry_bytes)
+            unused = np.flatnonzero(entries["relative"] == 0)
+            unused = unused[(unused > 0) | (position > 0)]
+            if len(unused):
+                yield entries[: int(unused[0])]
+                return
+            yield entries
+            position += len(chunk)
+    finally:
+        handle.close()
+
+
+def _dump_offset_index(path: str, options: DumpOptions) -> int:
+    base = _base_offset(path)
+    count = 0
+    for entries in _index_entries(path, _index.OFFSET_ENTRY_DTYPE):
+        for relative, position in zip(
+            entries["relative"].tolist(), entries["position"].tolist(), strict=True
+        ):
+            print(f"offset: {base + relative} position: {position}")
+        count += len(entries)
+    if count == 0:
+        print(f"{path} is empty.")
+    return 0
+
+
+def _dump_time_index(path: str, options: DumpOptions) -> int:
+    base = _base_offset(path)
+    for entries in _index_entries(path, _index.TIME_ENTRY_DTYPE):
+        for timestamp, relative in zip(
+            entries["timestamp"].tolist(), entries["relative"].tolist(), strict=True
+        ):
+            print(f"timestamp: {timestamp} offset: {base + relative}")
+    return 0
+
+
+def _dump_txn_index(path: str, options: DumpOptions) -> int:
+    handle = PosixFileSystem().open(path, read_only=True)
+    try:
+        loaded = read_entries(handle)
+    finally:
+        handle.close()
+    entries = np.frombuffer(loaded.image, dtype=_index.TXN_ENTRY_DTYPE)
+    for version, producer_id, first, last, stable in entries.tolist():
+        print(
+            f"version: {version} producerId: {producer_id} firstOffset: {first} "
+            f"lastOffset: {last} lastStableOffset: {stable}"
+        )
+    if loaded.damaged_at is None:
+        return 0
+    print(f"Damage at byte {loaded.damaged_at}: not an aborted transaction entry")
+    return 1
+
+
+def _dump_snapshot(path: str, options: DumpOptions) -> int:
+    """One line per producer, by producer id; Kafka's currentTxnFirstOffset is printed as
+    the file holds it (-1 for none) rather than as Java's OptionalLong."""
+    handle = PosixFileSystem().open(path, read_only=True)
+    table = ProducerStateTable()
+    try:
+        table.load_snapshot(read_snapshot(handle, path), _base_offset(path))
+    except CorruptSnapshotError as error:
+        print(f"Damage: {error}")
+        return 1
+    finally:
+        handle.close()
+    for producer_id in sorted(table.producer_ids()):
+        entry = table.entry(producer_id)
+        assert entry is not None, "producer_ids lists only entries"
+        line = (
+            f"producerId: {producer_id} producerEpoch: {entry.epoch} "
+            f"coordinatorEpoch: {entry.coordinator_epoch} "
+            f"currentTxnFirstOffset: {entry.current_txn_first_offset} "
+            f"lastTimestamp: {entry.last_timestamp}"
+        )
+        if entry.batch_metadata:
+            first_sequence, last_sequence, first, last, timestamp = entry.batch_metadata[-1]
+            line += (
+                f" firstSequence: {first_sequence} lastSequence: {last_sequence} "
+                f"lastOffset: {last} offsetDelta: {last - first} timestamp: {timestamp}"
+            )
+        print(line)
+    return 0
+
+
+_DUMPERS: Final[dict[str, Dumper]] = {
+    ".log": dump_log,
+    ".index": _dump_offset_index,
+    ".timeindex": _dump_time_index,
+    ".txnindex": _dump_txn_index,
+    ".snapshot": _dump_snapshot,
+}
