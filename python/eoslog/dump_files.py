@@ -1,7 +1,8 @@
 """`eoslog dump-log FILE...`: each file named, after a `Dumping FILE` line, as Kafka's
 kafka-dump-log.sh prints it, chosen by its suffix: a `.log` (eoslog.dump_log), an offset index
-(`offset: O position: P` per entry), a time index (`timestamp: T offset: O`), a transaction
-index (one line per aborted transaction) and a producer snapshot (one line per producer).
+(`offset: O position: P` per entry, checked against the .log beside it), a time index
+(`timestamp: T offset: O`), a transaction index (one line per aborted transaction) and a
+producer snapshot (one line per producer).
 
 Every path is checked before anything is printed (a missing file, a directory, a FIFO: status
 2, nothing printed). An unknown suffix is skipped with a line on stderr, as Kafka's tool does,
@@ -24,11 +25,12 @@ from eoslog import limits
 from eoslog._ext import index as _index
 from eoslog._ext.producer_state import ProducerStateTable
 from eoslog.dump_log import DumpOptions, dump_log
-from eoslog.errors import CorruptSnapshotError
-from eoslog.fs import PosixFileSystem
+from eoslog.errors import CorruptSnapshotError, KafkaException
+from eoslog.fs import FileHandle, PosixFileSystem
 from eoslog.log.producer_state import read_snapshot
-from eoslog.log.segment_reads import offset_from_file_name
+from eoslog.log.segment_reads import LOG_SUFFIX, offset_from_file_name
 from eoslog.log.txn_index import read_entries
+from eoslog.record import codec, layout
 from eoslog.tools import check_segment_file
 
 # A file's dumper, by suffix: prints the file, returns the exit status (1: damage found).
@@ -84,17 +86,43 @@ def _index_entries(path: str, dtype: np.dtype[np.void]) -> Iterator[np.ndarray]:
 
 
 def _dump_offset_index(path: str, options: DumpOptions) -> int:
+    """Each entry, checked against the segment's .log beside it when there is one (as
+    Kafka's tool does): the batch at the entry's position must end at the entry's offset.
+    Mismatches go to stderr after the entries, and make the status 1."""
     base = _base_offset(path)
+    log_path = os.path.splitext(path)[0] + LOG_SUFFIX
+    log = PosixFileSystem().open(log_path, read_only=True) if os.path.isfile(log_path) else None
+    mismatches = []
     count = 0
-    for entries in _index_entries(path, _index.OFFSET_ENTRY_DTYPE):
-        for relative, position in zip(
-            entries["relative"].tolist(), entries["position"].tolist(), strict=True
-        ):
-            print(f"offset: {base + relative} position: {position}")
-        count += len(entries)
+    try:
+        for entries in _index_entries(path, _index.OFFSET_ENTRY_DTYPE):
+            for relative, position in zip(
+                entries["relative"].tolist(), entries["position"].tolist(), strict=True
+            ):
+                print(f"offset: {base + relative} position: {position}")
+                found = None if log is None else _last_offset_at(log, position)
+                if log is not None and found != base + relative:
+                    mismatches.append((base + relative, found))
+            count += len(entries)
+    finally:
+        if log is not None:
+            log.close()
     if count == 0:
         print(f"{path} is empty.")
-    return 0
+    if mismatches:
+        print(f"Mismatches in :{path}", file=sys.stderr)
+    for offset, found in mismatches:
+        text = "no batch there" if found is None else found
+        print(f"  Index offset: {offset}, log offset: {text}", file=sys.stderr)
+    return 1 if mismatches else 0
+
+
+def _last_offset_at(log: FileHandle, position: int) -> int | None:
+    """The last offset of the batch whose header is at position, None if none reads there."""
+    try:
+        return codec.read_header(log.pread(layout.HEADER_SIZE, position), 0).last_offset
+    except (KafkaException, ValueError):
+        return None
 
 
 def _dump_time_index(path: str, options: DumpOptions) -> int:

@@ -134,6 +134,40 @@ def test_index_time_index_transaction_index_and_snapshot_are_dumped_entry_by_ent
     assert "producerEpoch: 1 coordinatorEpoch: 1 currentTxnFirstOffset: -1" in producers[1]
 
 
+def test_an_index_entry_that_does_not_point_at_its_batch_is_reported_on_stderr(
+    root: Path, tmp_path: Path
+) -> None:
+    for suffix in (".log", ".index"):
+        shutil.copy(root / "t-0" / f"{SEGMENT}{suffix}", tmp_path / f"{SEGMENT}{suffix}")
+    index = tmp_path / f"{SEGMENT}.index"
+    data = bytearray(index.read_bytes())
+    data[7] = 98  # the first entry's position, 97, now one byte into its batch
+    index.write_bytes(bytes(data))
+    done = run("dump-log", str(index))
+    assert done.returncode == 1
+    assert "offset: 1 position: 98" in done.stdout.splitlines()
+    assert done.stderr.splitlines() == [
+        f"Mismatches in :{index}",
+        "  Index offset: 1, log offset: no batch there",
+    ]
+
+
+def test_an_idempotent_producers_snapshot_line_ends_with_its_last_batch(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    with eoslog.open(str(root), background=False) as broker:
+        broker.create_topic("t", 1)
+        producer = broker.producer({"enable.idempotence": True, "linger.ms": 0})
+        for value in (b"a", b"b", b"c"):
+            producer.produce("t", value, partition=0)
+            producer.flush()
+        producer.close()
+    (snapshot,) = (root / "t-0").glob("*.snapshot")
+    status, lines = _dump(str(snapshot))
+    assert status == 0
+    assert lines[1].startswith("producerId: 0 producerEpoch: 0 coordinatorEpoch: -1 ")
+    assert "firstSequence: 2 lastSequence: 2 lastOffset: 2 offsetDelta: 0 timestamp: " in lines[1]
+
+
 def test_a_file_of_unknown_kind_is_skipped_with_a_line_on_stderr_and_status_2(
     root: Path,
 ) -> None:
