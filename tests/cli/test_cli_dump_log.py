@@ -12,11 +12,13 @@ import pty
 import shutil
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
 
 import eoslog
+from eoslog import cli
 from eoslog.record import codec
 from tests.cli.shell import run
 
@@ -255,3 +257,34 @@ def test_large_files_show_a_progress_bar_on_a_terminal(tmp_path: Path, command: 
     assert f"{command} {SEGMENT}.log".encode() in shown
     assert b"MB" in shown  # the bytes read so far, as the bar counts them
     assert b"MB" not in out and b"\x1b" not in out
+
+
+def test_a_batch_claiming_2_gib_and_a_2_gib_hole_are_dumped_past_in_bounded_memory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Three batches, the second's length field (outside the CRC) claiming 2 GiB, then a
+    # 2 GiB hole (sparse: no disk used), then one more batch. The dump reads neither whole:
+    # it reports both, goes on from the batches after them and holds a few chunks at most.
+    path = tmp_path / f"{SEGMENT}.log"
+    positions = _segment(path, 3)
+    size = path.stat().st_size
+    hole = 2 << 30
+    with open(path, "r+b") as file:
+        file.seek(positions[1] + 8)
+        file.write((hole - 12).to_bytes(4, "big"))
+        file.seek(size + hole)
+        file.write(path.read_bytes()[: positions[1]])
+    tracemalloc.start()
+    try:
+        assert cli.main(["dump-log", str(path), "--deep-iteration"]) == 1
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    lines = capsys.readouterr().out.splitlines()
+    batches = [line.split()[1] for line in lines if line.startswith("baseOffset:")]
+    assert batches == ["0", "2", "0"]  # the lying batch's header is not printed as a batch
+    damage = [line for line in lines if line.startswith("Damage at byte")]
+    assert damage[0].startswith(f"Damage at byte {positions[1]}: batch length {hole} bytes")
+    assert damage[0].endswith(f"valid batches resume at byte {positions[2]}")
+    assert damage[1].endswith(f"valid batches resume at byte {size + hole}")
+    assert peak < 64 << 20, peak
