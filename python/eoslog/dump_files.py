@@ -1,8 +1,8 @@
 """`eoslog dump-log FILE...`: each file named, after a `Dumping FILE` line, as Kafka's
 kafka-dump-log.sh prints it, chosen by its suffix: a `.log` (eoslog.dump_log), an offset index
 (`offset: O position: P` per entry, checked against the .log beside it), a time index
-(`timestamp: T offset: O`), a transaction index (one line per aborted transaction) and a
-producer snapshot (one line per producer).
+(`timestamp: T offset: O`, checked the same way), a transaction index (one line per aborted
+transaction) and a producer snapshot (one line per producer).
 
 Every path is checked before anything is printed (a missing file, a directory, a FIFO: status
 2, nothing printed). An unknown suffix is skipped with a line on stderr, as Kafka's tool does,
@@ -23,12 +23,15 @@ import numpy as np
 
 from eoslog import limits
 from eoslog._ext import index as _index
+from eoslog._ext import scan
 from eoslog._ext.producer_state import ProducerStateTable
 from eoslog.dump_log import DumpOptions, dump_log
 from eoslog.errors import CorruptSnapshotError, KafkaException
 from eoslog.fs import FileHandle, PosixFileSystem
 from eoslog.log.producer_state import read_snapshot
+from eoslog.log.segment_check import SegmentWalk
 from eoslog.log.segment_reads import LOG_SUFFIX, offset_from_file_name
+from eoslog.log.time_index import NO_TIMESTAMP
 from eoslog.log.txn_index import read_entries
 from eoslog.record import codec, layout
 from eoslog.tools import check_segment_file
@@ -126,13 +129,97 @@ def _last_offset_at(log: FileHandle, position: int) -> int | None:
 
 
 def _dump_time_index(path: str, options: DumpOptions) -> int:
+    """Each entry, checked against the segment's .log beside it when there is one (as
+    Kafka's tool does): a batch must end at the entry's offset, its largest timestamp be the
+    entry's, and timestamps increase. What does not hold goes to stderr after the entries,
+    under Kafka's headings, and makes the status 1."""
     base = _base_offset(path)
-    for entries in _index_entries(path, _index.TIME_ENTRY_DTYPE):
-        for timestamp, relative in zip(
-            entries["timestamp"].tolist(), entries["relative"].tolist(), strict=True
-        ):
-            print(f"timestamp: {timestamp} offset: {base + relative}")
-    return 0
+    log_path = os.path.splitext(path)[0] + LOG_SUFFIX
+    cursor = _BatchCursor(log_path) if os.path.isfile(log_path) else None
+    problems = _TimeIndexProblems()
+    previous = NO_TIMESTAMP
+    try:
+        for entries in _index_entries(path, _index.TIME_ENTRY_DTYPE):
+            for timestamp, relative in zip(
+                entries["timestamp"].tolist(), entries["relative"].tolist(), strict=True
+            ):
+                print(f"timestamp: {timestamp} offset: {base + relative}")
+                if cursor is not None:
+                    offset = base + relative
+                    problems.check(offset, timestamp, cursor.batch_ending_at(offset), previous)
+                previous = timestamp
+    finally:
+        if cursor is not None:
+            cursor.close()
+    return problems.report(path)
+
+
+class _BatchCursor:
+    """The valid batches of a .log in offset order, walked forward as sorted offsets ask
+    for them (the time index's entries): one pass over the file, a chunk in memory."""
+
+    def __init__(self, path: str) -> None:
+        self.handle = PosixFileSystem().open(path, read_only=True)
+        self.batches = iter(SegmentWalk(self.handle, self.handle.size(), None))
+        self.infos: np.ndarray = np.empty(0, dtype=scan.BATCH_INFO)
+        self.index = 0
+
+    def batch_ending_at(self, offset: int) -> tuple[int, int] | None:
+        """(last offset, largest timestamp) of the first batch ending at or after offset;
+        None when none does (the walk's end, or damage)."""
+        while True:
+            if self.index < len(self.infos):
+                row = self.infos[self.index]
+                if int(row["last_offset"]) >= offset:
+                    return int(row["last_offset"]), int(row["max_timestamp"])
+                self.index += 1
+                continue
+            walked = next(self.batches, None)
+            if walked is None:
+                return None
+            self.infos, self.index = walked[2], 0
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+class _TimeIndexProblems:
+    """What a time index dump found wrong, printed after its entries as Kafka's tool does."""
+
+    def __init__(self) -> None:
+        self.mismatches: list[tuple[int, int]] = []
+        self.out_of_order: list[tuple[int, int]] = []
+        self.not_found: list[tuple[int, int]] = []
+
+    def check(
+        self, offset: int, timestamp: int, batch: tuple[int, int] | None, previous: int
+    ) -> None:
+        """The entry (offset, timestamp) against the batch found for its offset."""
+        if batch is None or batch[0] != offset:
+            self.not_found.append((offset, -1 if batch is None else batch[0]))
+            return
+        if batch[1] != timestamp:
+            self.mismatches.append((timestamp, batch[1]))
+        if previous >= timestamp:
+            self.out_of_order.append((timestamp, previous))
+
+    def report(self, path: str) -> int:
+        lines = []
+        if self.mismatches:
+            lines.append(f"Found timestamp mismatch in :{path}")
+            lines += [f"  Index timestamp: {i}, log timestamp: {t}" for i, t in self.mismatches]
+        if self.out_of_order:
+            lines.append(f"Found out of order timestamp in :{path}")
+            lines += [
+                f"  Index timestamp: {i}, Previously indexed timestamp: {p}"
+                for i, p in self.out_of_order
+            ]
+        if self.not_found:
+            lines.append("The following indexed offsets are not found in the log.")
+            lines += [f"Indexed offset: {i}, found log offset: {f}" for i, f in self.not_found]
+        for line in lines:
+            print(line, file=sys.stderr)
+        return 1 if lines else 0
 
 
 def _dump_txn_index(path: str, options: DumpOptions) -> int:

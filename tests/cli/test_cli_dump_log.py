@@ -154,6 +154,27 @@ def test_an_index_entry_that_does_not_point_at_its_batch_is_reported_on_stderr(
     ]
 
 
+def test_a_time_index_entry_the_log_disagrees_with_is_reported_on_stderr(
+    root: Path, tmp_path: Path
+) -> None:
+    for suffix in (".log", ".timeindex"):
+        shutil.copy(root / "t-0" / f"{SEGMENT}{suffix}", tmp_path / f"{SEGMENT}{suffix}")
+    index = tmp_path / f"{SEGMENT}.timeindex"
+    status, lines = _dump(str(index))
+    assert status == 0
+    first = lines[1]
+    timestamp = int(first.split()[1])
+    data = bytearray(index.read_bytes())
+    data[:8] = (timestamp - 1000).to_bytes(8, "big")
+    index.write_bytes(bytes(data))
+    done = run("dump-log", str(index))
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"Found timestamp mismatch in :{index}",
+        f"  Index timestamp: {timestamp - 1000}, log timestamp: {timestamp}",
+    ]
+
+
 def test_an_idempotent_producers_snapshot_line_ends_with_its_last_batch(tmp_path: Path) -> None:
     root = tmp_path / "data"
     with eoslog.open(str(root), background=False) as broker:
