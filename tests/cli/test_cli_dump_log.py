@@ -136,12 +136,17 @@ def test_index_time_index_transaction_index_and_snapshot_are_dumped_entry_by_ent
     assert "producerEpoch: 1 coordinatorEpoch: 1 currentTxnFirstOffset: -1" in producers[1]
 
 
+def _index_beside_its_log(root: Path, tmp_path: Path, suffix: str) -> Path:
+    """A copy of t-0's first segment and its index of that suffix in tmp_path: the index."""
+    for name in (f"{SEGMENT}.log", f"{SEGMENT}{suffix}"):
+        shutil.copy(root / "t-0" / name, tmp_path / name)
+    return tmp_path / f"{SEGMENT}{suffix}"
+
+
 def test_an_index_entry_that_does_not_point_at_its_batch_is_reported_on_stderr(
     root: Path, tmp_path: Path
 ) -> None:
-    for suffix in (".log", ".index"):
-        shutil.copy(root / "t-0" / f"{SEGMENT}{suffix}", tmp_path / f"{SEGMENT}{suffix}")
-    index = tmp_path / f"{SEGMENT}.index"
+    index = _index_beside_its_log(root, tmp_path, ".index")
     data = bytearray(index.read_bytes())
     data[7] = 98  # the first entry's position, 97, now one byte into its batch
     index.write_bytes(bytes(data))
@@ -157,9 +162,7 @@ def test_an_index_entry_that_does_not_point_at_its_batch_is_reported_on_stderr(
 def test_a_time_index_entry_the_log_disagrees_with_is_reported_on_stderr(
     root: Path, tmp_path: Path
 ) -> None:
-    for suffix in (".log", ".timeindex"):
-        shutil.copy(root / "t-0" / f"{SEGMENT}{suffix}", tmp_path / f"{SEGMENT}{suffix}")
-    index = tmp_path / f"{SEGMENT}.timeindex"
+    index = _index_beside_its_log(root, tmp_path, ".timeindex")
     status, lines = _dump(str(index))
     assert status == 0
     first = lines[1]
