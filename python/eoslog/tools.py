@@ -1,7 +1,7 @@
-"""Offline inspection of segment files: `eoslog dump-log` and `eoslog verify`.
+"""Offline checks of segment files: `eoslog verify` (`eoslog dump-log` is eoslog.dump_files).
 
-Both are read-only and take no lock, so they may run while the owner writes (a last segment
-being appended to may then show a torn tail). Both read a .log in bounded pieces with
+It is read-only and takes no lock, so it may run while the owner writes (a last segment
+being appended to may then show a torn tail). It reads a .log in bounded pieces with
 eoslog.log.segment_check's walk, the one `eoslog repair` validates its cut with, which checks
 framing, CRC and offset continuity as recovery does: a multi-GiB segment costs a chunk of
 memory (or one batch, when a batch is larger), never the file.
@@ -13,7 +13,6 @@ mid-write leaves and the next unclean open cuts) is a warning.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -23,7 +22,6 @@ from typing import Final
 import numpy as np
 
 from eoslog import limits
-from eoslog.coordinator import offsets_log
 from eoslog.errors import KafkaException, NotASegmentFileError
 from eoslog.fs import FileHandle, FileSystem, PosixFileSystem
 from eoslog.log.segment_check import (
@@ -34,60 +32,12 @@ from eoslog.log.segment_check import (
     find_resumption,
 )
 from eoslog.log.segment_reads import LOG_SUFFIX, offset_from_file_name
-from eoslog.record import codec, control
-from eoslog.record.compression import CODEC_NAMES
-from eoslog.record.types import BatchHeader
+from eoslog.progress import Advance, byte_progress, no_progress
+from eoslog.record import codec
 
 # A partition directory is `<topic>-<partition>` (docs/format.md §5.1); a topic being deleted has a
 # longer suffix and is not verified.
 _PARTITION_DIRECTORY: Final = re.compile(r".+-\d+")
-
-
-def describe_batch(position: int, header: BatchHeader) -> str:
-    """One line per batch, with the fields Kafka's DumpLogSegments prints."""
-    return (
-        f"baseOffset: {header.base_offset} lastOffset: {header.last_offset} "
-        f"count: {header.records_count} baseSequence: {header.base_sequence} "
-        f"lastSequence: {header.last_sequence} producerId: {header.producer_id} "
-        f"producerEpoch: {header.producer_epoch} "
-        f"partitionLeaderEpoch: {header.partition_leader_epoch} "
-        f"isTransactional: {str(header.is_transactional).lower()} "
-        f"isControl: {str(header.is_control).lower()} position: {position} "
-        f"CreateTime: {header.max_timestamp} size: {header.size_in_bytes} "
-        f"magic: {header.magic} compresscodec: {_codec_name(header.compression)} "
-        f"crc: {header.crc}"
-    )
-
-
-def _codec_name(codec_id: int) -> str:
-    names = {codec: name for name, codec in CODEC_NAMES.items()}
-    return names.get(codec_id, "unknown")
-
-
-def describe_offsets_record(key: bytes | None, value: bytes | None) -> str:
-    """A `__consumer_offsets` record decoded as Kafka's dump tool prints it with its offsets
-    decoder: the key's type and fields, then the value's version and fields (null for a
-    tombstone). Bytes that do not decode are reported, not raised."""
-    try:
-        if key is None:
-            return " key: null"
-        decoded = offsets_log.decode_key(key)
-        version = int.from_bytes(key[:2], "big", signed=True)
-        text = f" key: {json.dumps({'type': str(version), 'data': _fields(decoded)})}"
-        if not isinstance(decoded, offsets_log.OffsetCommitKey):
-            return text + " payload: (group metadata, not decoded)"
-        payload = offsets_log.decode_offset_value(value)
-        if payload is None or value is None:
-            return text + " payload: null"
-        body = {"version": str(int.from_bytes(value[:2], "big")), "data": _fields(payload)}
-        return text + f" payload: {json.dumps(body)}"
-    except KafkaException as error:
-        return f" undecodable: {error}"
-
-
-def _fields(record: object) -> dict[str, object]:
-    names = getattr(record, "__slots__", ())
-    return {name: getattr(record, name) for name in names}
 
 
 def check_segment_file(path: str, *, segment_name: bool = True) -> None:
@@ -103,53 +53,6 @@ def check_segment_file(path: str, *, segment_name: bool = True) -> None:
         )
 
 
-def dump_log(path: str, *, print_records: bool = False) -> int:
-    """Print every batch (and with print_records every record) of a .log up to the end of
-    its valid batches; exit status 1 if damage stops the dump before the end."""
-    check_segment_file(path, segment_name=False)
-    name = os.path.basename(path)
-    base = offset_from_file_name(name) if SEGMENT_LOG_NAME.fullmatch(name) else None
-    offsets_topic = os.path.basename(os.path.dirname(os.path.abspath(path))).startswith(
-        offsets_log.CONSUMER_OFFSETS_TOPIC + "-"
-    )
-    print(f"Dumping {path}")
-    handle = PosixFileSystem().open(path, read_only=True)
-    try:
-        size = handle.size()
-        walk = SegmentWalk(handle, size, base)
-        for chunk_position, chunk, infos in walk:
-            for position in infos["position"].tolist():
-                header = codec.read_header(chunk, position)
-                print(describe_batch(chunk_position + position, header))
-                if print_records:
-                    _print_records(chunk, position, header, offsets_topic)
-    finally:
-        handle.close()
-    if walk.stop is None:
-        return 0
-    if walk.stop.torn:
-        print(f"Found {size - walk.stop.position} bytes at the end that do not form a whole batch")
-        return 0
-    print(f"Stopped at byte {walk.stop.position}: {walk.stop.description}")
-    return 1
-
-
-def _print_records(chunk: bytes, position: int, header: BatchHeader, offsets_topic: bool) -> None:
-    for record in codec.batch_records(chunk, position):
-        kind = control.read_type(record.key) if header.is_control else None
-        if kind is not None:
-            name = control.TYPE_NAMES.get(kind, "UNKNOWN")
-            print(f"| offset: {record.offset} endTxnMarker: {name}")
-            continue
-        print(
-            f"| offset: {record.offset} CreateTime: {record.timestamp} "
-            f"keySize: {-1 if record.key is None else len(record.key)} "
-            f"valueSize: {-1 if record.value is None else len(record.value)} "
-            f"headerKeys: [{','.join(k for k, _ in record.headers)}]"
-            + (describe_offsets_record(record.key, record.value) if offsets_topic else "")
-        )
-
-
 @dataclass
 class _Tally:
     """What a verification found so far; problems are printed as they are found."""
@@ -158,6 +61,8 @@ class _Tally:
     records: int = 0
     errors: int = 0
     warnings: int = 0
+    # Called with the bytes of each piece walked: the progress bar's (eoslog.progress).
+    advance: Advance = no_progress
 
     def problem(self, path: str, position: int, text: str, *, error: bool = True) -> None:
         print(f"{path}: {'error' if error else 'warning'} at byte {position}: {text}")
@@ -189,7 +94,9 @@ def verify_log(path: str) -> int:
     file name's base offset, and every record (as a Kafka leader validates an append)."""
     check_segment_file(path)
     tally = _Tally()
-    _verify_segment(PosixFileSystem(), path, tally)
+    with byte_progress(f"verify {os.path.basename(path)}", os.path.getsize(path)) as advance:
+        tally.advance = advance
+        _verify_segment(PosixFileSystem(), path, tally)
     print(tally.summary(path))
     return 1 if tally.errors else 0
 
@@ -213,9 +120,22 @@ def verify_directory(path: str) -> int:
         raise NotASegmentFileError(
             f"{path} holds neither segment .log files nor partition directories (topic-N)"
         )
-    segments = sum(_verify_partition(fs, directory, tally) for directory in partitions)
+    total = sum(_segment_bytes(directory) for directory in partitions)
+    with byte_progress(f"verify {os.path.basename(path)}", total) as advance:
+        tally.advance = advance
+        segments = sum(_verify_partition(fs, directory, tally) for directory in partitions)
     print(tally.summary(f"{path}: {segments} segments in {len(partitions)} partitions"))
     return 1 if tally.errors else 0
+
+
+def _segment_bytes(directory: str) -> int:
+    """The bytes of the partition directory's segment .logs, for the progress bar."""
+    with os.scandir(directory) as entries:
+        return sum(
+            entry.stat(follow_symlinks=False).st_size
+            for entry in entries
+            if SEGMENT_LOG_NAME.fullmatch(entry.name) and entry.is_file(follow_symlinks=False)
+        )
 
 
 def _verify_partition(fs: FileSystem, directory: str, tally: _Tally) -> int:
@@ -269,6 +189,7 @@ def _walk_reporting(handle: FileHandle, path: str, base: int, tally: _Tally) -> 
             floor = None
             epoch = _check_leader_epochs(path, chunk_position, infos, epoch, tally)
             _validate_records(path, chunk_position, chunk, infos, tally)
+            tally.advance(int(infos["position"][-1]) + int(infos["size"][-1]))
         if walk.stop is None:
             break
         resume = find_resumption(handle, walk.stop.position, size)

@@ -1,4 +1,4 @@
-"""The eoslog command line: `eoslog demo`, `eoslog dump-log FILE`, `eoslog verify PATH`,
+"""The eoslog command line: `eoslog demo`, `eoslog dump-log FILE...`, `eoslog verify PATH`,
 `eoslog repair FILE --truncate-at POSITION`, and the operations on an offline log directory,
 named after Kafka's tools: `eoslog transactions DIR ...` (kafka-transactions.sh),
 `eoslog topics DIR ...` (kafka-topics.sh), `eoslog groups DIR ...` (kafka-consumer-groups.sh).
@@ -27,6 +27,8 @@ from eoslog.cli import describe, group_changes, topic_changes  # noqa: F401  (ad
 from eoslog.cli.output import BROKEN_PIPE_STATUS, CommandFailed, error_text
 from eoslog.cli.topics import groups, topics
 from eoslog.cli.transactions import transactions
+from eoslog.dump_files import dump_files
+from eoslog.dump_log import DumpOptions
 from eoslog.errors import KafkaException, NotASegmentFileError
 from eoslog.log.repair import repair_truncate
 
@@ -82,11 +84,47 @@ def demo_command(directory: str | None, records: int, pipeline_records: int, kil
     return demo.run(directory, records, pipeline_records, kills)
 
 
-@commands.command("dump-log", help="Print the batches and records of a .log file.")
-@click.argument("file")
-@click.option("--records", is_flag=True, help="print every record too")
-def dump_log(file: str, records: bool) -> int:
-    return tools.dump_log(file, print_records=records)
+@commands.command(
+    "dump-log",
+    help="Print segment files as kafka-dump-log.sh does: a .log's batches (CRC checked: "
+    "isvalid), with --deep-iteration its records, with --print-data-log their keys and "
+    "payloads; .index, .timeindex, .txnindex and .snapshot files entry by entry.",
+)
+@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@click.option("--deep-iteration", is_flag=True, help="print every record too")
+@click.option(
+    "--print-data-log",
+    is_flag=True,
+    help="print each record's key and payload (implies --deep-iteration)",
+)
+@click.option("--records", is_flag=True, hidden=True, help="the same as --print-data-log")
+@click.option(
+    "--offsets-decoder",
+    is_flag=True,
+    help="decode __consumer_offsets records (implies --print-data-log; the default for a "
+    "file in a __consumer_offsets-N directory)",
+)
+@click.option(
+    "--transaction-log-decoder",
+    is_flag=True,
+    help="decode __transaction_state records (implies --print-data-log; the default for a "
+    "file in a __transaction_state-N directory)",
+)
+def dump_log(
+    files: tuple[str, ...],
+    deep_iteration: bool,
+    print_data_log: bool,
+    records: bool,
+    offsets_decoder: bool,
+    transaction_log_decoder: bool,
+) -> int:
+    options = DumpOptions.of(
+        deep_iteration=deep_iteration,
+        print_data_log=print_data_log or records,
+        offsets_decoder=offsets_decoder,
+        transaction_log_decoder=transaction_log_decoder,
+    )
+    return dump_files(files, options)
 
 
 @commands.command(

@@ -1,0 +1,280 @@
+"""`eoslog dump-log FILE...`: each file named, after a `Dumping FILE` line, as Kafka's
+kafka-dump-log.sh prints it, chosen by its suffix: a `.log` (eoslog.dump_log), an offset index
+(`offset: O position: P` per entry, checked against the .log beside it), a time index
+(`timestamp: T offset: O`, checked the same way), a transaction index (one line per aborted
+transaction) and a producer snapshot (one line per producer).
+
+Every path is checked before anything is printed (a missing file, a directory, a FIFO: status
+2, nothing printed). An unknown suffix is skipped with a line on stderr, as Kafka's tool does,
+and makes the exit status 2. Reads are bounded: the indexes a chunk at a time, stopping at the
+first zero slot past the first entry (what a preallocated index holds after its entries);
+a `.txnindex` and a snapshot through the readers the log uses (eoslog.log.txn_index,
+eoslog.log.producer_state), which refuse a file lying about its size.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from typing import Final
+
+import numpy as np
+
+from eoslog import limits
+from eoslog._ext import index as _index
+from eoslog._ext import scan
+from eoslog._ext.producer_state import ProducerStateTable
+from eoslog.dump_log import DumpOptions, dump_log
+from eoslog.errors import CorruptSnapshotError, KafkaException
+from eoslog.fs import FileHandle, PosixFileSystem
+from eoslog.log.producer_state import read_snapshot
+from eoslog.log.segment_check import SegmentWalk
+from eoslog.log.segment_reads import LOG_SUFFIX, offset_from_file_name
+from eoslog.log.time_index import NO_TIMESTAMP
+from eoslog.log.txn_index import read_entries
+from eoslog.record import codec, layout
+from eoslog.tools import check_segment_file
+
+# A file's dumper, by suffix: prints the file, returns the exit status (1: damage found).
+Dumper = Callable[[str, DumpOptions], int]
+
+
+def dump_files(paths: Sequence[str], options: DumpOptions) -> int:
+    """Dump each file in order; the exit status is the worst of theirs. OSError (missing
+    file) and NotASegmentFileError (not a regular file) before anything is printed."""
+    for path in paths:
+        check_segment_file(path, segment_name=False)
+    status = 0
+    for path in paths:
+        print(f"Dumping {path}")
+        dumper = _DUMPERS.get(os.path.splitext(path)[1])
+        if dumper is None:
+            print(f"Ignoring unknown file {path}", file=sys.stderr)
+            status = 2
+            continue
+        status = max(status, dumper(path, options))
+    return status
+
+
+def _base_offset(path: str) -> int:
+    """The base offset the file is named after; 0 for a name that is not a segment's."""
+    try:
+        return offset_from_file_name(os.path.basename(path))
+    except ValueError:
+        return 0
+
+
+def _index_entries(path: str, dtype: np.dtype[np.void]) -> Iterator[np.ndarray]:
+    """The entries of an index file, a chunk at a time, up
+    to the first zero slot past the first (a preallocated index's unused tail)."""
+    handle = PosixFileSystem().open(path, read_only=True)
+    entry_bytes = dtype.itemsize
+    chunk_bytes = limits.file_read_chunk_bytes // entry_bytes * entry_bytes
+    try:
+        size = handle.size() // entry_bytes * entry_bytes
+        position = 0
+        while position < size:
+            chunk = handle.pread(min(chunk_bytes, size - position), position)
+            entries = np.frombuffer(chunk, dtype=dtype, count=len(chunk) // entry_bytes)
+            unused = np.flatnonzero(entries["relative"] == 0)
+            unused = unused[(unused > 0) | (position > 0)]
+            if len(unused):
+                yield entries[: int(unused[0])]
+                return
+            yield entries
+            position += len(chunk)
+    finally:
+        handle.close()
+
+
+def _dump_offset_index(path: str, options: DumpOptions) -> int:
+    """Each entry, checked against the segment's .log beside it when there is one (as
+    Kafka's tool does): the batch at the entry's position must end at the entry's offset.
+    Mismatches go to stderr after the entries, and make the status 1."""
+    base = _base_offset(path)
+    log_path = os.path.splitext(path)[0] + LOG_SUFFIX
+    log = PosixFileSystem().open(log_path, read_only=True) if os.path.isfile(log_path) else None
+    mismatches = []
+    count = 0
+    try:
+        for entries in _index_entries(path, _index.OFFSET_ENTRY_DTYPE):
+            for relative, position in zip(
+                entries["relative"].tolist(), entries["position"].tolist(), strict=True
+            ):
+                print(f"offset: {base + relative} position: {position}")
+                found = None if log is None else _last_offset_at(log, position)
+                if log is not None and found != base + relative:
+                    mismatches.append((base + relative, found))
+            count += len(entries)
+    finally:
+        if log is not None:
+            log.close()
+    if count == 0:
+        print(f"{path} is empty.")
+    if mismatches:
+        print(f"Mismatches in :{path}", file=sys.stderr)
+    for offset, found in mismatches:
+        text = "no batch there" if found is None else found
+        print(f"  Index offset: {offset}, log offset: {text}", file=sys.stderr)
+    return 1 if mismatches else 0
+
+
+def _last_offset_at(log: FileHandle, position: int) -> int | None:
+    """The last offset of the batch whose header is at position, None if none reads there."""
+    try:
+        return codec.read_header(log.pread(layout.HEADER_SIZE, position), 0).last_offset
+    except (KafkaException, ValueError):
+        return None
+
+
+def _dump_time_index(path: str, options: DumpOptions) -> int:
+    """Each entry, checked against the segment's .log beside it when there is one (as
+    Kafka's tool does): a batch must end at the entry's offset, its largest timestamp be the
+    entry's, and timestamps increase. What does not hold goes to stderr after the entries,
+    under Kafka's headings, and makes the status 1."""
+    base = _base_offset(path)
+    log_path = os.path.splitext(path)[0] + LOG_SUFFIX
+    cursor = _BatchCursor(log_path) if os.path.isfile(log_path) else None
+    problems = _TimeIndexProblems()
+    previous = NO_TIMESTAMP
+    try:
+        for entries in _index_entries(path, _index.TIME_ENTRY_DTYPE):
+            for timestamp, relative in zip(
+                entries["timestamp"].tolist(), entries["relative"].tolist(), strict=True
+            ):
+                print(f"timestamp: {timestamp} offset: {base + relative}")
+                if cursor is not None:
+                    offset = base + relative
+                    problems.check(offset, timestamp, cursor.batch_ending_at(offset), previous)
+                previous = timestamp
+    finally:
+        if cursor is not None:
+            cursor.close()
+    return problems.report(path)
+
+
+class _BatchCursor:
+    """The valid batches of a .log in offset order, walked forward as sorted offsets ask
+    for them (the time index's entries): one pass over the file, a chunk in memory."""
+
+    def __init__(self, path: str) -> None:
+        self.handle = PosixFileSystem().open(path, read_only=True)
+        self.batches = iter(SegmentWalk(self.handle, self.handle.size(), None))
+        self.infos: np.ndarray = np.empty(0, dtype=scan.BATCH_INFO)
+        self.index = 0
+
+    def batch_ending_at(self, offset: int) -> tuple[int, int] | None:
+        """(last offset, largest timestamp) of the first batch ending at or after offset;
+        None when none does (the walk's end, or damage)."""
+        while True:
+            if self.index < len(self.infos):
+                row = self.infos[self.index]
+                if int(row["last_offset"]) >= offset:
+                    return int(row["last_offset"]), int(row["max_timestamp"])
+                self.index += 1
+                continue
+            walked = next(self.batches, None)
+            if walked is None:
+                return None
+            self.infos, self.index = walked[2], 0
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+class _TimeIndexProblems:
+    """What a time index dump found wrong, printed after its entries as Kafka's tool does."""
+
+    def __init__(self) -> None:
+        self.mismatches: list[tuple[int, int]] = []
+        self.out_of_order: list[tuple[int, int]] = []
+        self.not_found: list[tuple[int, int]] = []
+
+    def check(
+        self, offset: int, timestamp: int, batch: tuple[int, int] | None, previous: int
+    ) -> None:
+        """The entry (offset, timestamp) against the batch found for its offset."""
+        if batch is None or batch[0] != offset:
+            self.not_found.append((offset, -1 if batch is None else batch[0]))
+            return
+        if batch[1] != timestamp:
+            self.mismatches.append((timestamp, batch[1]))
+        if previous >= timestamp:
+            self.out_of_order.append((timestamp, previous))
+
+    def report(self, path: str) -> int:
+        lines = []
+        if self.mismatches:
+            lines.append(f"Found timestamp mismatch in :{path}")
+            lines += [f"  Index timestamp: {i}, log timestamp: {t}" for i, t in self.mismatches]
+        if self.out_of_order:
+            lines.append(f"Found out of order timestamp in :{path}")
+            lines += [
+                f"  Index timestamp: {i}, Previously indexed timestamp: {p}"
+                for i, p in self.out_of_order
+            ]
+        if self.not_found:
+            lines.append("The following indexed offsets are not found in the log.")
+            lines += [f"Indexed offset: {i}, found log offset: {f}" for i, f in self.not_found]
+        for line in lines:
+            print(line, file=sys.stderr)
+        return 1 if lines else 0
+
+
+def _dump_txn_index(path: str, options: DumpOptions) -> int:
+    handle = PosixFileSystem().open(path, read_only=True)
+    try:
+        loaded = read_entries(handle)
+    finally:
+        handle.close()
+    entries = np.frombuffer(loaded.image, dtype=_index.TXN_ENTRY_DTYPE)
+    for version, producer_id, first, last, stable in entries.tolist():
+        print(
+            f"version: {version} producerId: {producer_id} firstOffset: {first} "
+            f"lastOffset: {last} lastStableOffset: {stable}"
+        )
+    if loaded.damaged_at is None:
+        return 0
+    print(f"Damage at byte {loaded.damaged_at}: not an aborted transaction entry")
+    return 1
+
+
+def _dump_snapshot(path: str, options: DumpOptions) -> int:
+    """One line per producer, by producer id; Kafka's currentTxnFirstOffset is printed as
+    the file holds it (-1 for none) rather than as Java's OptionalLong."""
+    handle = PosixFileSystem().open(path, read_only=True)
+    table = ProducerStateTable()
+    try:
+        table.load_snapshot(read_snapshot(handle, path), _base_offset(path))
+    except CorruptSnapshotError as error:
+        print(f"Damage: {error}")
+        return 1
+    finally:
+        handle.close()
+    for producer_id in sorted(table.producer_ids()):
+        entry = table.entry(producer_id)
+        assert entry is not None, "producer_ids lists only entries"
+        line = (
+            f"producerId: {producer_id} producerEpoch: {entry.epoch} "
+            f"coordinatorEpoch: {entry.coordinator_epoch} "
+            f"currentTxnFirstOffset: {entry.current_txn_first_offset} "
+            f"lastTimestamp: {entry.last_timestamp}"
+        )
+        if entry.batch_metadata:
+            first_sequence, last_sequence, first, last, timestamp = entry.batch_metadata[-1]
+            line += (
+                f" firstSequence: {first_sequence} lastSequence: {last_sequence} "
+                f"lastOffset: {last} offsetDelta: {last - first} timestamp: {timestamp}"
+            )
+        print(line)
+    return 0
+
+
+_DUMPERS: Final[dict[str, Dumper]] = {
+    ".log": dump_log,
+    ".index": _dump_offset_index,
+    ".timeindex": _dump_time_index,
+    ".txnindex": _dump_txn_index,
+    ".snapshot": _dump_snapshot,
+}
