@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 import eoslog
@@ -38,3 +42,46 @@ def test_a_usage_mistake_is_one_line_and_status_2(arguments: tuple[str, ...], te
     assert text in done.stderr
     assert len(done.stderr.splitlines()) == 1, done.stderr
     assert done.stdout == ""
+
+
+def complete(words: str, shell: str = "bash") -> subprocess.CompletedProcess[str]:
+    """What the shell's completion function asks the command for, as click's scripts ask it."""
+    environment = {
+        **os.environ,
+        "_EOSLOG_COMPLETE": f"{shell}_complete",
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(len(words.split()) - (0 if words.endswith(" ") else 1)),
+    }
+    command = [sys.executable, "-m", "eoslog"]
+    return subprocess.run(
+        command, env=environment, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_the_shell_completion_script_is_printed_for_each_shell(shell: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "eoslog"],
+        env={**os.environ, "_EOSLOG_COMPLETE": f"{shell}_source"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "_EOSLOG_COMPLETE" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("words", "expected"),
+    [
+        ("eoslog tra", {"transactions"}),
+        ("eoslog transactions data f", {"find-hanging"}),
+        ("eoslog groups data ", {"list", "describe", "delete", "reset-offsets"}),
+    ],
+)
+def test_completion_offers_the_commands_that_match(words: str, expected: set[str]) -> None:
+    done = complete(words)
+    assert done.returncode == 0, done.stderr
+    offered = {line.split(",", 1)[1] for line in done.stdout.splitlines()}
+    assert expected <= offered, offered
