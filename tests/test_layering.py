@@ -36,6 +36,7 @@ LAYER_RULES: list[tuple[str, tuple[str, ...]]] = [
     # The fs seam sits under the log: it knows nothing of segments, brokers or clients.
     ("eoslog.fs", ABOVE_CODEC),
     ("eoslog.fs_twin", ABOVE_CODEC),
+    ("eoslog.fs_overlay", ABOVE_CODEC),
     # The partition log is used by the broker and the coordinator, never the other way.
     ("eoslog.log", ("eoslog.cli", "eoslog.client", "eoslog.broker", "eoslog.coordinator")),
     # Offline scans read the files through the log layer alone: no broker, no client.

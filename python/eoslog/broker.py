@@ -17,7 +17,6 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Mapping
-from types import TracebackType
 from typing import TYPE_CHECKING, Final, TypeVar
 
 from eoslog.broker_config import BROKER_DEFAULTS as BROKER_DEFAULTS
@@ -60,9 +59,8 @@ TRANSACTION_STATE_TOPIC: Final = "__transaction_state"
 CONSUMER_OFFSETS_TOPIC: Final = "__consumer_offsets"
 INTERNAL_TOPICS: Final = (TRANSACTION_STATE_TOPIC, CONSUMER_OFFSETS_TOPIC)
 # Kafka compacts its internal topics and never deletes their records by age or size; eoslog
-# has no compaction yet, so it keeps them whole: a committed offset or a transaction's state
-# must not vanish because it is old or because the topic grew (the broker-level
-# log.retention.ms and log.retention.bytes apply to user topics only).
+# has no compaction yet and keeps them whole, so no committed offset or transaction state
+# vanishes with age or size (log.retention.ms and .bytes apply to user topics only).
 _KEPT_WHOLE: Final = {"retention.ms": -1, "retention.bytes": -1}
 
 
@@ -78,6 +76,7 @@ class Broker:
         fs: FileSystem | None = None,
         clock_ms: Callable[[], int] | None = None,
         background: bool = True,
+        finish_transactions: bool = True,
     ) -> None:
         if durability not in DURABILITY_MODES:
             raise ValueError(f"durability must be one of {DURABILITY_MODES}, not {durability!r}")
@@ -132,7 +131,7 @@ class Broker:
                 self._next_producer_id_block, self._persist_producer_id_block
             )
             self.groups = self._make_group_coordinator()
-            self.transactions = self._open_transaction_coordinator()
+            self.transactions = self._open_transaction_coordinator(finish_transactions)
             # After the transaction coordinator finished what a crash left in Prepare*: the
             # markers it wrote are in the log the group coordinator replays.
             self.groups.load()
@@ -162,10 +161,11 @@ class Broker:
             durability=self.durability,
         )
 
-    def _open_transaction_coordinator(self) -> TransactionCoordinator:
+    def _open_transaction_coordinator(self, finish: bool) -> TransactionCoordinator:
         """A coordinator epoch one above the last process's, persisted before any marker can
         carry it (docs/coordinator.md §2.3: each start is a new coordinator), then the state of
-        `__transaction_state` loaded and unfinished ends finished."""
+        `__transaction_state` loaded and unfinished ends finished (unless not finish: the
+        command line's read-only view, eoslog.cli.output.reading_admin)."""
         self._coordinator_epoch += 1
         self._write_meta()
         partitions = self._topics[TRANSACTION_STATE_TOPIC].num_partitions
@@ -181,7 +181,7 @@ class Broker:
             transactional_id_expiration_ms=self.settings["transactional.id.expiration.ms"],
             marker_listener=self.groups.on_marker,
         )
-        coordinator.load()
+        coordinator.load(finish=finish)
         return coordinator
 
     def _load(self) -> None:
@@ -810,12 +810,7 @@ class Broker:
     def __enter__(self) -> Broker:
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
 

@@ -31,6 +31,7 @@ from typing import Any, Final
 
 import eoslog
 from eoslog.client.message import OFFSET_STORED, TopicPartition
+from eoslog.progress import Advance, activity_progress
 
 INPUT: Final = "orders"
 OUTPUT: Final = "orders-enriched"
@@ -173,7 +174,11 @@ print(json.dumps({"done": True}), flush=True)
 
 
 def _run_copier(
-    root: str, args: list[str], kill_after_commits: int | None, kill_delay_s: float
+    root: str,
+    args: list[str],
+    kill_after_commits: int | None,
+    kill_delay_s: float,
+    advance: Advance,
 ) -> tuple[int, int, bool]:
     """Run one copier; SIGKILL it kill_delay_s after it reported `kill_after_commits` commits
     (in the middle of its next transaction; None: let it finish). Returns (commits seen,
@@ -188,6 +193,7 @@ def _run_copier(
         report = json.loads(line)
         commits += "committed" in report
         aborts += "aborted" in report
+        advance(("committed" in report) + ("aborted" in report))
         finished = finished or "done" in report
         if kill_after_commits is not None and commits >= kill_after_commits:
             time.sleep(kill_delay_s)
@@ -213,18 +219,20 @@ def run(directory: str | None, records: int = 20_000, kills: int = 3) -> int:
     rng = random.Random(records)
     runs = commits_total = aborts_total = 0
     finished = False
-    while not finished:
-        kill_after = rng.randint(1, 4) if runs < kills else None
-        args = [str(per_transaction), "0.25", str(runs)]
-        commits, aborts, finished = _run_copier(root, args, kill_after, rng.uniform(0, 0.05))
-        runs += 1
-        commits_total += commits
-        aborts_total += aborts
-        state = "finished" if finished else "killed (SIGKILL) in its next transaction"
-        print(f"copier run {runs}: {commits} transactions committed, {aborts} aborted, {state}")
-        if runs > kills + 3 and not finished:
-            print("ERROR: the copier does not finish")
-            return 1
+    with activity_progress("copying", unit="transactions") as advance:
+        while not finished:
+            kill_after = rng.randint(1, 4) if runs < kills else None
+            args = [str(per_transaction), "0.25", str(runs)]
+            delay_s = rng.uniform(0, 0.05)
+            commits, aborts, finished = _run_copier(root, args, kill_after, delay_s, advance)
+            runs += 1
+            commits_total += commits
+            aborts_total += aborts
+            state = "finished" if finished else "killed (SIGKILL) in its next transaction"
+            print(f"copier run {runs}: {commits} transactions committed, {aborts} aborted, {state}")
+            if runs > kills + 3 and not finished:
+                print("ERROR: the copier does not finish")
+                return 1
     problems = check(root, records)
     elapsed = time.perf_counter() - started
     with eoslog.open(root) as broker:

@@ -1,7 +1,7 @@
 """`eoslog transactions DIR ...` (kafka-transactions.sh, KIP-664) as a user runs it: on a
 directory holding a committed, an aborted and a hanging transaction, list and describe them,
 find the hanging one and abort it from the shell, after which read_committed readers move
-past it. A directory a running process owns is refused with its pid."""
+past it. A change to a directory a running process owns is refused with its pid."""
 
 from __future__ import annotations
 
@@ -149,24 +149,33 @@ def test_a_path_that_is_not_a_log_directory_is_status_2_and_creates_nothing(tmp_
 
 @pytest.mark.parametrize(
     "command",
-    [("transactions", "list"), ("topics", "describe"), ("groups", "list")],
-    ids=["transactions", "topics", "groups"],
+    [
+        ("transactions", "abort", "--topic", "t", "--partition", "0", "--start-offset", "{start}"),
+        ("topics", "create", "--topic", "new", "--partitions", "1"),
+        ("groups", "delete", "--group", "reader"),
+    ],
+    ids=["transactions-abort", "topics-create", "groups-delete"],
 )
-def test_a_directory_a_running_process_owns_is_refused_naming_its_pid(
-    directory: tuple[Path, int], command: tuple[str, str]
+def test_a_change_to_a_directory_a_running_process_owns_is_refused_naming_its_pid(
+    directory: tuple[Path, int], command: tuple[str, ...]
 ) -> None:
-    root, _ = directory
+    root, start = directory
     owner = started_child("b = eoslog.open(sys.argv[1])\n", root)
     assert owner.stdin is not None
     try:
-        done = run(command[0], str(root), command[1])
+        arguments = [part.format(start=start) for part in command]
+        done = run(arguments[0], str(root), *arguments[1:])
+        # A read of the same directory is not refused: it takes no lock.
+        hanging = run_json("transactions", str(root), "find-hanging")
     finally:
         owner.stdin.close()
         owner.wait(timeout=60)
     assert done.returncode == 1
     assert f"pid {owner.pid}" in done.stderr
-    assert "reading a live directory from the command line is not built yet" in done.stderr
+    assert "needs it offline: stop that process first" in done.stderr
     assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert [row["StartOffset"] for row in hanging] == [start]
+    assert [row["Topic"] for row in run_json("topics", str(root), "list")][-1] == "t"
 
 
 def test_a_transaction_its_coordinator_tracks_is_not_hanging_after_its_producer_is_killed(

@@ -19,7 +19,7 @@ from typing import Final
 
 import click
 
-from eoslog.cli.output import Row, json_option, opened_admin, partitions_of, show
+from eoslog.cli.output import Row, json_option, partitions_of, reading_admin, show
 from eoslog.cli.topics import (
     GROUP_COLUMNS,
     PARTITION_COLUMNS,
@@ -62,8 +62,8 @@ _TRANSACTION_COLUMNS: Final = (
 @max_transaction_timeout_option
 @json_option
 def describe(directory: str, max_transaction_timeout: int, as_json: bool) -> None:
-    now_ms = wall_clock_ms()
-    with opened_admin(directory) as admin:
+    with reading_admin(directory) as admin:
+        now_ms = wall_clock_ms()  # after the open: a live owner may begin one while it runs
         partitions = partitions_of(admin)
         hanging = hanging_rows(admin, partitions, now_ms, max_transaction_timeout)
         parts: dict[str, list[Row]] = {

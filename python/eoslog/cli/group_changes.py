@@ -25,10 +25,11 @@ import click
 from eoslog.cli.output import (
     CommandFailed,
     Row,
+    changing_admin,
     json_option,
     kafka_error_text,
-    opened_admin,
     partitions_of,
+    reading_admin,
     show,
 )
 from eoslog.cli.topics import group_state_name, groups, partition_offsets
@@ -53,7 +54,7 @@ _RESET_COLUMNS: Final = ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
 @click.pass_obj
 @click.option("--group", required=True, help="the group id")
 def delete(directory: str, group: str) -> None:
-    with opened_admin(directory) as admin:
+    with changing_admin(directory) as admin:
         try:
             admin.delete_consumer_groups([group])[group].result()
         except KafkaException as error:
@@ -106,7 +107,8 @@ def reset_offsets(
     if bool(topics) == all_topics:
         raise click.UsageError("give --topic or --all-topics")
     target = _target(targets)
-    with opened_admin(directory) as admin:
+    # A dry run only reads, so it works on a live directory too; --execute commits.
+    with (reading_admin if dry_run else changing_admin)(directory) as admin:
         _check_inactive(admin, group)
         committed = _committed(admin, group)
         partitions = sorted(committed) if all_topics else _named_partitions(admin, topics)

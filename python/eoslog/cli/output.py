@@ -18,16 +18,23 @@ from rich.console import Console
 from rich.table import Table
 
 import eoslog
+from eoslog.broker import Broker
 from eoslog.client.admin import AdminClient
 from eoslog.client.admin_transaction_types import TRANSACTIONAL_ID_NOT_FOUND
 from eoslog.client.admin_types import TopicCollection
 from eoslog.client.message import TopicPartition
-from eoslog.errors import KafkaException, LogDirLockedError
+from eoslog.errors import KafkaException, KafkaStorageError, LogDirLockedError
+from eoslog.fs_overlay import OverlayFileSystem
+from eoslog.log import recovery
 from eoslog.log.meta_file import META_FILE
+from eoslog.progress import activity_progress
 
 # The status a process killed by SIGPIPE reports through a shell (128 + 13), which is what
 # `eoslog dump-log FILE | head` would give had Python not turned the signal into an error.
 BROKEN_PIPE_STATUS: Final = 128 + 13
+
+# How often a read opens the directory again after the owner deleted a file it was reading.
+_READ_ATTEMPTS: Final = 5
 
 # Output to a pipe or file is never wrapped: a row stays one line for grep and awk.
 _PIPED_WIDTH: Final = 10_000
@@ -64,27 +71,79 @@ def kafka_error_text(error: KafkaException) -> str:
     return f"{name}: {kafka_error.str()}"
 
 
-@contextmanager
-def opened_admin(directory: str) -> Iterator[AdminClient]:
-    """The AdminClient of the log directory, opened with its lock for the command's length
-    and closed after. A path that is not a log directory: status 2 (nothing is created). A
-    directory a live process owns: status 1, naming its pid."""
+def _check_log_directory(directory: str) -> None:
+    """Status 2 for a path that is not a log directory (nothing is created)."""
     if not os.path.isdir(directory):
         raise CommandFailed(f"{directory} is not a directory", 2)
     if not os.path.isfile(os.path.join(directory, META_FILE)):
         raise CommandFailed(f"{directory} is not an eoslog log directory (no {META_FILE})", 2)
+
+
+@contextmanager
+def reading_admin(directory: str) -> Iterator[AdminClient]:
+    """The AdminClient of the log directory as it is on disk now, for a command that only
+    reads: no lock is taken and nothing is written, so the directory may be owned by a live
+    process (docs/api.md "Command line"). The broker behind it opens the directory through an
+    eoslog.fs_overlay.OverlayFileSystem, which keeps in memory whatever the open would change
+    (recovery of a tail being written, checkpoints). A file the owner deletes while the open
+    lists and reads the directory makes the open fail; it is then tried again."""
+    _check_log_directory(directory)
+    for attempt in range(_READ_ATTEMPTS):
+        overlay = OverlayFileSystem(directory)
+        try:
+            with _open_progress(directory):
+                broker = Broker(
+                    directory,
+                    fs=overlay,
+                    durability="none",
+                    background=False,
+                    finish_transactions=False,
+                )
+        except KafkaStorageError as error:
+            overlay.close()
+            if attempt + 1 == _READ_ATTEMPTS or not isinstance(error.__cause__, FileNotFoundError):
+                raise
+            continue
+        try:
+            yield broker.admin()
+        finally:
+            broker.close()
+            overlay.close()
+        return
+
+
+@contextmanager
+def changing_admin(directory: str) -> Iterator[AdminClient]:
+    """The AdminClient of the log directory, opened with its lock for the command's length
+    and closed after, for a command that changes the directory. A directory a live process
+    owns is refused (status 1), naming its pid and how to make the change there."""
+    _check_log_directory(directory)
     try:
-        broker = eoslog.open(directory, background=False)
+        with _open_progress(directory):
+            broker = eoslog.open(directory, background=False)
     except LogDirLockedError as error:
         raise CommandFailed(
-            f"{error}; reading a live directory from the command line is not built yet: "
-            f"use the owner's Python API (broker.admin() in that process)",
+            f"{error}; a command that changes the directory needs it offline: stop that "
+            f"process first, or make the change in it through its Python API "
+            f'(broker.admin(), docs/api.md "AdminClient")',
             1,
         ) from None
     try:
         yield broker.admin()
     finally:
         broker.close()
+
+
+@contextmanager
+def _open_progress(directory: str) -> Iterator[None]:
+    """A spinner on a terminal while an open takes over a second: the segment bytes recovery
+    has rescanned so far (eoslog.progress.activity_progress)."""
+    with activity_progress(f"opening {directory}") as advance:
+        token = recovery.RESCANNED_BYTES.set(advance)
+        try:
+            yield
+        finally:
+            recovery.RESCANNED_BYTES.reset(token)
 
 
 def partitions_of(admin: AdminClient, topic: str | None = None) -> list[TopicPartition]:

@@ -19,7 +19,7 @@ from typing import Final
 
 import click
 
-from eoslog.cli.output import CommandFailed, kafka_error_text, opened_admin
+from eoslog.cli.output import CommandFailed, changing_admin, kafka_error_text
 from eoslog.cli.topics import topics
 from eoslog.client.admin_types import (
     AlterConfigOpType,
@@ -63,7 +63,7 @@ def create(
 ) -> None:
     config = dict(_pair(setting) for setting in configs)
     new_topic = NewTopic(topic, partitions, replication_factor, config=config)
-    with opened_admin(directory) as admin:
+    with changing_admin(directory) as admin:
         _only_answer(admin.create_topics([new_topic]))
     click.echo(f"Created topic {topic}.")
 
@@ -72,7 +72,7 @@ def create(
 @click.pass_obj
 @click.option("--topic", required=True, help="the topic's name")
 def delete(directory: str, topic: str) -> None:
-    with opened_admin(directory) as admin:
+    with changing_admin(directory) as admin:
         _only_answer(admin.delete_topics([topic]))
     click.echo(f"Deleted topic {topic}.")
 
@@ -107,13 +107,13 @@ def alter(
     if partitions is not None and (add_config is not None or delete_config is not None):
         raise click.UsageError("--partitions and --add-config/--delete-config are separate alters")
     if partitions is not None:
-        with opened_admin(directory) as admin:
+        with changing_admin(directory) as admin:
             _only_answer(admin.create_partitions([NewPartitions(topic, partitions)]))
         click.echo(f"Topic {topic} now has {partitions} partitions.")
         return
     changes = _config_changes(add_config, delete_config)
     resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=changes)
-    with opened_admin(directory) as admin:
+    with changing_admin(directory) as admin:
         _only_answer(admin.incremental_alter_configs([resource]))
     click.echo(f"Completed updating config for topic {topic}.")
 

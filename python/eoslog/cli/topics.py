@@ -14,7 +14,7 @@ from typing import Final
 
 import click
 
-from eoslog.cli.output import Row, directory_group, json_option, opened_admin, partitions_of, show
+from eoslog.cli.output import Row, directory_group, json_option, partitions_of, reading_admin, show
 from eoslog.client.admin import AdminClient
 from eoslog.client.admin_types import (
     ConsumerGroupDescription,
@@ -68,7 +68,7 @@ topics = directory_group(
 @click.pass_obj
 @json_option
 def list_topics(directory: str, as_json: bool) -> None:
-    with opened_admin(directory) as admin:
+    with reading_admin(directory) as admin:
         names = sorted(admin.list_topics().topics)
         described = admin.describe_topics(TopicCollection(names)) if names else {}
         rows: list[Row] = []
@@ -86,7 +86,7 @@ def list_topics(directory: str, as_json: bool) -> None:
 @click.option("--topic", help="this topic only (default: every user topic)")
 @json_option
 def describe(directory: str, topic: str | None, as_json: bool) -> None:
-    with opened_admin(directory) as admin:
+    with reading_admin(directory) as admin:
         rows = partition_rows(admin, partitions_of(admin, topic))
     show("Partitions", PARTITION_COLUMNS, rows, as_json)
 
@@ -135,7 +135,7 @@ groups = directory_group(
 @click.pass_obj
 @json_option
 def list_groups(directory: str, as_json: bool) -> None:
-    with opened_admin(directory) as admin:
+    with reading_admin(directory) as admin:
         listed = admin.list_consumer_groups().result().valid or []
     rows: list[Row] = [
         {"GROUP": listing.group_id, "STATE": group_state_name(listing.state)}
@@ -151,7 +151,7 @@ def list_groups(directory: str, as_json: bool) -> None:
 @click.option("--group", required=True, help="the group id")
 @json_option
 def describe_group(directory: str, group: str, as_json: bool) -> None:
-    with opened_admin(directory) as admin:
+    with reading_admin(directory) as admin:
         description, rows = group_offset_rows(admin, group)
     state = group_state_name(description.state)
     members = len(description.members)

@@ -19,10 +19,11 @@ import click
 from eoslog.cli.output import (
     CommandFailed,
     Row,
+    changing_admin,
     directory_group,
     json_option,
-    opened_admin,
     partitions_of,
+    reading_admin,
     show,
 )
 from eoslog.client.admin import AdminClient
@@ -81,7 +82,7 @@ transactions = directory_group(
 @click.pass_obj
 @json_option
 def list_command(directory: str, as_json: bool) -> None:
-    with opened_admin(directory) as admin:
+    with reading_admin(directory) as admin:
         listings = admin.list_transactions().result()
     rows: list[Row] = [
         {
@@ -105,7 +106,7 @@ def list_command(directory: str, as_json: bool) -> None:
 @click.option("--transactional-id", required=True, help="the transactional id to describe")
 @json_option
 def describe(directory: str, transactional_id: str, as_json: bool) -> None:
-    with opened_admin(directory) as admin:
+    with reading_admin(directory) as admin:
         description = admin.describe_transactions([transactional_id])[transactional_id].result()
     row = description_row(transactional_id, description, wall_clock_ms())
     show(f"Transaction {transactional_id}", tuple(row), [row], as_json)
@@ -138,7 +139,7 @@ def description_row(tid: str, description: TransactionDescription, now_ms: int) 
 @json_option
 def describe_producers(directory: str, topic: str, partition: int, as_json: bool) -> None:
     tp = TopicPartition(topic, partition)
-    with opened_admin(directory) as admin:
+    with reading_admin(directory) as admin:
         states = admin.describe_producers([tp])[tp].result()
     rows = [producer_row(state) for state in states]
     show(f"Producers of {topic}-{partition}", PRODUCER_COLUMNS, rows, as_json)
@@ -181,8 +182,8 @@ def find_hanging(
 ) -> None:
     if partition is not None and topic is None:
         raise click.UsageError("--partition needs --topic")
-    now_ms = wall_clock_ms()
-    with opened_admin(directory) as admin:
+    with reading_admin(directory) as admin:
+        now_ms = wall_clock_ms()  # after the open: a live owner may begin one while it runs
         if topic is not None and partition is not None:
             partitions = [TopicPartition(topic, partition)]
         else:
@@ -273,7 +274,7 @@ def _hanging_row(found: _OpenTransaction, now_ms: int) -> Row:
 @click.option("--start-offset", type=int, required=True, help="the open transaction's first offset")
 def abort(directory: str, topic: str, partition: int, start_offset: int) -> None:
     tp = TopicPartition(topic, partition)
-    with opened_admin(directory) as admin:
+    with changing_admin(directory) as admin:
         states = admin.describe_producers([tp])[tp].result()
         opened = [s for s in states if s.current_transaction_start_offset == start_offset]
         if not opened:

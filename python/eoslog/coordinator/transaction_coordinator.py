@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Final
 
 from eoslog import crashpoints, limits
+from eoslog._ext.producer_state import NO_OFFSET
 from eoslog.coordinator import hanging_transactions, log_replay, marker_checks
 from eoslog.coordinator.marker_writer import MarkerListener, MarkerWriter, marker_applied
 from eoslog.coordinator.producer_ids import ProducerIdManager
@@ -143,10 +144,12 @@ class TransactionCoordinator:
 
     # --- loading ---------------------------------------------------------------------------
 
-    def load(self) -> None:
+    def load(self, *, finish: bool = True) -> None:
         """Rebuild the metadata from `__transaction_state`, then finish every transaction a
         crash left in Prepare*, then end the open transactions the partitions hold that
-        the metadata does not account for (_end_unaccounted_transactions)."""
+        the metadata does not account for (_end_unaccounted_transactions). With finish
+        False (a read-only view of a directory, whose owner finishes them) the metadata is
+        left as the log holds it and nothing is written."""
         open_ends = {(pid, epoch + 1) for _, pid, epoch in self._open_transactions()}
         decided: dict[tuple[int, int], tuple[bool, frozenset[PartitionKey]]] = {}
         ends = marker_checks.DecidedEnds()
@@ -165,6 +168,9 @@ class TransactionCoordinator:
                     decided[end] = (meta.state is S.PREPARE_COMMIT, meta.partitions)
         self._by_producer = {meta.producer_id: meta for meta in self._metadata.values()}
         marker_checks.check_last_aborts(self._all_logs(), ends)
+        if not finish:
+            self._show_deferred_completes()
+            return
         # Lost markers of decided ends first: they belong before any marker of the id's
         # later transaction, whose ABORT would otherwise end the older committed data.
         self._rewrite_lost_markers(decided)
@@ -173,6 +179,23 @@ class TransactionCoordinator:
                 with self._id_lock(transactional_id):
                     self._complete_end(meta, recovering=True)
         self._end_unaccounted_transactions(decided)
+
+    def _show_deferred_completes(self) -> None:
+        """A read-only view's load: a Prepare* whose markers are all in the logs is one the
+        owner completed with its Complete* record deferred (_write_markers), so it is
+        applied here in memory, as the owner holds it; nothing is written."""
+        for meta in list(self._metadata.values()):
+            if meta.state not in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
+                continue
+            logs = []
+            for topic, partition in meta.partitions:
+                with contextlib.suppress(UnknownTopicOrPartitionError):  # a deleted topic: done
+                    logs.append(self._log_of(topic, partition))
+            if not any(_still_open(log, meta.producer_id, meta.producer_epoch) for log in logs):
+                previous_producer_id = meta.producer_id
+                meta.complete_transition(meta.prepare_complete(self._clock_ms()))
+                del self._by_producer[previous_producer_id]
+                self._by_producer[meta.producer_id] = meta
 
     def _rewrite_lost_markers(
         self, decided: dict[tuple[int, int], tuple[bool, frozenset[PartitionKey]]]
@@ -751,6 +774,15 @@ class TransactionCoordinator:
 def _check_transactional_id(transactional_id: object) -> None:
     if not isinstance(transactional_id, str) or not transactional_id:
         raise InvalidRequestError(f"invalid transactional id {transactional_id!r}")
+
+
+def _still_open(log: PartitionLog, producer_id: int, marker_epoch: int) -> bool:
+    """Whether the producer's transaction in `log` still waits for the marker at
+    `marker_epoch`: its data is there and no marker ended it."""
+    entry = log.producer_state.entry(producer_id)
+    if entry is None or entry.current_txn_first_offset == NO_OFFSET:
+        return False
+    return not marker_applied(log, producer_id, marker_epoch)
 
 
 def _records(state_log: PartitionLog) -> Iterator[tuple[bytes, bytes | None]]:

@@ -46,7 +46,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -75,6 +76,11 @@ from eoslog.log.txn_index import ENTRY_BYTES as TXN_ENTRY_BYTES
 _INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 # The recovery point of a log closed cleanly: every byte of it is durable.
 _ALL_DURABLE: Final = 1 << 63
+# Told the bytes of each segment a rescan walked, if set: the command line's progress while an
+# open recovers (eoslog.cli.output). A context variable: an open runs in its caller's thread.
+RESCANNED_BYTES: Final[ContextVar[Callable[[int], None] | None]] = ContextVar(
+    "eoslog_rescanned_bytes", default=None
+)
 
 
 @dataclass
@@ -457,6 +463,9 @@ def _recover_segment(
     position, next_offset, discontinuous = _valid_prefix(
         segment, 0, file_size, index=True, offset_end=next_base
     )
+    observer = RESCANNED_BYTES.get()
+    if observer is not None:
+        observer(file_size)
     segment.size = file_size
     later_data = any(s.log.size() > 0 for s in segments if s.base_offset > segment.base_offset)
     cut: _Cut | None = None
