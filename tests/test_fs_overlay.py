@@ -155,3 +155,23 @@ def test_a_broker_opened_on_an_overlay_recovers_in_memory_only(tmp_path: Path) -
         view.close()
         overlay.close()
     assert _tree(root) == before
+
+
+def test_a_file_claiming_100_gib_with_holes_costs_only_its_real_bytes(root: Path) -> None:
+    # A sparse (or forged) index claiming 100 GiB: mapping it copies only its data, as the
+    # engine's mapping of it on disk costs nothing; the holes read as zeros.
+    path = root / "d" / "huge.index"
+    with path.open("wb") as huge:
+        huge.write(b"head")
+        huge.truncate(100 << 30)
+    handle = OverlayFileSystem(str(root)).open(str(path))
+    mapping = handle.map(0)
+    assert len(mapping) == 100 << 30
+    assert mapping[:6] == b"head\0\0" and mapping[-1] == 0
+    mapping[-1] = 7
+    assert handle.pread(1, (100 << 30) - 1) == b"\x07"
+    mapping.release()
+    read_only = handle.map_read(1 << 30)
+    assert read_only[:4] == b"head"
+    read_only.close()
+    assert path.stat().st_blocks * 512 < 1 << 20  # still sparse on disk: nothing written

@@ -197,6 +197,24 @@ class _PosixFile:
         self._check_open()
         return mmap.mmap(self._fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
 
+    def data_extents(self, end: int) -> Iterator[tuple[int, int]]:
+        """The (start, stop) ranges below `end` that hold data, holes of a sparse file left
+        out (SEEK_DATA / SEEK_HOLE), so that a copy of a file claiming terabytes costs only
+        its real bytes (eoslog.fs_overlay). A file system without holes gives one range."""
+        position = 0
+        while position < end:
+            try:
+                start = os.lseek(self._fd, position, os.SEEK_DATA)
+            except OSError as error:
+                if error.errno == errno.ENXIO:  # only a hole from position on
+                    return
+                raise
+            if start >= end:
+                return
+            stop = min(os.lseek(self._fd, start, os.SEEK_HOLE), end)
+            yield start, stop
+            position = stop
+
     def _check_open(self) -> None:
         # mmap.mmap takes fd -1 (a closed handle) as a request for anonymous memory: a read
         # would then see zeros instead of failing.

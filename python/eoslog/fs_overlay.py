@@ -36,9 +36,10 @@ import mmap
 import os
 import threading
 import weakref
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Final
 
-from eoslog.fs import FileHandle, PosixFileSystem
+from eoslog.fs import PosixFileSystem, _PosixFile
 
 if TYPE_CHECKING:
     # Only for annotations: typing_extensions is not a run-time dependency.
@@ -50,6 +51,10 @@ if TYPE_CHECKING:
 # this suffix until renamed. On disk it is the owner's write in progress, which may vanish at
 # any moment, and which an open after a crash deletes unread: the view never holds one.
 _OWNER_TEMPORARY_SUFFIX: Final = ".tmp"
+# Linux's flag (0x4000 on x86-64 and arm64); Python's mmap names it only from 3.12 on.
+_MAP_NORESERVE: Final[int] = getattr(mmap, "MAP_NORESERVE", 0x4000)
+# A copy into memory reads the disk file this much at a time.
+_CHUNK_BYTES: Final = 1 << 20
 
 
 def _error(code: int, path: str) -> OSError:
@@ -63,7 +68,7 @@ class _Inode:
 
     __slots__ = ("base", "base_length", "capacity", "memory", "size")
 
-    def __init__(self, base: FileHandle | None) -> None:
+    def __init__(self, base: _PosixFile | None) -> None:
         self.base = base
         self.base_length = base.size() if base is not None else 0
         self.size = self.base_length
@@ -82,6 +87,17 @@ class _Inode:
         # hole would, and the engine's own checks (CRC, index order) see the damage.
         return data + bytes(end - offset - len(data))
 
+    def chunks(self, end: int) -> Iterator[tuple[int, bytes]]:
+        """The content of [0, end) as (position, bytes) pieces of at most _CHUNK_BYTES, the
+        holes of a sparse disk file left out (they read as zeros)."""
+        if self.memory is not None or self.base is None:
+            extents: Iterable[tuple[int, int]] = [(0, min(end, self.size))]
+        else:
+            extents = self.base.data_extents(min(end, self.base_length))
+        for start, stop in extents:
+            for position in range(start, stop, _CHUNK_BYTES):
+                yield position, self.read(min(_CHUNK_BYTES, stop - position), position)
+
     def materialize(self, size: int) -> mmap.mmap:
         """The content in memory, with room for at least `size` bytes; BufferError when a
         larger mapping is needed while a view of the current one is alive."""
@@ -89,9 +105,7 @@ class _Inode:
             return self.memory
         capacity = max(size, 2 * self.capacity, mmap.PAGESIZE)
         memory = _anonymous(capacity)
-        step = 1 << 20
-        for position in range(0, self.size, step):  # only the file's bytes: the rest is zeros
-            chunk = self.read(step, position)
+        for position, chunk in self.chunks(self.size):  # only the file's bytes: the rest is zeros
             memory[position : position + len(chunk)] = chunk
         if self.memory is not None:
             try:
@@ -151,7 +165,10 @@ class _Inode:
 
 def _anonymous(size: int) -> mmap.mmap:
     """Private anonymous memory of `size` bytes, all zeros, costing only the pages touched."""
-    return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    # MAP_NORESERVE: a file claiming more than the machine's memory (a hostile or sparse
+    # index) is mapped as the engine maps it on disk, lazily; only its real bytes are copied.
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE
+    return mmap.mmap(-1, size, flags=flags)
 
 
 class _OverlayFile:
@@ -218,9 +235,7 @@ class _OverlayFile:
             memory_fd = os.memfd_create("eoslog-overlay-map", os.MFD_CLOEXEC)
             try:
                 os.ftruncate(memory_fd, size)
-                step = 1 << 20
-                for position in range(0, size, step):
-                    chunk = self._inode.read(min(step, size - position), position)
+                for position, chunk in self._inode.chunks(size):
                     os.pwrite(memory_fd, chunk, position)
                 mapping = mmap.mmap(memory_fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
             finally:
@@ -270,7 +285,7 @@ class OverlayFileSystem:
         self._entries: dict[str, _Inode | str | None] = {}
         self._listings: dict[str, set[str]] = {}  # a directory's names, as first listed
         self._disk_directories: dict[str, set[str]] = {}  # which of them were directories
-        self._opened: list[FileHandle] = []
+        self._opened: list[_PosixFile] = []
         weakref.finalize(self, _close_all, self._opened, self._disk)
 
     def close(self) -> None:
@@ -423,7 +438,7 @@ class OverlayFileSystem:
             return _NoLock()
 
 
-def _close_all(opened: list[FileHandle], disk: PosixFileSystem) -> None:
+def _close_all(opened: list[_PosixFile], disk: PosixFileSystem) -> None:
     for handle in opened:
         handle.close()
     opened.clear()
