@@ -76,7 +76,7 @@ class Broker:
         fs: FileSystem | None = None,
         clock_ms: Callable[[], int] | None = None,
         background: bool = True,
-        finish_transactions: bool = True,
+        view: bool = False,
     ) -> None:
         if durability not in DURABILITY_MODES:
             raise ValueError(f"durability must be one of {DURABILITY_MODES}, not {durability!r}")
@@ -131,7 +131,7 @@ class Broker:
                 self._next_producer_id_block, self._persist_producer_id_block
             )
             self.groups = self._make_group_coordinator()
-            self.transactions = self._open_transaction_coordinator(finish_transactions)
+            self.transactions = self._open_transaction_coordinator(view)
             # After the transaction coordinator finished what a crash left in Prepare*: the
             # markers it wrote are in the log the group coordinator replays.
             self.groups.load()
@@ -161,11 +161,11 @@ class Broker:
             durability=self.durability,
         )
 
-    def _open_transaction_coordinator(self, finish: bool) -> TransactionCoordinator:
+    def _open_transaction_coordinator(self, view: bool) -> TransactionCoordinator:
         """A coordinator epoch one above the last process's, persisted before any marker can
         carry it (docs/coordinator.md §2.3: each start is a new coordinator), then the state of
-        `__transaction_state` loaded and unfinished ends finished (unless not finish: the
-        command line's read-only view, eoslog.cli.output.reading_admin)."""
+        `__transaction_state` loaded and unfinished ends finished (view: the command line's
+        read-only view, eoslog.cli.output.reading_admin, whose writes stay in memory)."""
         self._coordinator_epoch += 1
         self._write_meta()
         partitions = self._topics[TRANSACTION_STATE_TOPIC].num_partitions
@@ -181,7 +181,7 @@ class Broker:
             transactional_id_expiration_ms=self.settings["transactional.id.expiration.ms"],
             marker_listener=self.groups.on_marker,
         )
-        coordinator.load(finish=finish)
+        coordinator.load(view=view)
         return coordinator
 
     def _load(self) -> None:

@@ -353,16 +353,34 @@ def _append(broker: Any) -> None:
         producer.close()
 
 
-def attempt(root: str, expected_records: int) -> dict[str, Any]:
-    """Scan, open, read and close `root`; what was seen and the first error, as JSON."""
+def attempt(root: str, expected_records: int, view: bool = False) -> dict[str, Any]:
+    """Scan, open, read and close `root`; what was seen and the first error, as JSON. With
+    view, the broker is the command line's read-only view of the directory (an overlay file
+    system, Broker(view=True): eoslog.cli.output.reading_admin), and nothing is
+    appended."""
     import eoslog
+    from eoslog.fs_overlay import OverlayFileSystem
 
     seen = Seen({}, None, {}, {}, {}, {}, [], None, "scan")
     _scan(root, seen)
     broker = None
+    overlay = OverlayFileSystem(root) if view else None
     try:
         seen.phase = "open"
-        broker = eoslog.open(root, "commit", BROKER_CONFIG, clock_ms=lambda: TS, background=False)
+        if overlay is not None:
+            broker = eoslog.Broker(
+                root,
+                durability="none",
+                config=BROKER_CONFIG,
+                fs=overlay,
+                clock_ms=lambda: TS,
+                background=False,
+                view=True,
+            )
+        else:
+            broker = eoslog.open(
+                root, "commit", BROKER_CONFIG, clock_ms=lambda: TS, background=False
+            )
         seen.phase = "read"
         for topic, partition in user_partitions():
             log = broker.log(topic, partition)
@@ -377,8 +395,9 @@ def attempt(root: str, expected_records: int) -> dict[str, Any]:
         _read_committed_offsets(broker, seen)
         # A write too, after everything was read: what a damaged or hostile file does to the
         # next append (a symlinked active segment, a wrong log end) shows in the sandbox.
-        seen.phase = "append"
-        _append(broker)
+        if overlay is None:
+            seen.phase = "append"
+            _append(broker)
         seen.phase = "close"
         closing, broker = broker, None
         closing.close()
@@ -389,4 +408,6 @@ def attempt(root: str, expected_records: int) -> dict[str, Any]:
         if broker is not None:
             with contextlib.suppress(Exception):  # the first error is the one classified
                 broker.close()
+        if overlay is not None:
+            overlay.close()
     return asdict(seen)

@@ -30,11 +30,13 @@ Outcome classes, worst first (the test asserts that only the last three occur):
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import resource
 import shutil
 import signal
+import stat
 import sys
 import time
 from collections.abc import Iterable
@@ -51,6 +53,7 @@ FAILURES = (
     "allocation over bound",
     "wrote outside the directory",
     "data destroyed",
+    "the view changed the directory",
     "silent wrong result",
     "the next open differs",
     "untyped error",
@@ -95,9 +98,11 @@ class Variant:
 # --- the child --------------------------------------------------------------------------------
 
 
-def run_attempt(root: str, result_path: str, records: int, timeout_s: int) -> tuple[int, int]:
-    """Fork a child that runs attempt(root) and writes its JSON to result_path; returns
-    (wait status, peak RSS in bytes)."""
+def run_attempt(
+    root: str, result_path: str, records: int, timeout_s: int, view: bool = False
+) -> tuple[int, int]:
+    """Fork a child that runs attempt(root) (through the command line's view with view) and
+    writes its JSON to result_path; returns (wait status, peak RSS in bytes)."""
     limit = _address_space() + ADDRESS_SPACE_EXTRA
     pid = os.fork()
     if pid == 0:  # the child: never returns
@@ -106,7 +111,7 @@ def run_attempt(root: str, result_path: str, records: int, timeout_s: int) -> tu
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
             signal.alarm(timeout_s)
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-            seen = attempt(root, records)
+            seen = attempt(root, records, view)
             with open(result_path, "w") as file:
                 json.dump(seen, file)
         except BaseException:
@@ -160,6 +165,31 @@ def disk_bytes(root: str) -> int:
     return total
 
 
+def tree_state(root: str) -> dict[str, tuple[str, int, bytes]]:
+    """Every name below root (not following symlinks): its kind, size and, for a regular
+    file, the hash of its bytes (sparse files hashed by their data only would miss a write:
+    the whole content is hashed, read in pieces)."""
+    state: dict[str, tuple[str, int, bytes]] = {}
+    for directory, names, files in os.walk(root):
+        for name in [*names, *files]:
+            path = os.path.join(directory, name)
+            status = os.lstat(path)
+            digest = b""
+            if stat.S_ISREG(status.st_mode) and status.st_blocks:
+                digest = _file_digest(path)
+            kind = stat.filemode(status.st_mode)
+            state[os.path.relpath(path, root)] = (kind, status.st_size, digest)
+    return state
+
+
+def _file_digest(path: str) -> bytes:
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        while chunk := file.read(1 << 20):
+            digest.update(chunk)
+    return digest.digest()
+
+
 def outside_state(sandbox: str) -> dict[str, bytes]:
     """Every file beside the log directory (the bait), and the sandbox's own entries."""
     state: dict[str, bytes] = {"": "\n".join(sorted(os.listdir(sandbox))).encode()}
@@ -210,7 +240,11 @@ def classify(
     errors = [e for e in (seen["scan_error"], seen["error"]) if e]
     if over_bound or any(e["kind"] == "memory" for e in errors):
         return "allocation over bound", over_bound or _text(errors)
-    for label in ("wrote outside the directory", "data destroyed"):
+    for label in (
+        "wrote outside the directory",
+        "data destroyed",
+        "the view changed the directory",
+    ):
         if label in problems:
             return label, problems[label]
     consumer_cut = cut if "cut" in case.expect else {}
@@ -340,7 +374,9 @@ def _compare_offsets(seen: dict[str, Any], expected: Expected, cut: dict[str, in
 # --- one case ---------------------------------------------------------------------------------
 
 
-def run_case(case: Case, variant: Variant, work: str, timeout_s: int) -> Outcome:
+def run_case(
+    case: Case, variant: Variant, work: str, timeout_s: int, view: bool = False
+) -> Outcome:
     started = time.monotonic()
     sandbox = os.path.join(work, "case")
     shutil.rmtree(sandbox, ignore_errors=True)
@@ -360,8 +396,15 @@ def run_case(case: Case, variant: Variant, work: str, timeout_s: int) -> Outcome
     before = outside_state(sandbox)
     shape_before = shape(root)
     bound = max(RSS_BOUND_MIN, 4 * disk_bytes(root))
-    status, rss, seen = attempt_once(root, work, variant.expected.record_count(), timeout_s)
+    tree_before = tree_state(root) if view else {}
+    records = variant.expected.record_count()
+    status, rss, seen = attempt_once(root, work, records, timeout_s, view)
     problems = _sandbox_problems(case, variant, root, sandbox, before, intact, cut)
+    tree_after = tree_state(root) if view else {}
+    if tree_after != tree_before:
+        keys = set(tree_before) | set(tree_after)
+        changed = sorted(k for k in keys if tree_before.get(k) != tree_after.get(k))
+        problems["the view changed the directory"] = f"changed: {changed[:5]}"
     if seen is not None and seen["error"] and seen["phase"] == "open":
         added, removed = sorted(shape(root) - shape_before), sorted(shape_before - shape(root))
         if added or removed:
@@ -371,7 +414,7 @@ def run_case(case: Case, variant: Variant, work: str, timeout_s: int) -> Outcome
             )
     over = f"peak RSS {rss >> 20} MiB over the bound {bound >> 20} MiB" if rss > bound else ""
     outcome, detail = classify(case, seen, status, variant.expected, cut, problems, over)
-    if outcome in ("ok", "ok after a reported cut"):
+    if outcome in ("ok", "ok after a reported cut") and not view:  # a view leaves no change
         assert seen is not None
         differs = reopen_differs(root, work, seen, variant, timeout_s)
         if differs:
@@ -385,13 +428,13 @@ def run_case(case: Case, variant: Variant, work: str, timeout_s: int) -> Outcome
 
 
 def attempt_once(
-    root: str, work: str, records: int, timeout_s: int
+    root: str, work: str, records: int, timeout_s: int, view: bool = False
 ) -> tuple[int, int, dict[str, Any] | None]:
     """(wait status, peak RSS, what the attempt saw or None if it died)."""
     result_path = os.path.join(work, "result.json")
     if os.path.exists(result_path):
         os.unlink(result_path)
-    status, rss = run_attempt(root, result_path, records, timeout_s)
+    status, rss = run_attempt(root, result_path, records, timeout_s, view)
     if not os.path.exists(result_path):
         return status, rss, None
     with open(result_path) as file:
@@ -543,5 +586,7 @@ def main() -> None:
     print(json.dumps({"cases": len([c for c in cases if c.name in wanted])}), flush=True)
     for case in cases:
         if case.name in wanted:
-            outcome = run_case(case, variants[case.variant], work, timeout_s)
+            outcome = run_case(
+                case, variants[case.variant], work, timeout_s, spec.get("view", False)
+            )
             print(json.dumps(outcome.__dict__), flush=True)

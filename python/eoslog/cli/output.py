@@ -97,7 +97,7 @@ def reading_admin(directory: str) -> Iterator[AdminClient]:
                     fs=overlay,
                     durability="none",
                     background=False,
-                    finish_transactions=False,
+                    view=True,
                 )
         except KafkaStorageError as error:
             overlay.close()

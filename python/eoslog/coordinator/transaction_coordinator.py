@@ -144,12 +144,13 @@ class TransactionCoordinator:
 
     # --- loading ---------------------------------------------------------------------------
 
-    def load(self, *, finish: bool = True) -> None:
+    def load(self, *, view: bool = False) -> None:
         """Rebuild the metadata from `__transaction_state`, then finish every transaction a
         crash left in Prepare*, then end the open transactions the partitions hold that
-        the metadata does not account for (_end_unaccounted_transactions). With finish
-        False (a read-only view of a directory, whose owner finishes them) the metadata is
-        left as the log holds it and nothing is written."""
+        the metadata does not account for (_end_unaccounted_transactions). With view (the
+        command line's read-only view of a directory, whose writes stay in memory), a
+        Prepare* the owner finished but for its deferred Complete* record is completed
+        first, without a marker (_show_deferred_completes)."""
         open_ends = {(pid, epoch + 1) for _, pid, epoch in self._open_transactions()}
         decided: dict[tuple[int, int], tuple[bool, frozenset[PartitionKey]]] = {}
         ends = marker_checks.DecidedEnds()
@@ -168,9 +169,8 @@ class TransactionCoordinator:
                     decided[end] = (meta.state is S.PREPARE_COMMIT, meta.partitions)
         self._by_producer = {meta.producer_id: meta for meta in self._metadata.values()}
         marker_checks.check_last_aborts(self._all_logs(), ends)
-        if not finish:
+        if view:
             self._show_deferred_completes()
-            return
         # Lost markers of decided ends first: they belong before any marker of the id's
         # later transaction, whose ABORT would otherwise end the older committed data.
         self._rewrite_lost_markers(decided)
@@ -183,7 +183,9 @@ class TransactionCoordinator:
     def _show_deferred_completes(self) -> None:
         """A read-only view's load: a Prepare* whose markers are all in the logs is one the
         owner completed with its Complete* record deferred (_write_markers), so it is
-        applied here in memory, as the owner holds it; nothing is written."""
+        applied as the owner holds it, with no record and no marker (recovery would write
+        its markers again: marker_applied cannot tell a TV2 marker was applied once its
+        epoch is the producer's)."""
         for meta in list(self._metadata.values()):
             if meta.state not in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                 continue

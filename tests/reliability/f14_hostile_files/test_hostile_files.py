@@ -92,7 +92,12 @@ def pristine(scratch: str) -> dict[str, dict[str, object]]:
 
 
 def run_corpus(
-    scratch: str, variants: dict[str, dict[str, object]], seed: int, random_flips: int
+    scratch: str,
+    variants: dict[str, dict[str, object]],
+    seed: int,
+    random_flips: int,
+    *,
+    view: bool = False,
 ) -> list[dict[str, object]]:
     """Run the runner over the catalogue (or the HOSTILE_CASES names); one dict per case."""
     names = [n for n in os.environ.get("HOSTILE_CASES", "").split(",") if n]
@@ -105,6 +110,7 @@ def run_corpus(
         "random_flips": random_flips,
         "variants": variants,
         "names": names,
+        "view": view,
     }
     spec_path = os.path.join(scratch, "spec.json")
     with open(spec_path, "w") as file:
@@ -168,6 +174,20 @@ def test_every_damaged_or_forged_file_is_read_correctly_or_refused_with_a_typed_
     outcomes = run_corpus(scratch, pristine, seed, CI_RANDOM_FLIPS)
     failures = report(outcomes, seed)
     assert {str(o["outcome"]) for o in outcomes} <= set(CLASSES)
+    assert not failures, f"{len(failures)} of {len(outcomes)} cases failed (seed={seed})"
+    assert any(o["outcome"] in ACCEPTED for o in outcomes)
+
+
+def test_every_damaged_or_forged_file_read_through_the_command_line_view_is_left_unchanged(
+    scratch: str, pristine: dict[str, dict[str, object]]
+) -> None:
+    # The same corpus, opened as the command line's read commands open a directory (an
+    # overlay file system, Broker(view=True), no append: eoslog.cli.output
+    # reading_admin): read correctly or refused with a typed error, as the owner's open is,
+    # and not one byte of the directory changed, whatever the open recovered.
+    seed = int(os.environ.get("HOSTILE_SEED", random.randrange(1 << 30)))
+    outcomes = run_corpus(scratch, pristine, seed, CI_RANDOM_FLIPS, view=True)
+    failures = report(outcomes, seed)
     assert not failures, f"{len(failures)} of {len(outcomes)} cases failed (seed={seed})"
     assert any(o["outcome"] in ACCEPTED for o in outcomes)
 
