@@ -16,24 +16,28 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 import numpy as np
 
-from eoslog import limits
 from eoslog._ext import index as _index
-from eoslog._ext import scan
 from eoslog._ext.producer_state import ProducerStateTable
 from eoslog.dump_log import DumpOptions, dump_log
-from eoslog.errors import CorruptSnapshotError, KafkaException
-from eoslog.fs import FileHandle, PosixFileSystem
+from eoslog.errors import CorruptSnapshotError
+from eoslog.fs import PosixFileSystem
+from eoslog.log.index_checks import (
+    BatchCursor,
+    TimeEntryProblem,
+    TimeProblem,
+    index_entries,
+    last_offset_at,
+    time_entry_problems,
+)
 from eoslog.log.producer_state import read_snapshot
-from eoslog.log.segment_check import SegmentWalk
 from eoslog.log.segment_reads import LOG_SUFFIX, offset_from_file_name
 from eoslog.log.time_index import NO_TIMESTAMP
 from eoslog.log.txn_index import read_entries
-from eoslog.record import codec, layout
 from eoslog.tools import check_segment_file
 
 # A file's dumper, by suffix: prints the file, returns the exit status (1: damage found).
@@ -65,49 +69,29 @@ def _base_offset(path: str) -> int:
         return 0
 
 
-def _index_entries(path: str, dtype: np.dtype[np.void]) -> Iterator[np.ndarray]:
-    """The entries of an index file, a chunk at a time, up
-    to the first zero slot past the first (a preallocated index's unused tail)."""
-    handle = PosixFileSystem().open(path, read_only=True)
-    entry_bytes = dtype.itemsize
-    chunk_bytes = limits.file_read_chunk_bytes // entry_bytes * entry_bytes
-    try:
-        size = handle.size() // entry_bytes * entry_bytes
-        position = 0
-        while position < size:
-            chunk = handle.pread(min(chunk_bytes, size - position), position)
-            entries = np.frombuffer(chunk, dtype=dtype, count=len(chunk) // entry_bytes)
-            unused = np.flatnonzero(entries["relative"] == 0)
-            unused = unused[(unused > 0) | (position > 0)]
-            if len(unused):
-                yield entries[: int(unused[0])]
-                return
-            yield entries
-            position += len(chunk)
-    finally:
-        handle.close()
-
-
 def _dump_offset_index(path: str, options: DumpOptions) -> int:
     """Each entry, checked against the segment's .log beside it when there is one (as
     Kafka's tool does): the batch at the entry's position must end at the entry's offset.
     Mismatches go to stderr after the entries, and make the status 1."""
     base = _base_offset(path)
+    fs = PosixFileSystem()
     log_path = os.path.splitext(path)[0] + LOG_SUFFIX
-    log = PosixFileSystem().open(log_path, read_only=True) if os.path.isfile(log_path) else None
+    log = fs.open(log_path, read_only=True) if os.path.isfile(log_path) else None
+    index = fs.open(path, read_only=True)
     mismatches = []
     count = 0
     try:
-        for entries in _index_entries(path, _index.OFFSET_ENTRY_DTYPE):
+        for entries in index_entries(index, _index.OFFSET_ENTRY_DTYPE):
             for relative, position in zip(
                 entries["relative"].tolist(), entries["position"].tolist(), strict=True
             ):
                 print(f"offset: {base + relative} position: {position}")
-                found = None if log is None else _last_offset_at(log, position)
+                found = None if log is None else last_offset_at(log, position)
                 if log is not None and found != base + relative:
                     mismatches.append((base + relative, found))
             count += len(entries)
     finally:
+        index.close()
         if log is not None:
             log.close()
     if count == 0:
@@ -120,106 +104,58 @@ def _dump_offset_index(path: str, options: DumpOptions) -> int:
     return 1 if mismatches else 0
 
 
-def _last_offset_at(log: FileHandle, position: int) -> int | None:
-    """The last offset of the batch whose header is at position, None if none reads there."""
-    try:
-        return codec.read_header(log.pread(layout.HEADER_SIZE, position), 0).last_offset
-    except (KafkaException, ValueError):
-        return None
-
-
 def _dump_time_index(path: str, options: DumpOptions) -> int:
     """Each entry, checked against the segment's .log beside it when there is one (as
-    Kafka's tool does): a batch must end at the entry's offset, its largest timestamp be the
-    entry's, and timestamps increase. What does not hold goes to stderr after the entries,
-    under Kafka's headings, and makes the status 1."""
+    Kafka's tool does, eoslog.log.index_checks): a batch must end at the entry's offset, its
+    largest timestamp be the entry's, and timestamps increase. What does not hold goes to
+    stderr after the entries, under Kafka's headings, and makes the status 1."""
     base = _base_offset(path)
+    fs = PosixFileSystem()
     log_path = os.path.splitext(path)[0] + LOG_SUFFIX
-    cursor = _BatchCursor(log_path) if os.path.isfile(log_path) else None
-    problems = _TimeIndexProblems()
+    log = fs.open(log_path, read_only=True) if os.path.isfile(log_path) else None
+    cursor = None if log is None else BatchCursor(log, log.size())
+    index = fs.open(path, read_only=True)
+    problems: list[TimeEntryProblem] = []
     previous = NO_TIMESTAMP
     try:
-        for entries in _index_entries(path, _index.TIME_ENTRY_DTYPE):
+        for entries in index_entries(index, _index.TIME_ENTRY_DTYPE):
             for timestamp, relative in zip(
                 entries["timestamp"].tolist(), entries["relative"].tolist(), strict=True
             ):
-                print(f"timestamp: {timestamp} offset: {base + relative}")
+                offset = base + relative
+                print(f"timestamp: {timestamp} offset: {offset}")
                 if cursor is not None:
-                    offset = base + relative
-                    problems.check(offset, timestamp, cursor.batch_ending_at(offset), previous)
+                    batch = cursor.batch_ending_at(offset)
+                    problems += time_entry_problems(offset, timestamp, batch, previous)
                 previous = timestamp
     finally:
-        if cursor is not None:
-            cursor.close()
-    return problems.report(path)
+        index.close()
+        if log is not None:
+            log.close()
+    return _report_time_problems(path, problems)
 
 
-class _BatchCursor:
-    """The valid batches of a .log in offset order, walked forward as sorted offsets ask
-    for them (the time index's entries): one pass over the file, a chunk in memory."""
-
-    def __init__(self, path: str) -> None:
-        self.handle = PosixFileSystem().open(path, read_only=True)
-        self.batches = iter(SegmentWalk(self.handle, self.handle.size(), None))
-        self.infos: np.ndarray = np.empty(0, dtype=scan.BATCH_INFO)
-        self.index = 0
-
-    def batch_ending_at(self, offset: int) -> tuple[int, int] | None:
-        """(last offset, largest timestamp) of the first batch ending at or after offset;
-        None when none does (the walk's end, or damage)."""
-        while True:
-            if self.index < len(self.infos):
-                row = self.infos[self.index]
-                if int(row["last_offset"]) >= offset:
-                    return int(row["last_offset"]), int(row["max_timestamp"])
-                self.index += 1
-                continue
-            walked = next(self.batches, None)
-            if walked is None:
-                return None
-            self.infos, self.index = walked[2], 0
-
-    def close(self) -> None:
-        self.handle.close()
-
-
-class _TimeIndexProblems:
-    """What a time index dump found wrong, printed after its entries as Kafka's tool does."""
-
-    def __init__(self) -> None:
-        self.mismatches: list[tuple[int, int]] = []
-        self.out_of_order: list[tuple[int, int]] = []
-        self.not_found: list[tuple[int, int]] = []
-
-    def check(
-        self, offset: int, timestamp: int, batch: tuple[int, int] | None, previous: int
-    ) -> None:
-        """The entry (offset, timestamp) against the batch found for its offset."""
-        if batch is None or batch[0] != offset:
-            self.not_found.append((offset, -1 if batch is None else batch[0]))
-            return
-        if batch[1] != timestamp:
-            self.mismatches.append((timestamp, batch[1]))
-        if previous >= timestamp:
-            self.out_of_order.append((timestamp, previous))
-
-    def report(self, path: str) -> int:
-        lines = []
-        if self.mismatches:
-            lines.append(f"Found timestamp mismatch in :{path}")
-            lines += [f"  Index timestamp: {i}, log timestamp: {t}" for i, t in self.mismatches]
-        if self.out_of_order:
-            lines.append(f"Found out of order timestamp in :{path}")
-            lines += [
-                f"  Index timestamp: {i}, Previously indexed timestamp: {p}"
-                for i, p in self.out_of_order
-            ]
-        if self.not_found:
-            lines.append("The following indexed offsets are not found in the log.")
-            lines += [f"Indexed offset: {i}, found log offset: {f}" for i, f in self.not_found]
-        for line in lines:
-            print(line, file=sys.stderr)
-        return 1 if lines else 0
+def _report_time_problems(path: str, problems: list[TimeEntryProblem]) -> int:
+    """The problems on stderr, grouped under Kafka's headings in Kafka's order."""
+    lines = []
+    for kind in (TimeProblem.MISMATCH, TimeProblem.OUT_OF_ORDER, TimeProblem.NOT_FOUND):
+        found = [problem for problem in problems if problem.kind is kind]
+        if found:
+            lines.append(kind.value.format(path=path))
+        for problem in found:
+            if kind is TimeProblem.MISMATCH:
+                line = f"  Index timestamp: {problem.timestamp}, log timestamp: {problem.found}"
+            elif kind is TimeProblem.OUT_OF_ORDER:
+                line = (
+                    f"  Index timestamp: {problem.timestamp}, "
+                    f"Previously indexed timestamp: {problem.found}"
+                )
+            else:
+                line = f"Indexed offset: {problem.offset}, found log offset: {problem.found}"
+            lines.append(line)
+    for line in lines:
+        print(line, file=sys.stderr)
+    return 1 if lines else 0
 
 
 def _dump_txn_index(path: str, options: DumpOptions) -> int:

@@ -363,7 +363,24 @@ class OffsetOutOfRangeError(KafkaException):
     code = KafkaError.OFFSET_OUT_OF_RANGE
 
 
-class CorruptSnapshotError(KafkaException, ValueError):
+class _DamageInFile(KafkaException):
+    """A file whose bytes are wrong, with `position` (the byte where the file goes wrong) and
+    `reason` (what is wrong, without the file's name) when the reader knows them, for a
+    report that names the file itself (`eoslog verify`)."""
+
+    def __init__(
+        self,
+        error: KafkaError | str | None = None,
+        *,
+        position: int | None = None,
+        reason: str | None = None,
+    ) -> None:
+        super().__init__(error)
+        self.position = position
+        self.reason = reason
+
+
+class CorruptSnapshotError(_DamageInFile, ValueError):
     """A producer-state snapshot that cannot be read (Kafka's CorruptSnapshotException, which
     has no wire code): its loader falls back to an older snapshot or a replay of the log."""
 
@@ -485,11 +502,12 @@ class RepairRefusedError(KafkaException, ValueError):
         self.boundary = boundary
 
 
-class CorruptCheckpointError(KafkaException, ValueError):
+class CorruptCheckpointError(_DamageInFile, ValueError):
     """A checkpoint file (recovery point, log start offset) that cannot be read, or whose
     value the log on disk contradicts: a value past the log end, which no eoslog write leaves
     (docs/format.md §9.1). The message names the file, the byte or the entry, and the values.
-    Nothing is deleted because of a checkpoint: the open refuses instead."""
+    Nothing is deleted because of a checkpoint: the open refuses instead. A malformed file's
+    error has its `position` and `reason`."""
 
     code = KafkaError.UNKNOWN
 

@@ -29,7 +29,7 @@ def test_help_lists_every_command() -> None:
 @pytest.mark.parametrize(
     ("arguments", "text"),
     [
-        (("verify",), "eoslog verify: Missing argument 'PATH'."),
+        (("verify",), "eoslog verify: Missing argument 'PATH...'."),
         (("nope",), "eoslog: No such command 'nope'."),
         (("repair", "x", "--truncate-at", "abc"), "'abc' is not a valid integer"),
         (("dump-log", "x", "--bogus"), "eoslog dump-log: No such option '--bogus'"),

@@ -177,11 +177,11 @@ def test_verify_refuses_paths_that_are_not_segment_files_with_one_line_and_statu
 ) -> None:
     good = _segment(tmp_path).read_bytes()
     (tmp_path / "junk.log").write_bytes(good)
-    (tmp_path / "00000000000000000000.index").write_bytes(good)
+    (tmp_path / "00000000000000000000.log.bak").write_bytes(good)
     os.mkfifo(tmp_path / f"{1:020d}.log")  # opening a FIFO would block: refused before
     cases = {
-        "junk.log": "is not a segment's .log",
-        "00000000000000000000.index": "is not a segment's .log",
+        "junk.log": "is not a segment file",
+        "00000000000000000000.log.bak": "is not a segment file",
         f"{1:020d}.log": "is not a regular file",
         "missing.log": "No such file or directory",
     }

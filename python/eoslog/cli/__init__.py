@@ -1,12 +1,14 @@
-"""The eoslog command line: `eoslog demo`, `eoslog dump-log FILE...`, `eoslog verify PATH`,
-`eoslog repair FILE --truncate-at POSITION`, and the operations on an offline log directory,
-named after Kafka's tools: `eoslog transactions DIR ...` (kafka-transactions.sh),
-`eoslog topics DIR ...` (kafka-topics.sh), `eoslog groups DIR ...` (kafka-consumer-groups.sh).
+"""The eoslog command line: `eoslog demo`, `eoslog dump-log FILE...`,
+`eoslog verify PATH...`, `eoslog repair FILE --truncate-at POSITION`, and the operations on an
+offline log directory, named after Kafka's tools: `eoslog transactions DIR ...`
+(kafka-transactions.sh), `eoslog topics DIR ...` (kafka-topics.sh), `eoslog groups DIR ...`
+(kafka-consumer-groups.sh).
 
-Exit status: 0 done (verify: every batch valid); 1 the command ran and found damage (verify,
-dump-log) or refused to change anything (repair, abort: a live directory, or what it names is
-not there to change); 2 it could not run on what it was given (a missing path, not a segment
-file or log directory, bad arguments). Errors are one line on stderr, never a traceback.
+Exit status: 0 done (verify: no damage found, warnings allowed); 1 the command ran and found
+damage (verify, dump-log) or refused to change anything (repair, abort: a live directory, or
+what it names is not there to change); 2 it could not run on what it was given (a missing
+path, not a segment file or log directory, bad arguments). Errors are one line on stderr,
+never a traceback.
 """
 
 # Built on click (argument parsing, help, usage errors with status 2, `--version`, shell
@@ -128,13 +130,15 @@ def dump_log(
 
 
 @commands.command(
-    help="Check framing, CRC, offset continuity and records of a segment .log, of every "
-    "segment of a partition directory or of a whole log directory; every problem is "
-    "reported with its byte position (exit status 1 if any)."
+    help="Check log directories, partition directories or segment files as an open would "
+    "and more: each .log's framing, CRC, offsets and records; each .index, .timeindex, "
+    ".txnindex and .snapshot against the log; the checkpoints and eoslog.meta. Every "
+    "problem names its file and byte, and each error how to repair it (exit status 1 if "
+    "any; warnings, such as a torn tail the next open cuts, do not count)."
 )
-@click.argument("path")
-def verify(path: str) -> int:
-    return tools.verify(path)
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...")
+def verify(paths: tuple[str, ...]) -> int:
+    return tools.verify(paths)
 
 
 @commands.command(

@@ -143,7 +143,28 @@ def _entry_lines(data: bytes, path: str) -> list[tuple[int, bytes]]:
 
 
 def _malformed(path: str, position: int, what: str) -> CorruptCheckpointError:
-    return CorruptCheckpointError(f"{path} is malformed at byte {position}: {what}")
+    return CorruptCheckpointError(
+        f"{path} is malformed at byte {position}: {what}",
+        position=position,
+        reason=f"malformed: {what}",
+    )
+
+
+def entry_positions(fs: FileSystem, path: str) -> dict[PartitionKey, int]:
+    """The byte each partition's line starts at in the checkpoint at path (Kafka's form, or
+    the entries of eoslog's log-start checkpoint), for a report naming the line; none for a
+    file that is missing or cannot be read."""
+    try:
+        lines = _entry_lines(_read_checkpoint_bytes(fs, path), path)
+    except CorruptCheckpointError:
+        return {}
+    positions: dict[PartitionKey, int] = {}
+    for start, line in lines:
+        topic, _, rest = line.partition(b" ")
+        partition = rest.partition(b" ")[0]
+        if partition.isdigit():
+            positions.setdefault((topic.decode(errors="replace"), int(partition)), start)
+    return positions
 
 
 def read_offsets(fs: FileSystem, path: str) -> dict[PartitionKey, int]:
@@ -302,6 +323,26 @@ def write_log_starts(
         encode_confirmed_log_starts(offsets if confirmed is None else confirmed),
     )
     write_offsets(fs, os.path.join(root, LOG_START_OFFSET_FILE), offsets)
+
+
+def unreadable_checkpoints(fs: FileSystem, root: str) -> list[tuple[str, CorruptCheckpointError]]:
+    """Each checkpoint file in the log directory `root` that an open cannot read, with why
+    (read by the decoders an open uses; a missing file is not one): the open believes none of
+    its entries."""
+    decoders: tuple[tuple[str, Callable[[bytes, str], object]], ...] = (
+        (RECOVERY_POINT_FILE, decode_offsets),
+        (LOG_START_OFFSET_FILE, decode_offsets),
+        (CONFIRMED_LOG_START_FILE, decode_confirmed_log_starts),
+        (ABORTED_TXNS_FILE, decode_aborted_counts),
+    )
+    unreadable = []
+    for name, decode in decoders:
+        path = os.path.join(root, name)
+        try:
+            decode(_read_checkpoint_bytes(fs, path), path)
+        except CorruptCheckpointError as error:
+            unreadable.append((path, error))
+    return unreadable
 
 
 def write_clean_shutdown(fs: FileSystem, root: str, broker_epoch: int = 0) -> None:

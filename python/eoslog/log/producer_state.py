@@ -116,7 +116,9 @@ _SNAPSHOT_CHUNK_ENTRIES = limits.file_read_chunk_bytes // SNAPSHOT_ENTRY_BYTES
 
 
 def _snapshot_corrupt(path: str, position: int, reason: str) -> CorruptSnapshotError:
-    return CorruptSnapshotError(f"snapshot {path} at byte {position}: {reason}")
+    return CorruptSnapshotError(
+        f"snapshot {path} at byte {position}: {reason}", position=position, reason=reason
+    )
 
 
 def read_snapshot(handle: FileHandle, path: str) -> bytes:

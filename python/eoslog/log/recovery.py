@@ -72,6 +72,7 @@ from eoslog.log.segment_reads import (
     parse_file_name,
 )
 from eoslog.log.txn_index import ENTRY_BYTES as TXN_ENTRY_BYTES
+from eoslog.log.txn_index import AbortedTxn
 
 _INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 # The recovery point of a log closed cleanly: every byte of it is durable.
@@ -428,16 +429,28 @@ def _outcome_conflict_error(
     entry = segment.txn_index.all_entries()[slot]
     holder = max((s for s in segments if s.base_offset <= entry.last_offset), key=_base)
     found = holder.translate_offset(entry.last_offset)
+    position = found.position if found else None
     return CorruptRecordError(
         f"transaction index {segment.txn_index.path} entry {slot} (byte "
-        f"{slot * TXN_ENTRY_BYTES}) says producer {entry.producer_id}'s transaction from "
-        f"offset {entry.first_offset} was aborted by the marker at offset "
-        f"{entry.last_offset}, but {holder.path(LOG_SUFFIX)} holds a COMMIT marker of that "
-        f"producer there (batch at byte {found.position if found else '?'}): one of the two "
-        f"files was forged or damaged and the log alone cannot tell which, so neither is "
-        f"believed. Check the transaction's outcome in __transaction_state: if the marker is "
-        f"right, delete this .txnindex and the segment's .index (the next open rescans the "
-        f"segment and rebuilds both from the log); if not, restore the .log"
+        f"{slot * TXN_ENTRY_BYTES}) "
+        + outcome_conflict_text(entry, holder.path(LOG_SUFFIX), position)
+    )
+
+
+def outcome_conflict_text(entry: AbortedTxn, log_path: str, position: int | None) -> str:
+    """Why an open refuses a .txnindex entry that the log contradicts only in the
+    transaction's outcome (txn_index.outcome_conflict: the marker at its last offset, at byte
+    `position` of log_path, is a COMMIT), and how to repair it; `eoslog verify` says the
+    same."""
+    return (
+        f"says producer {entry.producer_id}'s transaction from offset {entry.first_offset} "
+        f"was aborted by the marker at offset {entry.last_offset}, but {log_path} holds a "
+        f"COMMIT marker of that producer there (batch at byte "
+        f"{'?' if position is None else position}): one of the two files was forged or "
+        f"damaged and the log alone cannot tell which, so neither is believed. Check the "
+        f"transaction's outcome in __transaction_state: if the marker is right, delete this "
+        f".txnindex and the segment's .index (the next open rescans the segment and rebuilds "
+        f"both from the log); if not, restore the .log"
     )
 
 

@@ -3,7 +3,7 @@ batch's framing and CRC-32C (eoslog._ext.scan), and its offsets continuing the p
 batch's, from the base offset the file is named after (first_offset_violation, the rule
 recovery and index rebuilds apply). Reads are bounded: a chunk at a time, or one batch when a
 batch is larger, never more than the largest batch eoslog accepts. `eoslog verify` and
-`eoslog repair` (eoslog.tools, eoslog.log.repair) walk segments with it, so the boundaries
+`eoslog repair` (eoslog.verify_log, eoslog.log.repair) walk segments with it, so the boundaries
 repair accepts are the ones recovery would reach.
 
 The continuity rule is continuity_problem: eoslog's logs have no compaction, so every batch
@@ -61,11 +61,15 @@ def continuity_problem(expected_offset: int, base_offset: int) -> str | None:
 class WalkStop:
     """Where and why a walk stopped before the end of the bytes it was given. `torn`: the
     bytes there are a partial batch (its length runs past the end), what a crash mid-write
-    leaves; otherwise the batch there is damaged."""
+    leaves; otherwise the batch there is damaged. `discontinuous`: it is a whole batch with a
+    valid CRC whose offsets do not continue the previous batch's (valid data, in recovery's
+    terms: no crash leaves it, so an open never cuts it as a torn tail without a recovery
+    point below it)."""
 
     position: int
     description: str
     torn: bool
+    discontinuous: bool = False
 
 
 class SegmentWalk:
@@ -153,7 +157,7 @@ class SegmentWalk:
                 f"base offset {base} of the first batch disagrees with the file name, which "
                 f"says the segment starts at offset {expected}"
             )
-        self.stop = WalkStop(self.position + position, problem, torn=False)
+        self.stop = WalkStop(self.position + position, problem, torn=False, discontinuous=True)
         return infos[:bad], position
 
     def _partial_batch(self, position: int) -> WalkStop:

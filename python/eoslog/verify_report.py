@@ -1,0 +1,72 @@
+"""What `eoslog verify` prints: one line per problem, as it is found, naming the file and the
+byte (`FILE: error at byte N: what; how to repair it`), then a summary line per path. An
+error is damage: something an open refuses, or that makes it lose, hide or misplace records,
+and it makes the exit status 1. A warning is something the next open mends by itself (a torn
+tail it cuts, a derived file it rebuilds or discards) or leaves alone, and changes nothing
+about the exit status.
+
+The repair sentences are here, so that every check words the same repair the same way.
+
+Thread safety: a report is used by the one thread that runs the command.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from eoslog.progress import Advance, no_progress
+
+# How derived files are mended, for the problems that name one. The owner never believes an
+# offset- or time-index entry without checking it against the batch it names, so a wrong one
+# costs a scan, never a wrong answer; an open after an unclean stop checks every entry, and a
+# missing index is rebuilt at the next open.
+INDEX_REPAIR = (
+    "the owner checks each entry against the .log before using it and rebuilds the index "
+    "when one is wrong; to rebuild it now, delete {path} while no process has the directory "
+    "open: the next open rebuilds it from the log"
+)
+TXN_INDEX_REPAIR = "the next open finds it wrong and rebuilds it from the log"
+SNAPSHOT_REPAIR = (
+    "the next open discards it and rebuilds the producer state from an older snapshot or the log"
+)
+
+
+def cut_command(log_path: str, position: int) -> str:
+    """The command that cuts a segment's .log at a batch boundary (eoslog.log.repair)."""
+    return f"eoslog repair {log_path} --truncate-at {position}"
+
+
+@dataclass
+class Report:
+    """What a verification found so far; problems are printed as they are found."""
+
+    batches: int = 0
+    records: int = 0
+    errors: int = 0
+    warnings: int = 0
+    # Called with the bytes of each piece walked: the progress bar's (eoslog.progress).
+    advance: Advance = no_progress
+
+    def problem(self, path: str, position: int, text: str, *, error: bool = True) -> None:
+        print(f"{path}: {'error' if error else 'warning'} at byte {position}: {text}")
+        if error:
+            self.errors += 1
+        else:
+            self.warnings += 1
+
+    def warning(self, path: str, position: int, text: str) -> None:
+        self.problem(path, position, text, error=False)
+
+    def summary(self, what: str, *, batches: bool = True) -> str:
+        """The line ending a path's report; with `batches`, the batches and records walked
+        (a derived file verified alone walks none)."""
+        if self.errors:
+            walked = f"{self.batches} valid batches, {self.records} records, " if batches else ""
+            return f"{what}: {walked}{self.errors} problems found"
+        warnings = f"; {self.warnings} warnings" if self.warnings else ""
+        walked = f"{self.batches} batches, {self.records} records, " if batches else ""
+        return f"{what}: {walked}all valid{warnings}"
+
+    def status(self) -> int:
+        """The exit status: 1 when an error was found, else 0."""
+        return 1 if self.errors else 0
