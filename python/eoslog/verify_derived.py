@@ -4,10 +4,14 @@ index (txn_index.entry_disagreement and outcome_conflict, the checks an open mak
 producer-state snapshots (producer_state.read_snapshot and snapshot_disagreement, likewise).
 
 An open never believes a derived file over the log: it rebuilds a wrong index or `.txnindex`,
-and discards a wrong snapshot (eoslog.log.recovery, producer_state), so what is wrong with one
-is a warning, naming the file and the byte of the first wrong entry (and how many more are
-wrong), with how it is mended. The exception is a `.txnindex` entry the log contradicts only
-in the transaction's outcome: an open refuses that, so it is an error.
+and discards a wrong snapshot (eoslog.log.recovery, producer_state). What is wrong with one is
+reported naming the file and the byte of the first wrong entry (and how many more are wrong),
+with how it is mended: as an error (exit status 1) in a partition shut down cleanly, where
+close synced every derived file and a wrong byte is damage; as a warning otherwise, since a
+crash or a live owner leaves such files behind the log for the next open to mend (and damage
+in the .log, itself an error, explains what its derived files then disagree with). A
+`.txnindex` entry the log contradicts only in the transaction's outcome is always an error:
+an open refuses it.
 
 The files are read in bounded pieces (a chunk of index entries; a .txnindex by
 txn_index.read_entries; a snapshot by read_snapshot), and batches are looked up through at
@@ -147,12 +151,16 @@ class _FileProblems:
         else:
             self.more += 1
 
-    def report(self, report: Report, path: str, repair: str) -> None:
+    def report(self, report: Report, path: str, repair: str, *, settled: bool) -> None:
+        """One line: an error in a partition shut down cleanly (close synced every derived
+        file, so a wrong byte there is damage), else a warning (a crash or a live owner
+        leaves such files behind the log, and the next open mends them)."""
         if self.first is None:
             return
         position, text = self.first
         more = f" (and {self.more} more problems in the file)" if self.more else ""
-        report.warning(path, position, f"{text}{more}: {repair.format(path=path)}")
+        line = f"{text}{more}: {repair.format(path=path)}"
+        report.problem(path, position, line, error=settled)
 
 
 def check_derived_files(fs: FileSystem, report: Report, partition: WalkedPartition) -> None:
@@ -261,7 +269,7 @@ def _check_index(
     finally:
         log.close()
         index.close()
-    problems.report(report, path, INDEX_REPAIR)
+    problems.report(report, path, INDEX_REPAIR, settled=partition.settled and partition.log_end is not None)
 
 
 def check_offset_index(
@@ -390,7 +398,7 @@ def check_txn_index(
             continue
         _check_txn_entry(report, partition, path, slot, entry, lookups, problems)
     _check_count(partition, segment, entries, problems)
-    problems.report(report, path, TXN_INDEX_REPAIR)
+    problems.report(report, path, TXN_INDEX_REPAIR, settled=partition.settled and partition.log_end is not None)
 
 
 def _check_txn_entry(
@@ -487,4 +495,4 @@ def check_snapshot(
         pass  # the .log is damaged where the snapshot points: the walk reported it
     finally:
         handle.close()
-    problems.report(report, path, SNAPSHOT_REPAIR)
+    problems.report(report, path, SNAPSHOT_REPAIR, settled=partition.settled and partition.log_end is not None)
