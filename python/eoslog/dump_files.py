@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 import numpy as np
 
 from eoslog._ext import index as _index
 from eoslog._ext.producer_state import ProducerStateTable
-from eoslog.dump_log import DumpOptions, dump_log
+from eoslog.dump_log import DumpOptions, dump_log, emit
 from eoslog.errors import CorruptSnapshotError
 from eoslog.fs import PosixFileSystem
 from eoslog.log.index_checks import (
@@ -51,7 +51,7 @@ def dump_files(paths: Sequence[str], options: DumpOptions) -> int:
         check_segment_file(path, segment_name=False)
     status = 0
     for path in paths:
-        print(f"Dumping {path}")
+        emit(options, "file", {"path": path}, f"Dumping {path}")
         dumper = _DUMPERS.get(os.path.splitext(path)[1])
         if dumper is None:
             print(f"Ignoring unknown file {path}", file=sys.stderr)
@@ -85,7 +85,10 @@ def _dump_offset_index(path: str, options: DumpOptions) -> int:
             for relative, position in zip(
                 entries["relative"].tolist(), entries["position"].tolist(), strict=True
             ):
-                print(f"offset: {base + relative} position: {position}")
+                fields = {"offset": base + relative, "position": position}
+                emit(
+                    options, "indexEntry", fields, f"offset: {base + relative} position: {position}"
+                )
                 found = None if log is None else last_offset_at(log, position)
                 if log is not None and found != base + relative:
                     mismatches.append((base + relative, found))
@@ -94,8 +97,12 @@ def _dump_offset_index(path: str, options: DumpOptions) -> int:
         index.close()
         if log is not None:
             log.close()
-    if count == 0:
+    if count == 0 and not options.as_json:
         print(f"{path} is empty.")
+    if options.as_json:
+        for offset, found in mismatches:
+            emit(options, "indexMismatch", {"indexOffset": offset, "logOffset": found}, "")
+        return 1 if mismatches else 0
     if mismatches:
         print(f"Mismatches in :{path}", file=sys.stderr)
     for offset, found in mismatches:
@@ -123,7 +130,8 @@ def _dump_time_index(path: str, options: DumpOptions) -> int:
                 entries["timestamp"].tolist(), entries["relative"].tolist(), strict=True
             ):
                 offset = base + relative
-                print(f"timestamp: {timestamp} offset: {offset}")
+                text = f"timestamp: {timestamp} offset: {offset}"
+                emit(options, "timeIndexEntry", {"timestamp": timestamp, "offset": offset}, text)
                 if cursor is not None:
                     batch = cursor.batch_ending_at(offset)
                     problems += time_entry_problems(offset, timestamp, batch, previous)
@@ -132,6 +140,16 @@ def _dump_time_index(path: str, options: DumpOptions) -> int:
         index.close()
         if log is not None:
             log.close()
+    if options.as_json:
+        for problem in problems:
+            fields = {
+                "problem": problem.kind.name.lower(),
+                "timestamp": problem.timestamp,
+                "offset": problem.offset,
+                "found": problem.found,
+            }
+            emit(options, "timeIndexProblem", fields, "")
+        return 1 if problems else 0
     return _report_time_problems(path, problems)
 
 
@@ -166,14 +184,25 @@ def _dump_txn_index(path: str, options: DumpOptions) -> int:
         handle.close()
     entries = np.frombuffer(loaded.image, dtype=_index.TXN_ENTRY_DTYPE)
     for version, producer_id, first, last, stable in entries.tolist():
-        print(
-            f"version: {version} producerId: {producer_id} firstOffset: {first} "
-            f"lastOffset: {last} lastStableOffset: {stable}"
-        )
+        fields = {
+            "version": version,
+            "producerId": producer_id,
+            "firstOffset": first,
+            "lastOffset": last,
+            "lastStableOffset": stable,
+        }
+        emit(options, "abortedTransaction", fields, _kafka_line(fields))
     if loaded.damaged_at is None:
         return 0
-    print(f"Damage at byte {loaded.damaged_at}: not an aborted transaction entry")
+    description = "not an aborted transaction entry"
+    damage = {"byte": loaded.damaged_at, "description": description, "resumeAt": None}
+    emit(options, "damage", damage, f"Damage at byte {loaded.damaged_at}: {description}")
     return 1
+
+
+def _kafka_line(fields: Mapping[str, object]) -> str:
+    """`name: value` pairs, space-separated, as Kafka's dump tool prints an entry."""
+    return " ".join(f"{name}: {value}" for name, value in fields.items())
 
 
 def _dump_snapshot(path: str, options: DumpOptions) -> int:
@@ -184,26 +213,31 @@ def _dump_snapshot(path: str, options: DumpOptions) -> int:
     try:
         table.load_snapshot(read_snapshot(handle, path), _base_offset(path))
     except CorruptSnapshotError as error:
-        print(f"Damage: {error}")
+        damage = {"byte": error.position, "description": str(error), "resumeAt": None}
+        emit(options, "damage", damage, f"Damage: {error}")
         return 1
     finally:
         handle.close()
     for producer_id in sorted(table.producer_ids()):
         entry = table.entry(producer_id)
         assert entry is not None, "producer_ids lists only entries"
-        line = (
-            f"producerId: {producer_id} producerEpoch: {entry.epoch} "
-            f"coordinatorEpoch: {entry.coordinator_epoch} "
-            f"currentTxnFirstOffset: {entry.current_txn_first_offset} "
-            f"lastTimestamp: {entry.last_timestamp}"
-        )
+        fields: dict[str, object] = {
+            "producerId": producer_id,
+            "producerEpoch": entry.epoch,
+            "coordinatorEpoch": entry.coordinator_epoch,
+            "currentTxnFirstOffset": entry.current_txn_first_offset,
+            "lastTimestamp": entry.last_timestamp,
+        }
         if entry.batch_metadata:
             first_sequence, last_sequence, first, last, timestamp = entry.batch_metadata[-1]
-            line += (
-                f" firstSequence: {first_sequence} lastSequence: {last_sequence} "
-                f"lastOffset: {last} offsetDelta: {last - first} timestamp: {timestamp}"
+            fields.update(
+                firstSequence=first_sequence,
+                lastSequence=last_sequence,
+                lastOffset=last,
+                offsetDelta=last - first,
+                timestamp=timestamp,
             )
-        print(line)
+        emit(options, "producer", fields, _kafka_line(fields))
     return 0
 
 

@@ -14,9 +14,10 @@ this one reports the damage with its byte, prints the damaged batch's header wit
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -54,6 +55,8 @@ class DumpOptions:
     print_data_log: bool = False
     offsets_decoder: bool = False
     transaction_log_decoder: bool = False
+    # One JSON object per line instead of Kafka's text (`--json`): emit().
+    as_json: bool = False
 
     @classmethod
     def of(
@@ -63,9 +66,40 @@ class DumpOptions:
         print_data_log: bool = False,
         offsets_decoder: bool = False,
         transaction_log_decoder: bool = False,
+        as_json: bool = False,
     ) -> DumpOptions:
         data = print_data_log or offsets_decoder or transaction_log_decoder
-        return cls(deep_iteration or data, data, offsets_decoder, transaction_log_decoder)
+        return cls(deep_iteration or data, data, offsets_decoder, transaction_log_decoder, as_json)
+
+
+def emit(options: DumpOptions, kind: str, fields: Mapping[str, object], text: str) -> None:
+    """Print one line of the dump: `text`, Kafka's line, or with --json the object
+    {"type": kind, **fields} (JSON Lines: one object a line, streamed as the file is read)."""
+    print(json.dumps({"type": kind, **fields}) if options.as_json else text)
+
+
+def batch_fields(position: int, header: BatchHeader, *, valid: bool = True) -> dict[str, object]:
+    """A batch line's fields as --json gives them (the timestamp's type as a field)."""
+    return {
+        "baseOffset": header.base_offset,
+        "lastOffset": header.last_offset,
+        "count": header.records_count,
+        "baseSequence": header.base_sequence,
+        "lastSequence": _sequence_at(header, header.last_offset_delta),
+        "producerId": header.producer_id,
+        "producerEpoch": header.producer_epoch,
+        "partitionLeaderEpoch": header.partition_leader_epoch,
+        "isTransactional": header.is_transactional,
+        "isControl": header.is_control,
+        "position": position,
+        "timestampType": _TIMESTAMP_TYPES[header.timestamp_type],
+        "maxTimestamp": header.max_timestamp,
+        "size": header.size_in_bytes,
+        "magic": header.magic,
+        "compresscodec": _CODEC_BY_ID.get(header.compression, "unknown"),
+        "crc": header.crc,
+        "isvalid": valid,
+    }
 
 
 def describe_batch(position: int, header: BatchHeader, *, valid: bool = True) -> str:
@@ -99,7 +133,7 @@ def dump_log(path: str, options: DumpOptions) -> int:
     name = os.path.basename(path)
     base = offset_from_file_name(name) if SEGMENT_LOG_NAME.fullmatch(name) else None
     if base is not None:
-        print(f"Log starting offset: {base}")
+        emit(options, "logStartingOffset", {"offset": base}, f"Log starting offset: {base}")
     printer = _RecordPrinter(options, _decoder(path, options))
     handle = PosixFileSystem().open(path, read_only=True)
     try:
@@ -126,7 +160,9 @@ def _walk_printing(
         for chunk_position, chunk, infos in walk:
             for position in infos["position"].tolist():
                 header = codec.read_header(chunk, position)
-                print(describe_batch(chunk_position + position, header))
+                where = chunk_position + position
+                fields = batch_fields(where, header)
+                emit(printer.options, "batch", fields, describe_batch(where, header))
                 printer.records(chunk, position, header)
             end = chunk_position + int(infos["position"][-1]) + int(infos["size"][-1])
             advance(end - done)
@@ -134,23 +170,31 @@ def _walk_printing(
         stop = walk.stop
         if stop is None:
             return status
+        options = printer.options
         if stop.torn:
-            print(
+            torn = {"byte": stop.position, "bytes": size - stop.position}
+            text = (
                 f"Found {size - stop.position} invalid bytes at the end of {name} "
                 f"({stop.description}): a torn tail, which the next unclean open cuts"
             )
+            emit(options, "tornTail", {**torn, "description": stop.description}, text)
             return status
         status = 1
-        _print_damaged_batch(handle, size, stop)
+        _print_damaged_batch(handle, size, stop, options)
         resume = find_resumption(handle, stop.position, size)
         where = "" if resume is None else f"; valid batches resume at byte {resume}"
-        print(f"Damage at byte {stop.position}: {stop.description}{where}")
+        damage = {"byte": stop.position, "description": stop.description, "resumeAt": resume}
+        emit(
+            options, "damage", damage, f"Damage at byte {stop.position}: {stop.description}{where}"
+        )
         if resume is None:
             return status
         walk = SegmentWalk(handle, size, None, start=resume)
 
 
-def _print_damaged_batch(handle: FileHandle, size: int, stop: WalkStop) -> None:
+def _print_damaged_batch(
+    handle: FileHandle, size: int, stop: WalkStop, options: DumpOptions
+) -> None:
     """The batch line of the batch where the walk stopped, if its header reads and the
     length it claims fits the file and eoslog's batch limit (a length field flipped to 2 GiB
     is not read), with isvalid telling whether its CRC holds."""
@@ -165,7 +209,9 @@ def _print_damaged_batch(handle: FileHandle, size: int, stop: WalkStop) -> None:
     if batch_size > limits.batch_bytes_max:
         return
     batch = handle.pread(batch_size, stop.position)
-    print(describe_batch(stop.position, header, valid=scan.find_valid_batch(batch, 0) == 0))
+    valid = scan.find_valid_batch(batch, 0) == 0
+    fields = batch_fields(stop.position, header, valid=valid)
+    emit(options, "batch", fields, describe_batch(stop.position, header, valid=valid))
 
 
 class _RecordPrinter:
@@ -180,31 +226,62 @@ class _RecordPrinter:
             return
         timestamp_type = _TIMESTAMP_TYPES[header.timestamp_type]
         for record in codec.batch_records(chunk, position):
+            sequence = _sequence_at(header, record.offset - header.base_offset)
+            header_keys = [key for key, _ in record.headers]
             line = (
                 f"| offset: {record.offset} {timestamp_type}: {record.timestamp} "
                 f"keySize: {_size(record.key)} valueSize: {_size(record.value)} "
-                f"sequence: {_sequence_at(header, record.offset - header.base_offset)} "
-                f"headerKeys: [{','.join(key for key, _ in record.headers)}]"
+                f"sequence: {sequence} headerKeys: [{','.join(header_keys)}]"
             )
+            fields: dict[str, object] = {
+                "offset": record.offset,
+                "timestampType": timestamp_type,
+                "timestamp": record.timestamp,
+                "keySize": _size(record.key),
+                "valueSize": _size(record.value),
+                "sequence": sequence,
+                "headerKeys": header_keys,
+            }
             if header.is_control:
-                line += _describe_control(record)
+                text, marker = _describe_control(record)
+                line += text
+                fields.update(marker)
             elif self.options.print_data_log:
                 key, payload = self.decoder(record)
                 line += "" if key is None else f" key: {key}"
                 line += "" if payload is None else f" payload: {payload}"
-            print(line)
+                fields.update(_decoded_fields(key, payload, self.decoder is not _as_text))
+            emit(self.options, "record", fields, line)
 
 
 def _size(data: bytes | None) -> int:
     return -1 if data is None else len(data)
 
 
-def _describe_control(record: Record) -> str:
+def _describe_control(record: Record) -> tuple[str, dict[str, object]]:
+    """A control record's text (appended to its line) and its --json fields."""
     kind = control.read_type(record.key)
     if kind in control.TYPE_NAMES:
         epoch = control.read_coordinator_epoch(record.value)
-        return f" endTxnMarker: {control.TYPE_NAMES[kind]} coordinatorEpoch: {epoch}"
-    return f" controlType: UNKNOWN({-1 if kind is None else kind})"
+        name = control.TYPE_NAMES[kind]
+        text = f" endTxnMarker: {name} coordinatorEpoch: {epoch}"
+        return text, {"endTxnMarker": name, "coordinatorEpoch": epoch}
+    number = -1 if kind is None else kind
+    return f" controlType: UNKNOWN({number})", {"controlType": number}
+
+
+def _decoded_fields(key: str | None, payload: str | None, decoded: bool) -> dict[str, object]:
+    """A record's key and payload for --json: a decoder's JSON text as the object it
+    spells, anything else (text, `<DELETE>`, a decoding error) as a string."""
+    fields: dict[str, object] = {}
+    for name, text in (("key", key), ("payload", payload)):
+        if text is None:
+            continue
+        fields[name] = text
+        if decoded and text.startswith("{"):
+            with contextlib.suppress(ValueError):
+                fields[name] = json.loads(text)
+    return fields
 
 
 def _decoder(path: str, options: DumpOptions) -> Decoder:

@@ -26,6 +26,7 @@ recovery would (eoslog.verify_facts).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Callable, Sequence
 
@@ -55,18 +56,34 @@ from eoslog.verify_directory import segment_bytes, verify_log_directory, verify_
 from eoslog.verify_facts import ALL_DURABLE, PARTITION_DIRECTORY, partition_facts
 from eoslog.verify_log import PartitionWalk, WalkedSegment, segment_end
 from eoslog.verify_log import check_segment_file as check_segment_file
-from eoslog.verify_report import Report
+from eoslog.verify_report import COLLECTED, Report
 
 # Verifies one path, printing its problems and a summary line; returns its exit status.
 Verifier = Callable[[FileSystem, str], int]
 
 
-def verify(paths: Sequence[str]) -> int:
-    """`eoslog verify PATH...`: each path in turn; the exit status is the worst of theirs.
+def verify(paths: Sequence[str], *, as_json: bool = False) -> int:
+    """`eoslog verify PATH... [--json]`: each path in turn; the exit status is the worst of
+    theirs. With as_json one JSON object at the end: "status", "problems" (file, byte,
+    severity, text) and "paths" (each path's summary, errors, warnings, batches, records).
     OSError or NotASegmentFileError for a path that cannot be verified, before any is."""
     verifiers = [(os.path.normpath(path), _verifier(path)) for path in paths]
     fs = PosixFileSystem()
-    return max(verifier(fs, path) for path, verifier in verifiers)
+    if not as_json:
+        return max(verifier(fs, path) for path, verifier in verifiers)
+    collected: list[dict[str, object]] = []
+    token = COLLECTED.set(collected)
+    try:
+        status = max(verifier(fs, path) for path, verifier in verifiers)
+    finally:
+        COLLECTED.reset(token)
+    document = {
+        "status": status,
+        "problems": [entry for entry in collected if "severity" in entry],
+        "paths": [entry for entry in collected if "summary" in entry],
+    }
+    print(json.dumps(document, indent=2))
+    return status
 
 
 def _verifier(path: str) -> Verifier:
@@ -106,7 +123,7 @@ def _verify_log_directory(fs: FileSystem, path: str) -> int:
     with byte_progress(f"verify {os.path.basename(path)}", total) as advance:
         report.advance = advance
         segments, partitions = verify_log_directory(fs, report, path)
-    print(report.summary(f"{path}: {segments} segments in {partitions} partitions"))
+    report.finish(path, f"{path}: {segments} segments in {partitions} partitions")
     return report.status()
 
 
@@ -115,7 +132,7 @@ def _verify_partition(fs: FileSystem, path: str) -> int:
     with byte_progress(f"verify {os.path.basename(path)}", segment_bytes(path)) as advance:
         report.advance = advance
         segments = verify_partition(fs, report, path, partition_facts(fs, path))
-    print(report.summary(f"{path}: {segments} segments in 1 partitions"))
+    report.finish(path, f"{path}: {segments} segments in 1 partitions")
     return report.status()
 
 
@@ -130,7 +147,7 @@ def _verify_log(fs: FileSystem, path: str) -> int:
     with byte_progress(f"verify {os.path.basename(path)}", os.path.getsize(path)) as advance:
         report.advance = advance
         walk.walk(number)
-    print(report.summary(path))
+    report.finish(path, path)
     return report.status()
 
 
@@ -160,7 +177,7 @@ def _verify_derived_file(fs: FileSystem, path: str) -> int:
                 check_txn_index(fs, report, partition, number, lookups)
             finally:
                 lookups.close()
-    print(report.summary(path, batches=False))
+    report.finish(path, path, batches=False)
     return report.status()
 
 

@@ -269,7 +269,9 @@ def _check_index(
     finally:
         log.close()
         index.close()
-    problems.report(report, path, INDEX_REPAIR, settled=partition.settled and partition.log_end is not None)
+    problems.report(
+        report, path, INDEX_REPAIR, settled=partition.settled and partition.log_end is not None
+    )
 
 
 def check_offset_index(
@@ -398,7 +400,9 @@ def check_txn_index(
             continue
         _check_txn_entry(report, partition, path, slot, entry, lookups, problems)
     _check_count(partition, segment, entries, problems)
-    problems.report(report, path, TXN_INDEX_REPAIR, settled=partition.settled and partition.log_end is not None)
+    problems.report(
+        report, path, TXN_INDEX_REPAIR, settled=partition.settled and partition.log_end is not None
+    )
 
 
 def _check_txn_entry(
@@ -495,4 +499,6 @@ def check_snapshot(
         pass  # the .log is damaged where the snapshot points: the walk reported it
     finally:
         handle.close()
-    problems.report(report, path, SNAPSHOT_REPAIR, settled=partition.settled and partition.log_end is not None)
+    problems.report(
+        report, path, SNAPSHOT_REPAIR, settled=partition.settled and partition.log_end is not None
+    )

@@ -5,6 +5,9 @@ and it makes the exit status 1. A warning is something the next open mends by it
 tail it cuts, a derived file it rebuilds or discards) or leaves alone, and changes nothing
 about the exit status.
 
+With `eoslog verify --json` the same problems and summaries are collected as objects instead
+(COLLECTED) and printed as one JSON document at the end.
+
 The repair sentences are here, so that every check words the same repair the same way.
 
 Thread safety: a report is used by the one thread that runs the command.
@@ -12,6 +15,7 @@ Thread safety: a report is used by the one thread that runs the command.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from eoslog.progress import Advance, no_progress
@@ -28,6 +32,13 @@ INDEX_REPAIR = (
 TXN_INDEX_REPAIR = "the next open finds it wrong and rebuilds it from the log"
 SNAPSHOT_REPAIR = (
     "the next open discards it and rebuilds the producer state from an older snapshot or the log"
+)
+
+
+# Where problems and summaries go: printed as lines (None, the default), or collected as JSON
+# objects into this list (`eoslog verify --json`). A context variable: one command per thread.
+COLLECTED: ContextVar[list[dict[str, object]] | None] = ContextVar(
+    "eoslog_verify_collected", default=None
 )
 
 
@@ -48,7 +59,12 @@ class Report:
     advance: Advance = no_progress
 
     def problem(self, path: str, position: int, text: str, *, error: bool = True) -> None:
-        print(f"{path}: {'error' if error else 'warning'} at byte {position}: {text}")
+        severity = "error" if error else "warning"
+        collected = COLLECTED.get()
+        if collected is None:
+            print(f"{path}: {severity} at byte {position}: {text}")
+        else:
+            collected.append({"file": path, "byte": position, "severity": severity, "text": text})
         if error:
             self.errors += 1
         else:
@@ -66,6 +82,24 @@ class Report:
         warnings = f"; {self.warnings} warnings" if self.warnings else ""
         walked = f"{self.batches} batches, {self.records} records, " if batches else ""
         return f"{what}: {walked}all valid{warnings}"
+
+    def finish(self, path: str, what: str, *, batches: bool = True) -> None:
+        """Print the summary line of `path` (`what` heads it), or collect it as an object."""
+        line = self.summary(what, batches=batches)
+        collected = COLLECTED.get()
+        if collected is None:
+            print(line)
+            return
+        collected.append(
+            {
+                "path": path,
+                "summary": line,
+                "errors": self.errors,
+                "warnings": self.warnings,
+                "batches": self.batches if batches else None,
+                "records": self.records if batches else None,
+            }
+        )
 
     def status(self) -> int:
         """The exit status: 1 when an error was found, else 0."""

@@ -26,7 +26,7 @@ import click
 import eoslog
 from eoslog import demo, tools
 from eoslog.cli import describe, group_changes, topic_changes  # noqa: F401  (add commands)
-from eoslog.cli.output import BROKEN_PIPE_STATUS, CommandFailed, error_text
+from eoslog.cli.output import BROKEN_PIPE_STATUS, CommandFailed, error_text, json_option
 from eoslog.cli.topics import groups, topics
 from eoslog.cli.transactions import transactions
 from eoslog.dump_files import dump_files
@@ -112,6 +112,13 @@ def demo_command(directory: str | None, records: int, pipeline_records: int, kil
     help="decode __transaction_state records (implies --print-data-log; the default for a "
     "file in a __transaction_state-N directory)",
 )
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="one JSON object a line (JSON Lines: file, batch, record, entry, damage), not "
+    "Kafka's text",
+)
 def dump_log(
     files: tuple[str, ...],
     deep_iteration: bool,
@@ -119,12 +126,14 @@ def dump_log(
     records: bool,
     offsets_decoder: bool,
     transaction_log_decoder: bool,
+    as_json: bool,
 ) -> int:
     options = DumpOptions.of(
         deep_iteration=deep_iteration,
         print_data_log=print_data_log or records,
         offsets_decoder=offsets_decoder,
         transaction_log_decoder=transaction_log_decoder,
+        as_json=as_json,
     )
     return dump_files(files, options)
 
@@ -137,8 +146,9 @@ def dump_log(
     "any; warnings, such as a torn tail the next open cuts, do not count)."
 )
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
-def verify(paths: tuple[str, ...]) -> int:
-    return tools.verify(paths)
+@json_option
+def verify(paths: tuple[str, ...], as_json: bool) -> int:
+    return tools.verify(paths, as_json=as_json)
 
 
 @commands.command(
