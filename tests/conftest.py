@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import sys
 from collections.abc import Callable, Iterator
 from types import ModuleType
 
@@ -115,3 +116,25 @@ def open_broker(tmp_path: os.PathLike[str], clock: logtools.Clock) -> Iterator[O
     yield _open
     for broker in opened:
         broker.close()
+
+
+@pytest.fixture(scope="session")
+def spark():  # type: ignore[no-untyped-def]
+    """One local[2] Spark session for every Spark test (marker spark), with the eoslog source
+    registered; pyspark is imported only when a test asks for it."""
+    from pyspark.sql import SparkSession
+
+    # Python workers must import the installed eoslog: run them on this interpreter.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    session = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    import eoslog_spark
+
+    eoslog_spark.register(session)
+    yield session
+    session.stop()

@@ -37,6 +37,8 @@ LAYER_RULES: list[tuple[str, tuple[str, ...]]] = [
     ("eoslog.fs", ABOVE_CODEC),
     ("eoslog.fs_twin", ABOVE_CODEC),
     ("eoslog.fs_overlay", ABOVE_CODEC),
+    # Object storage through pyarrow, read-only: a file system under the log like the others.
+    ("eoslog.fs_arrow", ABOVE_CODEC),
     # The partition log is used by the broker and the coordinator, never the other way.
     ("eoslog.log", ("eoslog.cli", "eoslog.client", "eoslog.broker", "eoslog.coordinator")),
     # Offline scans read the files through the log layer alone: no broker, no client.

@@ -160,6 +160,18 @@ view_open_attempts_max: Final = 20
 # small enough to keep a reader's memory flat.
 offline_read_chunk_bytes: Final = 16 * 1024 * 1024
 
+# Object storage (eoslog.fs_arrow): every read is an HTTP request, which costs tens of
+# milliseconds whatever its size up to a few hundred KiB, so a smaller read is widened to this
+# (a batch header or an index lookup then brings its neighbours: the next header, the next
+# marker), while a view opening a thousand segments still moves only a few MiB for their
+# first headers.
+object_read_ahead_bytes: Final = 64 * 1024
+# ... and the reads of one scan are kept up to this many bytes in all (the least recently used
+# dropped first), so that planning's re-reads of what it just read (a control batch inside the
+# chunk its replay read, a marker a .txnindex entry is checked against) cost no request. Four
+# of the scan's 16 MiB chunks.
+object_read_cache_bytes_max: Final = 64 * 1024 * 1024
+
 # The tail is checked (CRCs included) from the last offset-index entry, normally a few KiB
 # from the end, in reads of this size.
 tail_check_chunk_bytes: Final = 1024 * 1024

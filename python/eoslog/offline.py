@@ -9,6 +9,11 @@ end is capped at the view's last stable offset and the aborted transactions in t
 attached. A ScanRange is a small picklable descriptor: reading it opens a fresh view, whose
 log is a longer prefix of the same log, and decodes [start, stop) from it, so every reader of
 one plan sees the same records.
+
+The directory is a local path or a URL (located): `file://` is the local file system, any other
+scheme (`s3://`, `gs://`, `hdfs://`) is opened read-only through pyarrow (eoslog.fs_arrow), and
+everything above reads it exactly as a local directory. A ScanRange keeps the path as given, so
+a Spark task opens the same store itself.
 """
 
 from __future__ import annotations
@@ -16,12 +21,13 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Final, NamedTuple
 
 import pyarrow as pa
 
-from eoslog import limits
+from eoslog import fs_arrow, limits
 from eoslog.arguments import names
 from eoslog.errors import KafkaStorageError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
 from eoslog.fs import FileSystem, PosixFileSystem
@@ -50,8 +56,9 @@ OffsetSpec = str | int | Mapping[str, Mapping[int | str, int]] | None
 
 
 class ScanRange(NamedTuple):
-    """The records [start, stop) of one partition of the log directory `path`. aborted: the
-    aborted transactions overlapping the range (read_committed), or None (read_uncommitted)."""
+    """The records [start, stop) of one partition of the log directory `path` (a local path or
+    a URL, as given to the planner: see located). aborted: the aborted transactions overlapping
+    the range (read_committed), or None (read_uncommitted)."""
 
     path: str
     topic: str
@@ -66,6 +73,24 @@ class ScanRange(NamedTuple):
         return self.stop - self.start
 
 
+def located(path: str, fs: FileSystem | None = None) -> tuple[FileSystem, str]:
+    """(the file system, the directory's path in it) of a log directory named by a local path
+    or a URL. `file://` URLs are local paths; a URL of another scheme is opened with pyarrow
+    (fs_arrow.open_url, its options and credentials in the URL) unless `fs` is given, which then
+    reads the URL's display path (no credentials, no options). ValueError for a URL that cannot
+    be opened, or a `file://` URL naming another host."""
+    if not fs_arrow.is_url(path):
+        return fs or PosixFileSystem(), path
+    parts = urllib.parse.urlsplit(path)
+    if parts.scheme.lower() == "file":
+        if parts.netloc not in ("", "localhost"):
+            raise ValueError(f"{path} names a file on another host ({parts.netloc})")
+        return fs or PosixFileSystem(), urllib.parse.unquote(parts.path)
+    if fs is not None:
+        return fs, fs_arrow.display_path(path)
+    return fs_arrow.open_url(path)
+
+
 def list_partitions(
     path: str,
     topics: Iterable[str] | None = None,
@@ -78,19 +103,19 @@ def list_partitions(
     topics whose whole name matches the regular expression `pattern` (internal topics
     excepted), or exactly `partitions`. UnknownTopicOrPartitionError for a named topic or
     partition with no directory; KafkaStorageError when `path` is no directory; ValueError
-    unless exactly one of the three is given."""
-    fs = fs or PosixFileSystem()
+    unless exactly one of the three is given. Only `path` itself is listed."""
     if sum(choice is not None for choice in (topics, pattern, partitions)) != 1:
         raise ValueError("give exactly one of topics, pattern and partitions")
+    fs, path = located(path, fs)
     found: set[tuple[str, int]] = set()
     try:
-        names = fs.listdir(path)
+        names = fs.list_directories(path)
     except (FileNotFoundError, NotADirectoryError) as error:
         # A path with no log directory behind it: a typed error naming it, as for a topic.
         raise KafkaStorageError(f"no log directory at {path}: {error.strerror}") from None
     for name in names:
         match = _PARTITION_DIRECTORY.fullmatch(name)
-        if match and os.path.isdir(os.path.join(path, name)):
+        if match:
             found.add((match.group(1), int(match.group(2))))
     if partitions is not None:
         wanted = sorted(set(partitions))
@@ -158,8 +183,8 @@ def plan_partition(
     (see plan_ranges), cut at offset-index entries into pieces of about records_per_range."""
     if isolation_level not in ISOLATION_LEVELS:
         raise ValueError(f"isolation_level must be one of {ISOLATION_LEVELS}")
-    fs = fs or PosixFileSystem()
-    directory = os.path.join(path, f"{topic}-{partition}")
+    fs, root = located(path, fs)
+    directory = os.path.join(root, f"{topic}-{partition}")
     log_start = (log_starts or {}).get((topic, partition))
     with PartitionView(fs, directory, topic, partition, log_start) as view:
         committed = isolation_level == "read_committed"
@@ -203,10 +228,11 @@ def plan_ranges(
     offsets. Start offsets default to the earliest, end offsets to the latest: the last
     stable offset under read_committed (the view's LSO, computed from the files), the log
     end otherwise. Timestamps (ms) narrow the range to records from the first with timestamp
-    >= start_timestamp up to, not including, the first with timestamp >= end_timestamp."""
-    fs = fs or PosixFileSystem()
+    >= start_timestamp up to, not including, the first with timestamp >= end_timestamp.
+    Every range keeps `path` as given (a URL with its options, for the readers to open)."""
+    fs, root = located(path, fs)
     try:
-        log_starts, _ = checkpoints.read_believed_log_starts(fs, path)
+        log_starts, _ = checkpoints.read_believed_log_starts(fs, root)
     except OSError:
         log_starts = {}  # replaced under us: the first segment's base serves
     ranges: list[ScanRange] = []
@@ -247,9 +273,9 @@ def read_range(
     fail_on_data_loss (the default, as Spark's Kafka source) raises OffsetOutOfRangeError
     before yielding anything; otherwise the lost offsets are skipped and the range is read
     from the first offset still held."""
-    fs = fs or PosixFileSystem()
+    fs, root = located(scan_range.path, fs)
     topic, partition = scan_range.topic, scan_range.partition
-    directory = os.path.join(scan_range.path, f"{topic}-{partition}")
+    directory = os.path.join(root, f"{topic}-{partition}")
     aborted = None if scan_range.aborted is None else list(scan_range.aborted)
     with PartitionView(fs, directory, topic, partition) as view:
         if fail_on_data_loss and view.log_start_offset > scan_range.start:
@@ -319,6 +345,12 @@ def scan(
     """Read a log directory without opening it: pyarrow.RecordBatches in the Spark Kafka
     source's schema (docs/api.md "Spark"), partition after partition in offset order.
 
+    `path` is a local path or a URL: `file://...`, or any file system pyarrow opens, read
+    with ranged reads and never written (`s3://bucket/logs?endpoint_override=host:port&
+    scheme=http&region=...`, with `access_key:secret_key@` before the bucket or the usual AWS
+    environment variables; `gs://`, `hdfs://`; eoslog.fs_arrow). Only the directory and the
+    partitions scanned are listed.
+
     Any process may call it while the owner writes: it takes no lock, maps nothing the owner
     may cut, and sees each partition as it stood when planned, up to its last whole batch.
     read_committed (the default) is computed from the files alone: no record of an aborted
@@ -351,7 +383,10 @@ def scan(
         topics = names("topics", topics)
     if topics is None and pattern is None and partitions is None:
         pattern = ".*"
-    pairs = list_partitions(path, topics, pattern=pattern, partitions=partitions)
+    # One file system for the whole scan: on object storage its listings and reads are kept
+    # (eoslog.fs_arrow), so reading a range re-asks nothing planning asked.
+    fs, _ = located(path)
+    pairs = list_partitions(path, topics, pattern=pattern, partitions=partitions, fs=fs)
     ranges = plan_ranges(
         path,
         pairs,
@@ -360,6 +395,7 @@ def scan(
         end_offsets=end_offsets,
         start_timestamp=start_timestamp,
         end_timestamp=end_timestamp,
+        fs=fs,
     )
     for scan_range in ranges:
         yield from read_range(
@@ -368,6 +404,7 @@ def scan(
             verify_crc=verify_crc,
             fail_on_data_loss=fail_on_data_loss,
             decompressed_bytes_max=decompressed_bytes_max,
+            fs=fs,
         )
 
 

@@ -1,5 +1,6 @@
 """The "eoslog" PySpark data source (docs/api.md "Spark"): batch scans of a log directory's segment
-files, from any process, while the owner writes.
+files, from any process, while the owner writes. The directory may be a URL (`s3://bucket/logs`,
+eoslog.offline.located): each task opens it again from its ScanRange.
 
 The driver plans with eoslog.offline (one PartitionView per partition: start and end offsets
 resolved, read_committed's last stable offset and aborted transactions computed from the
@@ -217,8 +218,11 @@ def push(pushed: Pushed, candidate: Filter) -> bool:
 def plan(options: ScanOptions, pushed: Pushed) -> list[offline.ScanRange]:
     """The ranges to read: partitions selected by the options and pushed filters, offsets
     and timestamps resolved, split for minPartitions / maxRecordsPerPartition."""
+    # One file system for planning: on object storage it keeps its listings and reads
+    # (eoslog.fs_arrow). Each task opens options.path again from its ScanRange.
+    fs, _ = offline.located(options.path)
     pairs = offline.list_partitions(
-        options.path, options.topics, pattern=options.pattern, partitions=options.assigned
+        options.path, options.topics, pattern=options.pattern, partitions=options.assigned, fs=fs
     )
     if pushed.partitions is not None:
         pairs = [pair for pair in pairs if pair[1] in pushed.partitions]
@@ -236,6 +240,7 @@ def plan(options: ScanOptions, pushed: Pushed) -> list[offline.ScanRange]:
             start_timestamp=start_timestamp,
             end_timestamp=options.end_timestamp,
             records_per_range=records_per_range,
+            fs=fs,
         )
         return [narrowed for r in planned if (narrowed := _narrow(r, pushed)) is not None]
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import sys
 
 import pyarrow as pa
 import pytest
@@ -18,26 +17,6 @@ pyspark = pytest.importorskip("pyspark", reason="pyspark is in the test extra")
 pytestmark = pytest.mark.spark
 
 SEED = int(os.environ.get("EOSLOG_SCAN_SEED", "11"))
-
-
-@pytest.fixture(scope="session")
-def spark():  # type: ignore[no-untyped-def]
-    from pyspark.sql import SparkSession
-
-    # Python workers must import the installed eoslog: run them on this interpreter.
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    session = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    import eoslog_spark
-
-    eoslog_spark.register(session)
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="module")
