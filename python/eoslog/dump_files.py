@@ -38,7 +38,7 @@ from eoslog.log.producer_state import read_snapshot
 from eoslog.log.segment_reads import LOG_SUFFIX, offset_from_file_name
 from eoslog.log.time_index import NO_TIMESTAMP
 from eoslog.log.txn_index import read_entries
-from eoslog.tools import check_segment_file
+from eoslog.verify import check_segment_file
 
 # A file's dumper, by suffix: prints the file, returns the exit status (1: damage found).
 Dumper = Callable[[str, DumpOptions], int]

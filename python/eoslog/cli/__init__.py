@@ -24,7 +24,7 @@ from typing import Any
 import click
 
 import eoslog
-from eoslog import demo, tools
+from eoslog import demo
 from eoslog.cli import describe, group_changes, topic_changes  # noqa: F401  (add commands)
 from eoslog.cli.output import BROKEN_PIPE_STATUS, CommandFailed, error_text, json_option
 from eoslog.cli.topics import groups, topics
@@ -33,6 +33,8 @@ from eoslog.dump_files import dump_files
 from eoslog.dump_log import DumpOptions
 from eoslog.errors import KafkaException, NotASegmentFileError
 from eoslog.log.repair import repair_truncate
+from eoslog.verify import check_segment_file
+from eoslog.verify import verify as verify_paths
 
 
 class _Commands(click.Group):
@@ -148,7 +150,7 @@ def dump_log(
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...")
 @json_option
 def verify(paths: tuple[str, ...], as_json: bool) -> int:
-    return tools.verify(paths, as_json=as_json)
+    return verify_paths(paths, as_json=as_json)
 
 
 @commands.command(
@@ -158,7 +160,7 @@ def verify(paths: tuple[str, ...], as_json: bool) -> int:
 @click.argument("file")
 @click.option("--truncate-at", type=int, required=True, metavar="POSITION")
 def repair(file: str, truncate_at: int) -> int:
-    tools.check_segment_file(file)  # before any open: opening a FIFO blocks
+    check_segment_file(file)  # before any open: opening a FIFO blocks
     discarded = repair_truncate(file, truncate_at)
     click.echo(f"cut {file} at byte {truncate_at}; {discarded} bytes discarded")
     return 0

@@ -1,6 +1,6 @@
 """Checking a segment's offset and time index against its .log, entry by entry, read-only:
 the checks `eoslog dump-log` prints under Kafka's headings and `eoslog verify` reports with
-the entry's byte (eoslog.dump_files, eoslog.verify_derived). Both stream: an index is read a
+the entry's byte (eoslog.dump_files, eoslog.verify.derived). Both stream: an index is read a
 chunk at a time (index_entries), the time index's batches in one forward pass over the .log
 (BatchCursor), the offset index's with one header read per entry.
 

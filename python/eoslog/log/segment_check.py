@@ -3,7 +3,7 @@ batch's framing and CRC-32C (eoslog._ext.scan), and its offsets continuing the p
 batch's, from the base offset the file is named after (first_offset_violation, the rule
 recovery and index rebuilds apply). Reads are bounded: a chunk at a time, or one batch when a
 batch is larger, never more than the largest batch eoslog accepts. `eoslog verify` and
-`eoslog repair` (eoslog.verify_log, eoslog.log.repair) walk segments with it, so the boundaries
+`eoslog repair` (eoslog.verify.log, eoslog.log.repair) walk segments with it, so the boundaries
 repair accepts are the ones recovery would reach.
 
 The continuity rule is continuity_problem: eoslog's logs have no compaction, so every batch

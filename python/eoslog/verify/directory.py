@@ -1,9 +1,9 @@
 """`eoslog verify` over a log directory and its partitions: eoslog.meta (read as an open reads
 it, eoslog.log.meta_file), the checkpoint files (read by the decoders an open uses,
 eoslog.log.checkpoints), which partition directories eoslog.meta names, and each partition
-(verify_partition): its .log files (eoslog.verify_log), its checkpoint entries against the
+(verify_partition): its .log files (eoslog.verify.log), its checkpoint entries against the
 log (eoslog.log.checkpoint_checks, the checks an open makes) and the files derived from it
-(eoslog.verify_derived).
+(eoslog.verify.derived).
 
 eoslog.meta and the checkpoints are not derived from the log: they hold what the log cannot
 tell (the topics, what was durable, what delete_records deleted). Damage to them is an error
@@ -30,8 +30,8 @@ from eoslog.log.checkpoints import (
 from eoslog.log.config import LogConfig
 from eoslog.log.meta_file import META_FILE
 from eoslog.log.topic_changes import DELETE_DIRECTORY
-from eoslog.verify_derived import WalkedPartition, check_derived_files
-from eoslog.verify_facts import (
+from eoslog.verify.derived import WalkedPartition, check_derived_files
+from eoslog.verify.facts import (
     ALL_DURABLE,
     PARTITION_DIRECTORY,
     DirectoryFacts,
@@ -39,8 +39,8 @@ from eoslog.verify_facts import (
     directory_facts,
     partition_key,
 )
-from eoslog.verify_log import PartitionWalk
-from eoslog.verify_report import Report
+from eoslog.verify.log import PartitionWalk
+from eoslog.verify.report import Report
 
 # What an open does with a checkpoint file it cannot read, and whether that is damage (an
 # error): (error, what follows and how it is mended).
@@ -80,7 +80,7 @@ _META_REPAIR: Final = (
 def verify_log_directory(fs: FileSystem, report: Report, root: str) -> tuple[int, int]:
     """eoslog.meta, the checkpoints, then every partition directory eoslog.meta names (all
     of them when it cannot be read). Returns (segments, partitions) verified."""
-    facts = directory_facts(fs, root)  # before any segment is opened (verify_facts)
+    facts = directory_facts(fs, root)  # before any segment is opened (eoslog.verify.facts)
     for path, error in checkpoints.unreadable_checkpoints(fs, root):
         is_error, consequence = _UNREADABLE_CHECKPOINT[os.path.basename(path)]
         text = f"{error.reason or _without_path(str(error), path)}: {consequence}"

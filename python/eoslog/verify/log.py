@@ -37,8 +37,8 @@ from eoslog.log.segment_check import (
 )
 from eoslog.log.segment_reads import LOG_SUFFIX, file_name, parse_file_name
 from eoslog.record import codec
-from eoslog.verify_facts import ALL_DURABLE, PartitionFacts
-from eoslog.verify_report import Report, cut_command
+from eoslog.verify.facts import ALL_DURABLE, PartitionFacts
+from eoslog.verify.report import Report, cut_command
 
 
 def check_segment_file(path: str, *, segment_name: bool = True) -> None:

@@ -3,16 +3,16 @@ segment file (`eoslog dump-log` is eoslog.dump_files), with every check an open 
 more (docs/api.md "Command line"):
 
 - a log directory: eoslog.meta and the checkpoint files, which partition directories the
-  topics have, then each partition (eoslog.verify_directory);
+  topics have, then each partition (eoslog.verify.directory);
 - a partition directory: every segment's .log (framing, CRC, offset continuity within and
-  between segments, leader epochs, records: eoslog.verify_log), the partition's checkpoint
+  between segments, leader epochs, records: eoslog.verify.log), the partition's checkpoint
   entries against its log, each segment's .index, .timeindex and .txnindex and the
-  producer-state snapshots against the log (eoslog.verify_derived);
+  producer-state snapshots against the log (eoslog.verify.derived);
 - a segment file: a .log alone, or an .index, .timeindex, .txnindex or .snapshot against the
   .log files beside it.
 
 Every problem is a line naming the file and the byte, and for an error how to repair it
-(eoslog.verify_report); each path ends with a summary line. Exit status: 1 when any path
+(eoslog.verify.report); each path ends with a summary line. Exit status: 1 when any path
 has an error, else 0 (warnings allowed: a torn tail an open cuts, a derived file it rebuilds).
 Every path is checked before anything is read: a missing one, or one that is neither a
 segment file nor a directory holding segments or partitions, raises (OSError,
@@ -20,7 +20,7 @@ NotASegmentFileError) before anything is printed.
 
 Read-only and lock-free, in bounded memory (a chunk of a file at a time, or one batch when a
 batch is larger): it may run while the owner writes, and judges what it sees as the owner's
-recovery would (eoslog.verify_facts).
+recovery would (eoslog.verify.facts).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from eoslog.log.segment_reads import (
     parse_file_name,
 )
 from eoslog.progress import byte_progress
-from eoslog.verify_derived import (
+from eoslog.verify.derived import (
     SegmentLookups,
     WalkedPartition,
     check_offset_index,
@@ -52,11 +52,11 @@ from eoslog.verify_derived import (
     check_time_index,
     check_txn_index,
 )
-from eoslog.verify_directory import segment_bytes, verify_log_directory, verify_partition
-from eoslog.verify_facts import ALL_DURABLE, PARTITION_DIRECTORY, partition_facts
-from eoslog.verify_log import PartitionWalk, WalkedSegment, segment_end
-from eoslog.verify_log import check_segment_file as check_segment_file
-from eoslog.verify_report import COLLECTED, Report
+from eoslog.verify.directory import segment_bytes, verify_log_directory, verify_partition
+from eoslog.verify.facts import ALL_DURABLE, PARTITION_DIRECTORY, partition_facts
+from eoslog.verify.log import PartitionWalk, WalkedSegment, segment_end
+from eoslog.verify.log import check_segment_file as check_segment_file
+from eoslog.verify.report import COLLECTED, Report
 
 # Verifies one path, printing its problems and a summary line; returns its exit status.
 Verifier = Callable[[FileSystem, str], int]

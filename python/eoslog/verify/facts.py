@@ -78,7 +78,7 @@ class DirectoryFacts:
 
 def directory_facts(fs: FileSystem, root: str) -> DirectoryFacts:
     """The checkpoints of the log directory `root` (none from files that are missing or
-    unreadable: eoslog.verify_directory reports those), then the clean-shutdown marker."""
+    unreadable: eoslog.verify.directory reports those), then the clean-shutdown marker."""
     recovery_points, _ = checkpoints.read_believed_offsets(
         fs, os.path.join(root, checkpoints.RECOVERY_POINT_FILE)
     )

@@ -62,8 +62,8 @@ from eoslog.log.txn_index import (
     outcome_conflict,
     read_entries,
 )
-from eoslog.verify_log import WalkedSegment
-from eoslog.verify_report import INDEX_REPAIR, SNAPSHOT_REPAIR, TXN_INDEX_REPAIR, Report
+from eoslog.verify.log import WalkedSegment
+from eoslog.verify.report import INDEX_REPAIR, SNAPSHOT_REPAIR, TXN_INDEX_REPAIR, Report
 
 # Segments whose .log and offset index are held open at once for batch lookups (each index up
 # to segment.index.bytes, 10 MiB by default, in memory): .txnindex entries and snapshots
