@@ -395,7 +395,7 @@ class Producer(TransactionalCalls):
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     break
-                sender.changed.wait(remaining)
+                sender.wait_for_change(remaining)
         return sender.serve()
 
     def flush(self, timeout: float | None = None) -> int:
@@ -446,7 +446,7 @@ class Producer(TransactionalCalls):
                 if deadline is not None:
                     wait_s = min(wait_s, deadline - now_s)
                 if wait_s > 0:
-                    sender.changed.wait(wait_s)
+                    sender.wait_for_change(wait_s)
             sender.retry_due()
 
     def __len__(self) -> int:

@@ -121,21 +121,23 @@ _VERSION_FLEXIBLE_BYTES: Final = INT16.pack(VALUE_VERSION_FLEXIBLE)
 # --- encoding -------------------------------------------------------------------------------
 
 
-# The last partitions array encoded, (elements, flexible, bytes): a transaction's Ongoing and
-# Prepare* records carry the same elements object (see log_value_of), so the second is free.
-# Replaced whole, so threads may share it. It starts on a key no caller can pass (an empty
-# tuple there once made the first Complete* record's array vanish).
+# The last non-empty partitions array encoded, (elements, flexible, bytes): a transaction's
+# Ongoing and Prepare* records carry the same elements object (see log_value_of), and so do
+# the next transaction's when it touches the same partitions, so those are free. An empty or
+# null array (Complete*, Empty) is encoded each time, which costs little and keeps the cached
+# one. Replaced whole, so threads may share it. It starts on a key no caller can pass.
 _last_partitions: tuple[object, bool, bytes] = (object(), True, b"")
 
 
 def _partitions(value: tuple[TopicPartitions, ...] | None, flexible: bool) -> bytes:
     global _last_partitions
+    if not value:
+        return _encode_partitions(value, flexible)
     last = _last_partitions
-    if value is not None and last[0] is value and last[1] is flexible:
+    if last[0] is value and last[1] is flexible:
         return last[2]
     encoded = _encode_partitions(value, flexible)
-    if value is not None:
-        _last_partitions = (value, flexible, encoded)
+    _last_partitions = (value, flexible, encoded)
     return encoded
 
 
