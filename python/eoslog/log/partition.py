@@ -50,7 +50,7 @@ from eoslog.log.producer_state import (
 from eoslog.log.segment import LogSegment
 from eoslog.log.sync import GroupSync
 from eoslog.log.timestamps import check_client_timestamps
-from eoslog.record import codec
+from eoslog.record import codec, layout
 
 if TYPE_CHECKING:
     # Only for annotations: typing_extensions is not a run-time dependency.
@@ -81,6 +81,11 @@ class AppendInfo(NamedTuple):
     last_offset: int
     log_append_time_ms: int  # -1 for CreateTime topics
     duplicate: bool
+
+
+# tuple.__new__ builds an AppendInfo without the NamedTuple's Python-level __new__ (a frame
+# per append).
+_new_tuple = tuple.__new__
 
 
 class _StorageGuard:
@@ -256,8 +261,10 @@ class PartitionLog:
             header = validated.header
             with self._lock:
                 now = self._clock_ms()
-                check_client_timestamps(raw, validated, config, now)
-                self._check_writable()
+                if config.timestamp_range_checked or header.attributes & layout.TIMESTAMP_TYPE_MASK:
+                    check_client_timestamps(raw, validated, config, now)
+                if self._closed or self._group_sync.failure is not None:
+                    self._check_writable()  # raises
                 producers = self._producers.table
                 if header.producer_id >= 0:
                     original = self._check_producer_append(header)
@@ -293,7 +300,7 @@ class PartitionLog:
                 self._append_signal.bump()
             if self._durability == "always":
                 self._group_sync.sync_through(last_offset + 1)
-            return AppendInfo(base_offset, last_offset, append_time, False)
+            return _new_tuple(AppendInfo, (base_offset, last_offset, append_time, False))
         except KafkaStorageError:
             raise
         except OSError as error:
@@ -364,7 +371,8 @@ class PartitionLog:
         # As in append_batch: _storage(writing=True) spelled out.
         try:
             with self._lock:
-                self._check_writable()
+                if self._closed or self._group_sync.failure is not None:
+                    self._check_writable()  # raises
                 producers = self._producers.table
                 producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
                 entry = producers.entry(producer_id)
