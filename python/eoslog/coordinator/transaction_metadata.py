@@ -42,6 +42,7 @@ from eoslog.coordinator.transaction_state import (
 from eoslog.errors import CorruptTransactionLogError, ProducerFencedError
 
 S = TransactionState
+_new_tuple = tuple.__new__
 # States with no transaction open: InitProducerId may re-initialise, a TV2 abort is "empty".
 _AT_REST = frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT})
 
@@ -136,26 +137,30 @@ class TransactionMetadata:
     ) -> TransitionTarget:
         """A target that keeps every present value but those given (None: keep). Like
         Kafka, every transition records the present producer id as the previous one."""
-        # Keyword arguments, not **changes and a lookup per field: this runs three times per
-        # transaction (bench/txn_bench.py --profile).
-        return TransitionTarget(
-            state,
-            self.producer_id if producer_id is None else producer_id,
-            self.producer_id if previous_producer_id is None else previous_producer_id,
-            self.next_producer_id if next_producer_id is None else next_producer_id,
-            self.producer_epoch if producer_epoch is None else producer_epoch,
-            self.last_producer_epoch if last_producer_epoch is None else last_producer_epoch,
-            self.txn_timeout_ms if txn_timeout_ms is None else txn_timeout_ms,
-            self.partitions if partitions is None else partitions,
-            self.txn_start_timestamp_ms
-            if txn_start_timestamp_ms is None
-            else txn_start_timestamp_ms,
-            self.txn_last_update_timestamp_ms
-            if txn_last_update_timestamp_ms is None
-            else txn_last_update_timestamp_ms,
-            self.client_transaction_version
-            if client_transaction_version is None
-            else client_transaction_version,
+        # Keyword arguments, not **changes and a lookup per field, and tuple.__new__, not the
+        # NamedTuple's Python-level __new__: this runs three times per transaction
+        # (bench/txn_bench.py --profile).
+        return _new_tuple(
+            TransitionTarget,
+            (
+                state,
+                self.producer_id if producer_id is None else producer_id,
+                self.producer_id if previous_producer_id is None else previous_producer_id,
+                self.next_producer_id if next_producer_id is None else next_producer_id,
+                self.producer_epoch if producer_epoch is None else producer_epoch,
+                self.last_producer_epoch if last_producer_epoch is None else last_producer_epoch,
+                self.txn_timeout_ms if txn_timeout_ms is None else txn_timeout_ms,
+                self.partitions if partitions is None else partitions,
+                self.txn_start_timestamp_ms
+                if txn_start_timestamp_ms is None
+                else txn_start_timestamp_ms,
+                self.txn_last_update_timestamp_ms
+                if txn_last_update_timestamp_ms is None
+                else txn_last_update_timestamp_ms,
+                self.client_transaction_version
+                if client_transaction_version is None
+                else client_transaction_version,
+            ),
         )
 
     # --- the two phases -------------------------------------------------------------------
@@ -403,17 +408,22 @@ def log_value_of(target: TransitionTarget) -> TransactionLogValue:
             raise IllegalTransitionError("an Empty transaction has no partitions")
     else:
         partitions = _grouped(target.partitions)
-    return TransactionLogValue(
-        producer_id=target.producer_id,
-        producer_epoch=target.producer_epoch,
-        transaction_timeout_ms=target.txn_timeout_ms,
-        transaction_status=int(target.state),
-        transaction_partitions=partitions,
-        transaction_last_update_timestamp_ms=target.txn_last_update_timestamp_ms,
-        transaction_start_timestamp_ms=target.txn_start_timestamp_ms,
-        previous_producer_id=target.previous_producer_id,
-        next_producer_id=target.next_producer_id,
-        client_transaction_version=target.client_transaction_version,
+    # In TransactionLogValue's field order; tuple.__new__ saves the NamedTuple's Python-level
+    # __new__ (three times per transaction).
+    return _new_tuple(
+        TransactionLogValue,
+        (
+            target.producer_id,
+            target.producer_epoch,
+            target.txn_timeout_ms,
+            int(target.state),
+            partitions,
+            target.txn_last_update_timestamp_ms,
+            target.txn_start_timestamp_ms,
+            target.previous_producer_id,
+            target.next_producer_id,
+            target.client_transaction_version,
+        ),
     )
 
 
