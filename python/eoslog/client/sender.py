@@ -201,9 +201,7 @@ class Sender:
 
     def next_retry_s(self) -> float | None:
         """When the next retry is due (monotonic s), or None (producer lock held)."""
-        if not self.retrying:
-            return None
-        return min(retry[2] for retry in self.retrying.values())
+        return min((retry[2] for retry in self.retrying.values()), default=None)
 
     def wait_for_change(self, timeout_s: float | None) -> None:
         """Wait (producer lock held) until a report arrives, a retry is set up, the producer
@@ -287,8 +285,8 @@ class Sender:
         try:
             info = self._broker.log(topic, state.partition).append_batch(batch.raw)
         except KafkaException as error:
-            if isinstance(error, UnknownTopicOrPartitionError) and not self._partition_exists(
-                topic, state.partition
+            if isinstance(error, UnknownTopicOrPartitionError) and not (
+                self._batches.partition_exists(topic, state.partition)
             ):
                 # Deleted (and not created again): retrying cannot help.
                 return error
@@ -369,10 +367,7 @@ class Sender:
                 "add a partition to the transaction",
                 self._is_closed,
                 self._broker.transactions.add_partitions,
-                transactional_id,
-                producer_id,
-                producer_epoch,
-                [partition],
+                (transactional_id, producer_id, producer_epoch, [partition]),
             )
         except KafkaException as error:
             return coordinator_error(error)
@@ -393,9 +388,7 @@ class Sender:
                 "init_transactions",
                 self._is_closed,
                 self._broker.transactions.init_producer_id,
-                transactional_id,
-                self._settings.transaction_timeout_ms,
-                expected,
+                (transactional_id, self._settings.transaction_timeout_ms, expected),
             )
         except KafkaException as error:
             if error.error.fatal():
@@ -424,10 +417,7 @@ class Sender:
                     "commit_transaction" if commit else "abort_transaction",
                     self._is_closed,
                     self._broker.transactions.end_transaction,
-                    transactional_id,
-                    producer_id,
-                    producer_epoch,
-                    commit,
+                    (transactional_id, producer_id, producer_epoch, commit),
                 )
             except KafkaException as error:
                 if error.error.retriable():
@@ -452,8 +442,7 @@ class Sender:
         self._txn.partitions.clear()
 
     def _is_closed(self) -> bool:
-        """Whether the producer closed: a coordinator call retried while
-        CONCURRENT_TRANSACTIONS (transaction_manager.retry_concurrent) gives up then."""
+        """Whether the producer closed (a coordinator call's retries give up then)."""
         return self.closed
 
     def deadline(self, timeout: float | None) -> float:
@@ -463,18 +452,6 @@ class Sender:
         return time.monotonic() + timeout
 
     # --- delivery reports --------------------------------------------------------------------
-
-    def _partition_exists(self, topic: str, partition: int) -> bool:
-        """Whether the broker has the partition now, asking as the producer's metadata
-        request would (creating a deleted topic again when auto-creation is allowed, as a
-        Kafka producer's next metadata refresh does)."""
-        try:
-            metadata = self._broker.topic_metadata(
-                topic, auto_create=self._settings.auto_create_topics
-            )
-        except KafkaException:
-            return False
-        return partition < metadata.num_partitions
 
     def serve(self) -> int:
         """Run the queued reports' callbacks (after made_durable); the messages reported."""

@@ -218,7 +218,7 @@ def retry_concurrent(
     what: str,
     closed: Callable[[], bool],
     call: Callable[..., _Result],
-    *args: Any,
+    args: tuple[Any, ...],
 ) -> _Result:
     """call(*args), retried while the coordinator answers CONCURRENT_TRANSACTIONS (a
     transaction of this id still completing, §7.3), until `deadline` (monotonic s) or until
