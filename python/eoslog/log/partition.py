@@ -267,7 +267,8 @@ class PartitionLog:
                     self._check_writable()  # raises
                 producers = self._producers.table
                 if header.producer_id >= 0:
-                    original = self._check_producer_append(header)
+                    transactional = header.is_transactional
+                    original = self._check_producer_append(header, transactional)
                     if original is not None:
                         return self._duplicate(*original)
                 base_offset = self._log_end_offset
@@ -290,7 +291,7 @@ class PartitionLog:
                         base_offset,
                         last_offset,
                         max_timestamp,
-                        header.is_transactional,
+                        transactional,
                     )
                 else:
                     producers.map_end_offset = last_offset + 1
@@ -306,20 +307,23 @@ class PartitionLog:
         except OSError as error:
             raise self._storage_failure(error, writing=True) from error
 
-    def _check_producer_append(self, header: BatchHeader) -> tuple[int, int, int] | None:
+    def _check_producer_append(
+        self, header: BatchHeader, transactional: bool
+    ) -> tuple[int, int, int] | None:
         """Check a client's batch against its producer's state, changing nothing (docs/format.md
         §8.2, in Kafka's order): the original's (first offset, last offset, timestamp) for a
         retry of one of the producer's last 5 batches, else None once the batch may be
         written. Raises what check_append raises, TooManyProducersError for a producer new
         here when the state is full, and what verify_transaction raises for a batch that
-        would open a transaction. Under self._lock."""
+        would open a transaction. `transactional`: header.is_transactional, read once by
+        the caller. Under self._lock."""
         producers = self._producers.table
         verdict, original = producers.check_append(
             header.producer_id,
             header.producer_epoch,
             header.base_sequence,
             header.last_offset_delta,
-            header.is_transactional,
+            transactional,
         )
         if verdict == APPEND_DUPLICATE and original is not None:
             return original
@@ -327,7 +331,7 @@ class PartitionLog:
         if entry is None:
             self._check_room_for_producer(header.producer_id)
         opens_transaction = entry is None or entry.current_txn_first_offset == NO_OFFSET
-        if header.is_transactional and self._verify_transaction is not None and opens_transaction:
+        if transactional and self._verify_transaction is not None and opens_transaction:
             # The batch would open a transaction here: only the producer's current, ongoing
             # transaction that holds this partition may.
             self._verify_transaction(
