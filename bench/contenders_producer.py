@@ -9,7 +9,7 @@ from typing import Any
 
 import eoslog
 import harness
-from contenders_shared import expect
+from contenders_shared import expect, sqlite_log
 from workload import (
     BATCH_RECORDS,
 )
@@ -199,16 +199,7 @@ def sqlite_insert(name: str, root: str, values: list[bytes], synchronous: str) -
     path = os.path.join(root, f"bench-{synchronous}.sqlite")
 
     def prepare() -> Any:
-        import sqlite3
-
-        for suffix in ("", "-wal", "-shm"):
-            if os.path.exists(path + suffix):
-                os.unlink(path + suffix)
-        connection = sqlite3.connect(path, isolation_level=None)
-        connection.execute("PRAGMA journal_mode=WAL")
-        connection.execute(f"PRAGMA synchronous={synchronous}")
-        connection.execute("CREATE TABLE log (offset INTEGER PRIMARY KEY, value BLOB)")
-        return connection
+        return sqlite_log(path, synchronous)
 
     def run(connection: Any) -> None:
         for start in range(0, len(values), BATCH_RECORDS):

@@ -1,5 +1,6 @@
-"""Single-record transactions against an fsync (txn_bench.py's latency section): each call
-timed alone, eoslog's begin / produce / commit and a 4 KiB append + fdatasync."""
+"""Single-record transactions against their anchors (txn_bench.py's latency section): each
+call timed alone, eoslog's begin / produce / commit, SQLite's BEGIN / INSERT / COMMIT of one row
+(WAL, synchronous NORMAL and FULL) and a 4 KiB append + fdatasync."""
 
 from __future__ import annotations
 
@@ -18,22 +19,25 @@ from contenders_producer import (
     committed_rows,
     open_broker,
 )
-from contenders_shared import expect
+from contenders_shared import expect, remove_sqlite, sqlite_log
 
 LATENCY_WARMUP = 200  # untimed calls before the timed ones, in every run
 FSYNC_BLOCK = 4096
+# The single-record transaction as docs/bench.md's latency rows define it: linger.ms 0, so
+# the record's batch closes at produce() and nothing waits for a linger deadline.
+LATENCY_CONFIG: dict[str, object] = {**PRODUCER_CONFIG, "linger.ms": 0}
 
 
 def transaction_latency(
     name: str, root: str, value: bytes, durability: str, samples: int
 ) -> harness.Contender:
     """Self-timed: `samples` single-record transactions (begin_transaction(), produce() of
-    `value`, commit_transaction()) on a fresh broker, each timed alone; nanoseconds. Checked:
-    read_committed reads every record back."""
+    `value`, commit_transaction(); LATENCY_CONFIG) on a fresh broker, each timed alone;
+    nanoseconds. Checked: read_committed reads every record back."""
 
     def prepare() -> tuple[Any, Any]:
         broker = open_broker(root, durability)
-        producer = broker.producer({**PRODUCER_CONFIG, "transactional.id": "bench-txn"})
+        producer = broker.producer({**LATENCY_CONFIG, "transactional.id": "bench-txn"})
         producer.init_transactions()
         return broker, producer
 
@@ -73,7 +77,7 @@ def transaction_calls(root: str, value: bytes, durability: str, count: int) -> f
     LATENCY_WARMUP untimed ones, on a fresh broker."""
     broker = open_broker(root, durability)
     try:
-        producer = broker.producer({**PRODUCER_CONFIG, "transactional.id": "bench-calls"})
+        producer = broker.producer({**LATENCY_CONFIG, "transactional.id": "bench-calls"})
         producer.init_transactions()
 
         def transactions(number: int) -> None:
@@ -117,5 +121,43 @@ def fsync_latency(name: str, root: str, samples: int) -> harness.Contender:
     def finish(fd: int) -> None:
         os.close(fd)
         os.unlink(path)
+
+    return harness.Contender(name, run, prepare, finish, timed=False)
+
+
+def sqlite_transaction_latency(
+    name: str, root: str, value: bytes, synchronous: str, samples: int
+) -> harness.Contender:
+    """Self-timed: `samples` single-row transactions (BEGIN, INSERT of `value`, COMMIT) into a
+    fresh SQLite file in WAL mode with `synchronous`, each timed alone; nanoseconds. Checked:
+    the row count."""
+    path = os.path.join(root, f"latency-{synchronous}.sqlite")
+
+    def prepare() -> Any:
+        return sqlite_log(path, synchronous)
+
+    def run(connection: Any) -> np.ndarray:
+        execute = connection.execute
+        insert = "INSERT INTO log (value) VALUES (?)"
+        row = (value,)
+        clock = time.perf_counter_ns
+        for _ in range(LATENCY_WARMUP):
+            execute("BEGIN")
+            execute(insert, row)
+            execute("COMMIT")
+        out = np.empty(samples, dtype=np.int64)
+        for i in range(samples):
+            start = clock()
+            execute("BEGIN")
+            execute(insert, row)
+            execute("COMMIT")
+            out[i] = clock() - start
+        (rows,) = execute("SELECT count(*) FROM log").fetchone()
+        expect(rows == LATENCY_WARMUP + samples, f"{name}: {rows} rows")
+        return out
+
+    def finish(connection: Any) -> None:
+        connection.close()
+        remove_sqlite(path)
 
     return harness.Contender(name, run, prepare, finish, timed=False)

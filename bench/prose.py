@@ -210,8 +210,10 @@ commit flushes, so it is inside the timing; batch.num.messages 1000, linger.ms 5
 synchronous=NORMAL, `executemany` of 1,000-row transactions (as in producer_bench.py). A fresh \
 log directory / mock cluster / file per run.
 - latency: single-record transactions (begin_transaction(), produce() of one 100 B record, \
-commit_transaction()), each timed alone, with durability "none" and "commit"; and the physical \
-limit: a 4 KiB `os.write` append + `os.fdatasync` to a file in the same directory tree. p50 / \
+commit_transaction(); linger.ms 0), each timed alone, with durability "none" and "commit"; their \
+anchors: SQLite's single-row transaction (`BEGIN`, one `INSERT` of the same 100 B value, \
+`COMMIT`; WAL, synchronous=NORMAL beside "none" and FULL beside "commit"), and the physical \
+limit, a 4 KiB `os.write` append + `os.fdatasync` to a file in the same directory tree. p50 / \
 p99 / p99.9 per round.
 - read: the read_committed variant of the standard workload: N records produced with \
 `produce_batch()` in 1,000-record transactions, every third transaction aborted (a fresh broker, \
@@ -243,7 +245,9 @@ TXN_LATENCY = (
     "after {warmup} untimed ones; a fresh broker (or file) per round, `os.sync()` before each "
     "contender. Percentiles per round; the table gives the median over rounds and min – max."
 )
-TXN_LATENCY_MARGIN = 'p99 of "commit" − p99 of the fsync, per round: {margin}.'
+TXN_LATENCY_RATIOS = (
+    "Ratios of p99s (eoslog ÷ anchor, per round, taken in the same round; median, min – max):"
+)
 TXN_READ_TITLE = "read_committed with 1/3 of transactions aborted"
 TXN_READ = (
     "Workload: {records:,} records (value {value_bytes} B JSON-like text, key null) in "

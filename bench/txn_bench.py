@@ -37,11 +37,13 @@ from scenarios import (
     TXN_CALLS_COUNT,
     TXN_CALLS_TARGET,
     TXN_LATENCY_COMMIT,
-    TXN_LATENCY_COMMIT_TARGET,
+    TXN_LATENCY_COMMIT_SLACK_US,
     TXN_LATENCY_CONTENDERS,
     TXN_LATENCY_FSYNC,
     TXN_LATENCY_NONE,
-    TXN_LATENCY_NONE_TARGET,
+    TXN_LATENCY_SQLITE_FULL,
+    TXN_LATENCY_SQLITE_NORMAL,
+    TXN_LATENCY_TARGETS,
     TXN_PRODUCE_COMMIT,
     TXN_PRODUCE_CONTENDERS,
     TXN_PRODUCE_NONE,
@@ -99,30 +101,53 @@ def measure_latency(args: argparse.Namespace, root: str) -> Section:
     samples = args.latency_samples
     sides = [
         contenders_txn.transaction_latency(TXN_LATENCY_NONE, root, value, "none", samples),
+        contenders_txn.sqlite_transaction_latency(
+            TXN_LATENCY_SQLITE_NORMAL, root, value, "NORMAL", samples
+        ),
         contenders_txn.transaction_latency(TXN_LATENCY_COMMIT, root, value, "commit", samples),
+        contenders_txn.sqlite_transaction_latency(
+            TXN_LATENCY_SQLITE_FULL, root, value, "FULL", samples
+        ),
         contenders_txn.fsync_latency(TXN_LATENCY_FSYNC, root, samples),
     ]
     # The runs warm up inside (LATENCY_WARMUP calls each); the disk is quiet before each.
     runs = harness.alternate(sides, args.rounds, args.timer, quiet=True, warmup=False)
     found, rows = harness.latency_rows(runs, TXN_LATENCY_CONTENDERS)
-    none_p99 = [float(p[1]) for p in found[TXN_LATENCY_NONE]]
-    margin = [
-        float(c[1] - f[1])
-        for c, f in zip(found[TXN_LATENCY_COMMIT], found[TXN_LATENCY_FSYNC], strict=True)
-    ]
+
+    def p99(name: str) -> list[float]:
+        return [float(percentiles[1]) for percentiles in found[name]]
+
+    def ratios(ours: list[float], anchors: list[float]) -> list[float]:
+        return [a / b for a, b in zip(ours, anchors, strict=True)]
+
+    commit_bound = [2 * fsync + TXN_LATENCY_COMMIT_SLACK_US for fsync in p99(TXN_LATENCY_FSYNC)]
+    none_ratio = ratios(p99(TXN_LATENCY_NONE), p99(TXN_LATENCY_SQLITE_NORMAL))
+    commit_ratio = ratios(p99(TXN_LATENCY_COMMIT), commit_bound)
+    commit_full = ratios(p99(TXN_LATENCY_COMMIT), p99(TXN_LATENCY_SQLITE_FULL))
     lines = [
         prose.TXN_LATENCY.format(samples=samples, warmup=contenders_txn.LATENCY_WARMUP),
         "",
         *harness.table(["contender", "p50", "p99", "p99.9"], rows),
         "",
-        prose.TXN_LATENCY_MARGIN.format(margin=median_spread(margin, us)),
+        prose.TXN_LATENCY_RATIOS,
+        "",
+        f'- "none" ÷ {TXN_LATENCY_SQLITE_NORMAL}: {median_spread(none_ratio, x)}',
+        f'- "commit" ÷ (2 × fsync + {TXN_LATENCY_COMMIT_SLACK_US:g} µs): '
+        f"{median_spread(commit_ratio, x)} (the bound: {median_spread(commit_bound, us)})",
+        f'- "commit" ÷ {TXN_LATENCY_SQLITE_FULL}: {median_spread(commit_full, x)}',
     ]
     # Deterministic: counted once.
     calls = [contenders_txn.transaction_calls(root, value, "none", TXN_CALLS_COUNT)]
     lines += ["", prose.TXN_CALLS.format(count=TXN_CALLS_COUNT, calls=calls[0])]
     targets = [
-        TXN_LATENCY_NONE_TARGET.row(none_p99),
-        TXN_LATENCY_COMMIT_TARGET.row(margin),
+        *(
+            target.row(values)
+            for target, values in zip(
+                TXN_LATENCY_TARGETS,
+                (none_ratio, none_ratio, commit_ratio, commit_full),
+                strict=True,
+            )
+        ),
         TXN_CALLS_TARGET.row(calls),
     ]
     return Section(prose.TXN_LATENCY_TITLE, lines, targets)

@@ -14,6 +14,10 @@ and the time.monotonic() of its produce() (for the report's latency())."""
 NO_REPORT: Final[tuple[None, ...]]
 """REPORT_STRIDE Nones: the entries of a record without a callback."""
 
+def wall_clock_ms() -> int:
+    """Milliseconds since the epoch, as time.time_ns() // 1_000_000, read in C (eoslog.clock's
+    wall clock)."""
+
 class ProducerBatch:
     """A batch of one partition: open (builder filling), then closed (raw bytes), then done."""
 

@@ -140,11 +140,17 @@ cdef class PartitionState:
         self.planned_sequence = 0
 
 
-cdef inline int64_t wall_clock_ms() noexcept:
+cdef inline int64_t _wall_clock_ms() noexcept:
     """Milliseconds since the epoch, as time.time_ns() // 1_000_000."""
     cdef timespec now
     clock_gettime(CLOCK_REALTIME, &now)
     return <int64_t>now.tv_sec * 1000 + now.tv_nsec // 1000000
+
+
+def wall_clock_ms():
+    """Milliseconds since the epoch, as time.time_ns() // 1_000_000, read in C: eoslog.clock's
+    wall clock, which the log and the coordinators read several times per transaction."""
+    return _wall_clock_ms()
 
 
 cdef inline double monotonic_s() noexcept:
@@ -322,7 +328,7 @@ cdef class RecordAccumulator:
                              callback=callback)
         if timestamp_ms == 0:
             if self.clock_ms is None:
-                timestamp_ms = wall_clock_ms()
+                timestamp_ms = _wall_clock_ms()
                 timestamp = None  # made only if a report needs it
             else:
                 timestamp = self.clock_ms()

@@ -256,14 +256,18 @@ def validate_batch(data, *, Py_ssize_t batch_bytes_max=limits.message_bytes_defa
         if h.records_count != 1 or walk.first_key_length < EOS_CONTROL_KEY_SIZE:
             raise_for_status(EOS_BAD_CONTROL_RECORD, 0)
     header = header_object(&h)
+    # tuple.__new__, as for the header: every append validates, and the NamedTuple's
+    # Python-level __new__ would cost it a frame.
     if h.attributes & EOS_TIMESTAMP_TYPE_MASK:
         # Every record carries the header's time (what a decode reports for each).
-        return ValidatedBatch(header, h.max_timestamp, h.last_offset_delta, h.max_timestamp)
+        return new_tuple(
+            ValidatedBatch, (header, h.max_timestamp, h.last_offset_delta, h.max_timestamp)
+        )
     if h.records_count == 0:
-        return ValidatedBatch(header, h.max_timestamp, 0, -1)
-    return ValidatedBatch(
+        return new_tuple(ValidatedBatch, (header, h.max_timestamp, 0, -1))
+    return new_tuple(ValidatedBatch, (
         header, walk.max_timestamp, walk.offset_delta_of_max_timestamp, walk.min_timestamp
-    )
+    ))
 
 
 cdef int walk_section(_RecordsSection section, const eos_batch_header *h,

@@ -120,6 +120,17 @@ def test_pwrite_then_pread_round_trips_and_pread_stops_at_end_of_file(place: Pla
     handle.close()
 
 
+def test_pwrite_writes_the_bytes_of_any_contiguous_buffer(place: Place) -> None:
+    # The real handle's pwrite is native (eoslog._ext.posix_file): it takes what the log
+    # hands it (bytes, bytearray, memoryview slices, mmap views, numpy arrays) byte for byte.
+    handle = place.fs.open(place.path("f"), create=True)
+    handle.pwrite(np.array([1, 2], dtype=">i4"), 0)
+    handle.pwrite(bytearray(b"xyz")[1:], 8)
+    handle.pwrite(memoryview(b"..tail..")[2:6], 10)
+    assert handle.pread(100, 0) == b"\0\0\0\x01\0\0\0\x02yztail"
+    handle.close()
+
+
 def test_pwrite_past_end_zero_fills_the_gap(place: Place) -> None:
     handle = place.fs.open(place.path("f"), create=True)
     handle.pwrite(b"ab", 0)

@@ -48,6 +48,7 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Final, NoReturn, Protocol
 
+from eoslog._ext.posix_file import PositionalFile
 from eoslog.errors import KafkaException, KafkaStorageError, UnsafePathError
 
 if TYPE_CHECKING:
@@ -145,26 +146,24 @@ class FileSystem(Protocol):
         BlockingIOError (EWOULDBLOCK) if another process holds it."""
 
 
-class _PosixFile:
-    """A file descriptor with positional I/O."""
+class _PosixFile(PositionalFile):
+    """A file descriptor with positional I/O: `fd` (-1 once closed) and the path. pwrite is
+    PositionalFile's, in C (eoslog._ext.posix_file: the same loop over os.pwrite's system
+    call), since every append of the log makes one or two."""
 
-    __slots__ = ("_fd", "_path")
-
-    def __init__(self, path: str, fd: int) -> None:
-        self._path = path
-        self._fd = fd
+    __slots__ = ()
 
     @property
     def path(self) -> str:
         return self._path
 
     def size(self) -> int:
-        return os.fstat(self._fd).st_size
+        return os.fstat(self.fd).st_size
 
     def pread(self, size: int, offset: int) -> bytes:
         chunks = []
         while size > 0:
-            chunk = os.pread(self._fd, size, offset)
+            chunk = os.pread(self.fd, size, offset)
             if not chunk:
                 break
             chunks.append(chunk)
@@ -172,30 +171,19 @@ class _PosixFile:
             offset += len(chunk)
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
-    def pwrite(self, data: Buffer, offset: int) -> None:
-        view = memoryview(data).cast("B")
-        while view:
-            # The OS may write less than asked (a signal, a nearly full disk): continue from
-            # where it stopped; a real failure raises OSError from os.pwrite.
-            written = os.pwrite(self._fd, view, offset)
-            if written == 0:
-                raise OSError(errno.EIO, "pwrite wrote nothing", self._path)
-            view = view[written:]
-            offset += written
-
     def truncate(self, size: int) -> None:
-        os.ftruncate(self._fd, size)
+        os.ftruncate(self.fd, size)
 
     def sync(self) -> None:
-        os.fdatasync(self._fd)
+        os.fdatasync(self.fd)
 
     def map(self, size: int) -> mmap.mmap:
         self._check_open()
-        return mmap.mmap(self._fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        return mmap.mmap(self.fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
 
     def map_read(self, size: int) -> mmap.mmap:
         self._check_open()
-        return mmap.mmap(self._fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
+        return mmap.mmap(self.fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
 
     def data_extents(self, end: int) -> Iterator[tuple[int, int]]:
         """The (start, stop) ranges below `end` that hold data, holes of a sparse file left
@@ -218,13 +206,13 @@ class _PosixFile:
     def _check_open(self) -> None:
         # mmap.mmap takes fd -1 (a closed handle) as a request for anonymous memory: a read
         # would then see zeros instead of failing.
-        if self._fd < 0:
+        if self.fd < 0:
             raise OSError(errno.EBADF, os.strerror(errno.EBADF), self._path)
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
 
 class _PosixLock:

@@ -44,6 +44,9 @@ sequence_max: Final = (1 << 31) - 1
 # and keeps the top value free, so that the coordinator can always fence a producer with one
 # more bump (TransactionMetadata.isEpochExhausted, docs/coordinator.md §3.2).
 producer_epoch_max: Final = (1 << 15) - 1
+# An offset inside a segment is stored relative to the segment's base offset as an int32
+# (AbstractIndex.toRelative): a batch whose last offset lies further out rolls a new segment.
+segment_relative_offset_max: Final = (1 << 31) - 1
 # Producers whose state one partition keeps (a producer-state entry for each producer id with
 # an idempotent or transactional batch there, until producer.id.expiration.ms retires it). A
 # batch from one more producer is refused, writing nothing (TooManyProducersError). Kafka has no

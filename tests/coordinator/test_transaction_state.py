@@ -4,7 +4,6 @@ completion invariants of §1.2 step 3."""
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 
 import pytest
@@ -115,7 +114,7 @@ def test_complete_refuses_a_target_that_is_not_pending() -> None:
         meta.complete_transition(meta.target(S.PREPARE_COMMIT))
     pending = meta.prepare_end(S.PREPARE_COMMIT, 2, -1, NOW_MS)
     with pytest.raises(IllegalTransitionError, match="not pending"):
-        meta.complete_transition(dataclasses.replace(pending, txn_timeout_ms=1))
+        meta.complete_transition(pending._replace(txn_timeout_ms=1))
 
 
 # --- completion invariants (§1.2 step 3) ----------------------------------------------------
@@ -238,7 +237,7 @@ def test_dead_and_the_fence_are_never_persisted() -> None:
     with pytest.raises(IllegalTransitionError, match="never persisted"):
         log_value_of(target)
     with pytest.raises(IllegalTransitionError, match="never persisted"):
-        log_value_of(dataclasses.replace(target, state=S.PREPARE_EPOCH_FENCE))
+        log_value_of(target._replace(state=S.PREPARE_EPOCH_FENCE))
 
 
 def test_loading_forgets_the_last_epoch_as_kafka_does() -> None:
@@ -250,5 +249,5 @@ def test_loading_forgets_the_last_epoch_as_kafka_does() -> None:
 
 def test_targets_are_immutable() -> None:
     target: TransitionTarget = meta_in(S.EMPTY).current()
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError):
         target.producer_epoch = 1  # type: ignore[misc]

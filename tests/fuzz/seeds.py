@@ -7,7 +7,6 @@ committed corpus is that output plus any inputs a soak added with --grow.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import struct
 from collections.abc import Iterator
@@ -131,7 +130,7 @@ def internal_record_seeds() -> Iterator[bytes]:
     )
     yield bytes([0]) + transaction_log.encode_key("fuzz-txn")
     for version in (0, 1):
-        plain = dataclasses.replace(value, next_producer_id=-1)
+        plain = value._replace(next_producer_id=-1)
         encoded = transaction_log.encode_value(value if version else plain, version)
         assert encoded is not None
         yield bytes([1]) + encoded

@@ -145,7 +145,8 @@ def test_an_open_transaction_is_unstable_as_soon_as_the_log_end_covers_its_first
         if point == "append.after":
             seen.append((log.high_watermark, log.last_stable_offset, fetched_offsets(log, 0, RC)))
 
-    monkeypatch.setattr(crashpoints, "hit", at_append_after)
+    # The append path calls the crash points' HOOK (hit, when a point is armed) natively.
+    monkeypatch.setattr(crashpoints, "HOOK", at_append_after)
     Writer(log, P1).write(3)
     # Written, producer state not yet told: the log end must not cover the batch yet.
     assert seen == [(2, 2, [0, 1])]

@@ -3,8 +3,6 @@ persist-then-complete step that also sends each target through the log codec."""
 
 from __future__ import annotations
 
-import dataclasses
-
 from eoslog.coordinator.transaction_log import TransactionLogValue, decode_value, encode_value
 from eoslog.coordinator.transaction_metadata import (
     TransactionMetadata,
@@ -73,4 +71,4 @@ def decode_or_fail(target: TransitionTarget) -> TransactionLogValue:
 
 def _without_last_epoch(target: TransitionTarget) -> TransitionTarget:
     partitions = frozenset() if target.state is S.EMPTY else target.partitions
-    return dataclasses.replace(target, last_producer_epoch=-1, partitions=partitions)
+    return target._replace(last_producer_epoch=-1, partitions=partitions)

@@ -211,12 +211,18 @@ class Producer(TransactionalCalls):
         This is the Python path; with the extension built, producer.produce is the native
         RecordAccumulator.produce, which takes the common case itself and calls this for the
         rest, before it has changed anything."""
-        # Wrong types raise here, before anything changes (confluent checks them at the call).
-        arguments.text("topic", topic)
-        partition = arguments.integer("partition", partition)
-        timestamp = arguments.integer("timestamp", timestamp)
-        arguments.callable_or_none("on_delivery", on_delivery)
-        arguments.callable_or_none("callback", callback)
+        # Wrong types raise here, before anything changes (confluent checks them at the call);
+        # the common types pass without a call.
+        if type(topic) is not str:
+            arguments.text("topic", topic)
+        if type(partition) is not int:
+            partition = arguments.integer("partition", partition)
+        if type(timestamp) is not int:
+            timestamp = arguments.integer("timestamp", timestamp)
+        if on_delivery is not None:
+            arguments.callable_or_none("on_delivery", on_delivery)
+        if callback is not None:
+            arguments.callable_or_none("callback", callback)
         # The hot path: settings are read from attributes set in __init__, and the common
         # cases (a null key sticking to its partition, an open batch with room) take no call.
         if type(value) is str:
@@ -395,7 +401,7 @@ class Producer(TransactionalCalls):
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     break
-                sender.changed.wait(remaining)
+                sender.wait_for_change(remaining)
         return sender.serve()
 
     def flush(self, timeout: float | None = None) -> int:
@@ -406,8 +412,14 @@ class Producer(TransactionalCalls):
         Raises the fatal error if the producer has one, after reporting every message."""
         timeout = arguments.optional_real("timeout", timeout)
         deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        return self._flush_until(deadline)
+
+    def _flush_until(self, deadline: float | None) -> int:
+        """flush() until `deadline` (monotonic s; None: no limit): commit_transaction's,
+        with its deadline already made."""
         with self._lock:
-            self._batches.close_open()
+            if self._batches.lingering:
+                self._batches.close_open()
             to_send = [
                 (topic, state)
                 for (topic, _partition), state in self._batches.partitions.items()
@@ -417,7 +429,8 @@ class Producer(TransactionalCalls):
             if deadline is not None and time.monotonic() >= deadline:
                 break
             self._sender.send(topic, state)
-        self._wait_for_retries(deadline)
+        if self._sender.retrying:
+            self._wait_for_retries(deadline)
         # fsync before serving: the reports' callbacks are acknowledgements, and one round
         # of fsyncs here covers them all (serve then finds them durable and syncs nothing).
         self._sender.sync()
@@ -446,7 +459,7 @@ class Producer(TransactionalCalls):
                 if deadline is not None:
                     wait_s = min(wait_s, deadline - now_s)
                 if wait_s > 0:
-                    sender.changed.wait(wait_s)
+                    sender.wait_for_change(wait_s)
             sender.retry_due()
 
     def __len__(self) -> int:

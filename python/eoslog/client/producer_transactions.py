@@ -9,7 +9,6 @@ the user, two files for the reader (the per-record path and the transaction prot
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -49,8 +48,9 @@ class TransactionalCalls:
     _batches: BatchAccumulator
     _txn: TransactionManager | None
 
-    def flush(self, timeout: float | None = None) -> int:
-        """Producer.flush (the other half), which commit_transaction runs."""
+    def _flush_until(self, deadline: float | None) -> int:
+        """Producer.flush until a monotonic deadline (the other half), which
+        commit_transaction runs."""
         raise NotImplementedError
 
     def init_transactions(self, timeout: float | None = None) -> None:
@@ -166,7 +166,7 @@ class TransactionalCalls:
                 if txn.state is TxnState.IN_TRANSACTION:
                     txn.transition(TxnState.COMMITTING)
             deadline = self._sender.deadline(timeout)
-            remaining = self.flush(max(0.0, deadline - time.monotonic()))
+            remaining = self._flush_until(deadline)
             with self._lock:
                 if txn.state is not TxnState.COMMITTING:  # a send failed
                     txn.check_call("commit_transaction")  # raises the transaction's error

@@ -29,7 +29,12 @@ import numpy as np
 from eoslog import limits
 from eoslog.client import partitioner
 from eoslog.client.columns_input import ColumnInput, RowsInput, SpansInput
-from eoslog.errors import KafkaError, RecordTooLargeError, UnknownTopicOrPartitionError
+from eoslog.errors import (
+    KafkaError,
+    KafkaException,
+    RecordTooLargeError,
+    UnknownTopicOrPartitionError,
+)
 from eoslog.record import accumulator, codec, layout
 
 if TYPE_CHECKING:
@@ -196,6 +201,17 @@ class BatchAccumulator:
         if count is None:
             count = self._partition_counts[topic] = self._topic_metadata(topic).num_partitions
         return count
+
+    def partition_exists(self, topic: str, partition: int) -> bool:
+        """Whether the broker has the partition now, asking as the producer's metadata
+        request would (creating a deleted topic again when auto-creation is allowed, as a
+        Kafka producer's next metadata refresh does), past the cached counts. Any thread:
+        it reads no state of the accumulator."""
+        try:
+            metadata = self._topic_metadata(topic)
+        except KafkaException:
+            return False
+        return partition < metadata.num_partitions
 
     def state_of(self, topic: str, partition: int) -> PartitionState:
         """The partition's state; registered again (its partition checked against the

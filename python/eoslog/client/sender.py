@@ -120,6 +120,7 @@ class Sender:
         self._lock = lock
         self._sync_on_flush = broker.durability == "commit"
         self.changed = threading.Condition(lock)  # a report arrived, or closed
+        self._changed_waiters = 0  # threads in wait_for_change: notified only if any
         # The linger thread's own condition, and until when it sleeps (monotonic s; inf: until
         # woken). A batch opened wakes it only when it would sleep past the batch's linger
         # deadline: waking it for every batch (twice per transaction with the reports) cost
@@ -202,6 +203,15 @@ class Sender:
         """When the next retry is due (monotonic s), or None (producer lock held)."""
         return min((retry[2] for retry in self.retrying.values()), default=None)
 
+    def wait_for_change(self, timeout_s: float | None) -> None:
+        """Wait (producer lock held) until a report arrives, a retry is set up, the producer
+        closes, or timeout_s passes (None: no limit)."""
+        self._changed_waiters += 1
+        try:
+            self.changed.wait(timeout_s)
+        finally:
+            self._changed_waiters -= 1
+
     def purge_queued(self, why: str) -> int:
         """Fail every batch not yet appended, the open ones closed first, with
         MessagePurgedError (librdkafka's _PURGE_QUEUE); their reports are queued for serve().
@@ -255,7 +265,8 @@ class Sender:
             batch.results.append(outcome)
         else:
             self.reports.append((topic, state, batch, outcome))
-            self.changed.notify_all()
+            if self._changed_waiters:
+                self.changed.notify_all()
 
     def _append(
         self, topic: str, state: PartitionState, batch: ProducerBatch
@@ -274,8 +285,8 @@ class Sender:
         try:
             info = self._broker.log(topic, state.partition).append_batch(batch.raw)
         except KafkaException as error:
-            if isinstance(error, UnknownTopicOrPartitionError) and not self._partition_exists(
-                topic, state.partition
+            if isinstance(error, UnknownTopicOrPartitionError) and not (
+                self._batches.partition_exists(topic, state.partition)
             ):
                 # Deleted (and not created again): retrying cannot help.
                 return error
@@ -351,12 +362,12 @@ class Sender:
         assert transactional_id is not None and self._txn is not None
         deadline = self.deadline(timeout)
         try:
-            self.retry_concurrent(
-                lambda: self._broker.transactions.add_partitions(
-                    transactional_id, producer_id, producer_epoch, [partition]
-                ),
+            retry_concurrent(
                 deadline,
                 "add a partition to the transaction",
+                self._is_closed,
+                self._broker.transactions.add_partitions,
+                (transactional_id, producer_id, producer_epoch, [partition]),
             )
         except KafkaException as error:
             return coordinator_error(error)
@@ -372,12 +383,12 @@ class Sender:
         (KIP-360), or None. A fatal error moves to FATAL_ERROR; any other leaves the state
         INITIALIZING, for the call to be made again."""
         try:
-            producer_id, producer_epoch = self.retry_concurrent(
-                lambda: self._broker.transactions.init_producer_id(
-                    transactional_id, self._settings.transaction_timeout_ms, expected
-                ),
+            producer_id, producer_epoch = retry_concurrent(
                 deadline,
                 "init_transactions",
+                self._is_closed,
+                self._broker.transactions.init_producer_id,
+                (transactional_id, self._settings.transaction_timeout_ms, expected),
             )
         except KafkaException as error:
             if error.error.fatal():
@@ -401,12 +412,12 @@ class Sender:
             joined = bool(txn.partitions)
         if joined:
             try:
-                producer_id, producer_epoch = self.retry_concurrent(
-                    lambda: self._broker.transactions.end_transaction(
-                        transactional_id, producer_id, producer_epoch, commit
-                    ),
+                producer_id, producer_epoch = retry_concurrent(
                     deadline,
                     "commit_transaction" if commit else "abort_transaction",
+                    self._is_closed,
+                    self._broker.transactions.end_transaction,
+                    (transactional_id, producer_id, producer_epoch, commit),
                 )
             except KafkaException as error:
                 if error.error.retriable():
@@ -430,9 +441,9 @@ class Sender:
         self._batches.adopt(producer_id, producer_epoch)
         self._txn.partitions.clear()
 
-    def retry_concurrent(self, call: Any, deadline: float, what: str) -> Any:
-        """retry_concurrent (eoslog.client.transaction_manager), given up once closed."""
-        return retry_concurrent(call, deadline, what, lambda: self.closed)
+    def _is_closed(self) -> bool:
+        """Whether the producer closed (a coordinator call's retries give up then)."""
+        return self.closed
 
     def deadline(self, timeout: float | None) -> float:
         """Monotonic seconds `timeout` from now; None or negative: max.block.ms."""
@@ -441,18 +452,6 @@ class Sender:
         return time.monotonic() + timeout
 
     # --- delivery reports --------------------------------------------------------------------
-
-    def _partition_exists(self, topic: str, partition: int) -> bool:
-        """Whether the broker has the partition now, asking as the producer's metadata
-        request would (creating a deleted topic again when auto-creation is allowed, as a
-        Kafka producer's next metadata refresh does)."""
-        try:
-            metadata = self._broker.topic_metadata(
-                topic, auto_create=self._settings.auto_create_topics
-            )
-        except KafkaException:
-            return False
-        return partition < metadata.num_partitions
 
     def serve(self) -> int:
         """Run the queued reports' callbacks (after made_durable); the messages reported."""
@@ -513,10 +512,12 @@ class Sender:
     def batch_opened(self, batch: ProducerBatch) -> None:
         """A batch opened (producer lock held): wake the linger thread if it would sleep past
         the batch's deadline, and start it with the first batch."""
+        if self._linger_s == 0:
+            return  # no linger thread: produce() closes each batch at once
         self._batches_opened += 1
         if batch.opened_s + self._linger_s < self._linger_sleeps_until:
             self._linger_changed.notify()
-        if self._linger_thread is None and self._linger_s > 0:
+        if self._linger_thread is None:
             self._linger_thread = threading.Thread(
                 target=self._linger_loop, name="eoslog-producer-linger", daemon=True
             )

@@ -58,6 +58,10 @@ _Result = TypeVar("_Result")
 
 
 class TxnState(enum.Enum):
+    # Members are singletons compared by identity: object's hash, instead of Enum's
+    # Python-level one, keeps the table lookups of every transition free of calls.
+    __hash__ = object.__hash__
+
     UNINITIALIZED = "UNINITIALIZED"
     INITIALIZING = "INITIALIZING"
     READY = "READY"
@@ -210,13 +214,18 @@ def coordinator_error(error: KafkaException) -> KafkaException:
 
 
 def retry_concurrent(
-    call: Callable[[], _Result], deadline: float, what: str, closed: Callable[[], bool]
+    deadline: float,
+    what: str,
+    closed: Callable[[], bool],
+    call: Callable[..., _Result],
+    args: tuple[Any, ...],
 ) -> _Result:
-    """call(), retried while the coordinator answers CONCURRENT_TRANSACTIONS (a transaction
-    of this id still completing, §7.3), until `deadline` (monotonic s) or until closed()."""
+    """call(*args), retried while the coordinator answers CONCURRENT_TRANSACTIONS (a
+    transaction of this id still completing, §7.3), until `deadline` (monotonic s) or until
+    closed(). (The arguments come apart, not in a lambda: a commit makes two such calls.)"""
     while True:
         try:
-            return call()
+            return call(*args)
         except ConcurrentTransactionsError as error:
             if time.monotonic() >= deadline or closed():
                 raise OperationTimedOutError(f"{what}: timed out ({error})") from error

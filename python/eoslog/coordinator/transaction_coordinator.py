@@ -122,10 +122,18 @@ class TransactionCoordinator:
         self._lock = threading.Lock()
         # Transaction ends writing markers now; stable_offsets waits for none.
         self._ends_in_progress = 0
-        self._ends_changed = threading.Condition()
+        # Taken as a plain lock by an end (no Python-level Condition call on its path); a
+        # reader waiting for the ends counts itself in _ends_waiters, and an end notifies
+        # only when one waits.
+        self._ends_lock = threading.Lock()
+        self._ends_changed = threading.Condition(self._ends_lock)
+        self._ends_waiters = 0
         self._metadata: dict[str, TransactionMetadata] = {}
         # The metadata by its current producer id, for verify_transaction (lock-free reads).
         self._by_producer: dict[int, TransactionMetadata] = {}
+        # The ids with a transaction in progress (_IN_PROGRESS), which
+        # limits.open_transactions_max caps; kept by _persist as each change is applied.
+        self._in_progress: set[str] = set()
         self._id_locks: dict[str, threading.RLock] = {}
         # Each id's `__transaction_state` partition and record key, computed once.
         self._placements: dict[str, tuple[PartitionLog, bytes]] = {}
@@ -168,6 +176,11 @@ class TransactionCoordinator:
                 if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT) and end in open_ends:
                     decided[end] = (meta.state is S.PREPARE_COMMIT, meta.partitions)
         self._by_producer = {meta.producer_id: meta for meta in self._metadata.values()}
+        self._in_progress = {
+            transactional_id
+            for transactional_id, meta in self._metadata.items()
+            if meta.state in _IN_PROGRESS
+        }
         marker_checks.check_last_aborts(self._all_logs(), ends)
         if view:
             self._show_deferred_completes()
@@ -362,10 +375,10 @@ class TransactionCoordinator:
     def _check_room_for_transaction(self, meta: TransactionMetadata) -> None:
         """TooManyOpenTransactionsError, abandoning meta's prepared transition (nothing is
         written or applied), when limits.open_transactions_max transactional ids have a
-        transaction in progress already (docs/style.md rule 6). Counted under the
-        coordinator's lock; ids opening transactions in parallel threads may pass the cap by at
-        most their number."""
-        in_progress = sum(1 for _, other in self._snapshot() if other.state in _IN_PROGRESS)
+        transaction in progress already (docs/style.md rule 6), as _in_progress counts them;
+        ids opening transactions in parallel threads may pass the cap by at most their
+        number."""
+        in_progress = len(self._in_progress)
         if in_progress >= limits.open_transactions_max:
             meta.abandon_transition()
             raise TooManyOpenTransactionsError(
@@ -406,7 +419,8 @@ class TransactionCoordinator:
                 return decision.producer_id, decision.producer_epoch  # a retry of a finished end
             # A failure up to here leaves the id Ongoing: the end was not decided (F1, F2).
             self._persist(meta, decision.persist)
-            crashpoints.hit("coordinator.prepare.after")
+            if crashpoints.ARMED:  # a call saved per transaction when no point is armed
+                crashpoints.hit("coordinator.prepare.after")
             try:
                 self._complete_end(meta)
             except KafkaStorageError as error:  # decided: a retry finishes it (F6)
@@ -576,8 +590,12 @@ class TransactionCoordinator:
         thread; waits while an end is in progress."""
         logs = [(tp, self._log_of(*tp)) for tp in partitions]
         with self._ends_changed:
-            while self._ends_in_progress:
-                self._ends_changed.wait()
+            self._ends_waiters += 1
+            try:
+                while self._ends_in_progress:
+                    self._ends_changed.wait()
+            finally:
+                self._ends_waiters -= 1
             return {tp: log.last_stable_offset for tp, log in logs}
 
     def transaction_snapshots(
@@ -605,6 +623,11 @@ class TransactionCoordinator:
     # --- internals -------------------------------------------------------------------------
 
     def _id_lock(self, transactional_id: str) -> threading.RLock:
+        # An id's lock, once made, is never replaced: read without the coordinator lock
+        # (a dict read is atomic), which is taken only to make one.
+        lock = self._id_locks.get(transactional_id)
+        if lock is not None:
+            return lock
         with self._lock:
             lock = self._id_locks.get(transactional_id)
             if lock is None:
@@ -654,6 +677,10 @@ class TransactionCoordinator:
         if self._by_producer.get(previous_producer_id) is meta:
             del self._by_producer[previous_producer_id]
         self._by_producer[meta.producer_id] = meta
+        if target.state in _IN_PROGRESS:
+            self._in_progress.add(meta.transactional_id)
+        else:
+            self._in_progress.discard(meta.transactional_id)
 
     def _placement(self, transactional_id: str) -> tuple[PartitionLog, bytes]:
         """The id's `__transaction_state` partition and record key (computed once)."""
@@ -738,14 +765,15 @@ class TransactionCoordinator:
         """Write the markers of a transaction in Prepare*, then persist Complete*. A marker
         refused as stale means a newer producer or coordinator owns the transaction: the
         rest are not written and the transaction stays in Prepare* (§3.7)."""
-        with self._ends_changed:
+        with self._ends_lock:
             self._ends_in_progress += 1
         try:
             self._write_markers(meta, recovering)
         finally:
-            with self._ends_changed:
+            with self._ends_lock:
                 self._ends_in_progress -= 1
-                self._ends_changed.notify_all()
+                if self._ends_waiters:
+                    self._ends_changed.notify_all()
 
     def _write_markers(self, meta: TransactionMetadata, recovering: bool) -> None:
         commit = meta.state is S.PREPARE_COMMIT
@@ -770,7 +798,8 @@ class TransactionCoordinator:
         # Complete*; a marker lost under a later surviving record is rewritten from the
         # Prepare* record (_end_unaccounted_transactions).
         self._persist(meta, meta.prepare_complete(self._clock_ms()), defer=True)
-        crashpoints.hit("coordinator.complete.after")
+        if crashpoints.ARMED:
+            crashpoints.hit("coordinator.complete.after")
 
 
 def _check_transactional_id(transactional_id: object) -> None:

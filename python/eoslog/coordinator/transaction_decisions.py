@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Final
+from typing import Final, NamedTuple
 
 from eoslog import limits
 from eoslog.coordinator.transaction_log import NO_PRODUCER_ID
@@ -46,11 +45,11 @@ S = TransactionState
 NewProducerId = Callable[[], int]
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(NamedTuple):
     """What to persist (None: nothing) and what to answer once it is durable: a producer id
     and epoch, or `answer_error` (the fence of an Ongoing transaction answers
-    CONCURRENT_TRANSACTIONS even when its abort is written, §3.2 step 7)."""
+    CONCURRENT_TRANSACTIONS even when its abort is written, §3.2 step 7). A NamedTuple, cheap
+    to make: a transaction takes two decisions."""
 
     persist: TransitionTarget | None
     producer_id: int
@@ -186,6 +185,10 @@ def decide_add_partitions(
 class EpochKind(enum.Enum):
     """How an EndTxn's epoch relates to the stored one under TV2."""
 
+    # Members are singletons compared by identity: object's hash, instead of Enum's
+    # Python-level one, keeps the END_TXN_TV2 lookup of every EndTxn free of a call.
+    __hash__ = object.__hash__
+
     CURRENT = "current"  # the stored epoch: this transaction (or, at rest, the next)
     RETRY = "retry"  # stored = request + 1, or the overflow twin: a retry of an end that won
     OTHER = "other"  # anything else: a stale or unknown producer
@@ -279,15 +282,15 @@ def decide_end_txn(
         raise InvalidProducerIdMappingError(f"{meta.transactional_id}: producer {producer_id}")
     _check_not_pending(meta)
     outcome = end_txn_outcome(meta.state, commit, kind)
-    where = f"{meta.transactional_id}: {'commit' if commit else 'abort'} in {meta.state.name}"
-    if outcome is EndOutcome.FENCED:
-        raise ProducerFencedError(f"{where} at epoch {producer_epoch}")
-    if outcome is EndOutcome.INVALID_STATE:
-        raise InvalidTxnStateError(where)
-    if outcome is EndOutcome.CONCURRENT:
-        raise ConcurrentTransactionsError(f"{where}: still completing")
     if outcome is EndOutcome.NONE:
         return Decision(None, meta.producer_id, meta.producer_epoch)
+    if outcome is not EndOutcome.BUMP:
+        where = f"{meta.transactional_id}: {'commit' if commit else 'abort'} in {meta.state.name}"
+        if outcome is EndOutcome.FENCED:
+            raise ProducerFencedError(f"{where} at epoch {producer_epoch}")
+        if outcome is EndOutcome.INVALID_STATE:
+            raise InvalidTxnStateError(where)
+        raise ConcurrentTransactionsError(f"{where}: still completing")
     next_producer_id = (
         new_producer_id() if is_epoch_exhausted(meta.producer_epoch) else NO_PRODUCER_ID
     )

@@ -25,7 +25,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Final
+from typing import Final, NamedTuple
 
 from eoslog.coordinator.message_fields import (
     INT8,
@@ -61,12 +61,12 @@ class TopicPartitions:
     partition_ids: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class TransactionLogValue:
+class TransactionLogValue(NamedTuple):
     """One `__transaction_state` value, field for field as TransactionLogValue.json names it.
 
     `transaction_status` is the TransactionState id byte (docs/coordinator.md §1.1); this module
-    does not interpret it. `transaction_partitions` is None for an Empty transaction."""
+    does not interpret it. `transaction_partitions` is None for an Empty transaction. A
+    NamedTuple: every state change makes one, and a frozen dataclass cost a microsecond."""
 
     producer_id: int
     producer_epoch: int
@@ -121,21 +121,23 @@ _VERSION_FLEXIBLE_BYTES: Final = INT16.pack(VALUE_VERSION_FLEXIBLE)
 # --- encoding -------------------------------------------------------------------------------
 
 
-# The last partitions array encoded, (elements, flexible, bytes): a transaction's Ongoing and
-# Prepare* records carry the same elements object (see log_value_of), so the second is free.
-# Replaced whole, so threads may share it. It starts on a key no caller can pass (an empty
-# tuple there once made the first Complete* record's array vanish).
+# The last non-empty partitions array encoded, (elements, flexible, bytes): a transaction's
+# Ongoing and Prepare* records carry the same elements object (see log_value_of), and so do
+# the next transaction's when it touches the same partitions, so those are free. An empty or
+# null array (Complete*, Empty) is encoded each time, which costs little and keeps the cached
+# one. Replaced whole, so threads may share it. It starts on a key no caller can pass.
 _last_partitions: tuple[object, bool, bytes] = (object(), True, b"")
 
 
 def _partitions(value: tuple[TopicPartitions, ...] | None, flexible: bool) -> bytes:
     global _last_partitions
+    if not value:
+        return _encode_partitions(value, flexible)
     last = _last_partitions
-    if value is not None and last[0] is value and last[1] is flexible:
+    if last[0] is value and last[1] is flexible:
         return last[2]
     encoded = _encode_partitions(value, flexible)
-    if value is not None:
-        _last_partitions = (value, flexible, encoded)
+    _last_partitions = (value, flexible, encoded)
     return encoded
 
 

@@ -19,9 +19,7 @@ ProducerFencedError from prepare_epoch_bump (a client's stale epoch); nothing el
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable
-from typing import Any
 
 from eoslog import limits
 from eoslog.coordinator.transaction_log import (
@@ -44,9 +42,9 @@ from eoslog.coordinator.transaction_state import (
 from eoslog.errors import CorruptTransactionLogError, ProducerFencedError
 
 S = TransactionState
+_new_tuple = tuple.__new__
 # States with no transaction open: InitProducerId may re-initialise, a TV2 abort is "empty".
 _AT_REST = frozenset({S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT})
-_TARGET_FIELDS = frozenset(field.name for field in dataclasses.fields(TransitionTarget))
 
 
 class TransactionMetadata:
@@ -122,27 +120,47 @@ class TransactionMetadata:
             self.client_transaction_version,
         )
 
-    def target(self, state: TransactionState, **changes: Any) -> TransitionTarget:
-        """A target that keeps every present value but `changes`. Like Kafka, every
-        transition records the present producer id as the previous one."""
-        # Built field by field: dataclasses.replace twice was a tenth of a transaction's
-        # coordinator time (bench/txn_bench.py --profile).
-        get = changes.get
-        unknown = changes.keys() - _TARGET_FIELDS
-        if unknown:
-            raise TypeError(f"unknown TransitionTarget fields {sorted(unknown)}")
-        return TransitionTarget(
-            state,
-            get("producer_id", self.producer_id),
-            get("previous_producer_id", self.producer_id),
-            get("next_producer_id", self.next_producer_id),
-            get("producer_epoch", self.producer_epoch),
-            get("last_producer_epoch", self.last_producer_epoch),
-            get("txn_timeout_ms", self.txn_timeout_ms),
-            get("partitions", self.partitions),
-            get("txn_start_timestamp_ms", self.txn_start_timestamp_ms),
-            get("txn_last_update_timestamp_ms", self.txn_last_update_timestamp_ms),
-            get("client_transaction_version", self.client_transaction_version),
+    def target(
+        self,
+        state: TransactionState,
+        *,
+        producer_id: int | None = None,
+        previous_producer_id: int | None = None,
+        next_producer_id: int | None = None,
+        producer_epoch: int | None = None,
+        last_producer_epoch: int | None = None,
+        txn_timeout_ms: int | None = None,
+        partitions: frozenset[PartitionKey] | None = None,
+        txn_start_timestamp_ms: int | None = None,
+        txn_last_update_timestamp_ms: int | None = None,
+        client_transaction_version: int | None = None,
+    ) -> TransitionTarget:
+        """A target that keeps every present value but those given (None: keep). Like
+        Kafka, every transition records the present producer id as the previous one."""
+        # Keyword arguments, not **changes and a lookup per field, and tuple.__new__, not the
+        # NamedTuple's Python-level __new__: this runs three times per transaction
+        # (bench/txn_bench.py --profile).
+        return _new_tuple(
+            TransitionTarget,
+            (
+                state,
+                self.producer_id if producer_id is None else producer_id,
+                self.producer_id if previous_producer_id is None else previous_producer_id,
+                self.next_producer_id if next_producer_id is None else next_producer_id,
+                self.producer_epoch if producer_epoch is None else producer_epoch,
+                self.last_producer_epoch if last_producer_epoch is None else last_producer_epoch,
+                self.txn_timeout_ms if txn_timeout_ms is None else txn_timeout_ms,
+                self.partitions if partitions is None else partitions,
+                self.txn_start_timestamp_ms
+                if txn_start_timestamp_ms is None
+                else txn_start_timestamp_ms,
+                self.txn_last_update_timestamp_ms
+                if txn_last_update_timestamp_ms is None
+                else txn_last_update_timestamp_ms,
+                self.client_transaction_version
+                if client_transaction_version is None
+                else client_transaction_version,
+            ),
         )
 
     # --- the two phases -------------------------------------------------------------------
@@ -176,11 +194,12 @@ class TransactionMetadata:
         """Phase 3, once the target's record is durable: re-check the invariants for the
         target state (§1.2 step 3) and apply it. IllegalTransitionError, changing nothing,
         if `target` is not the pending transition or breaks an invariant."""
-        if self.pending is None or self.pending != target:
+        if self.pending is None or self.pending is not target:
             raise IllegalTransitionError(
                 f"{self.transactional_id}: completing a transition that is not pending"
             )
-        problem = completion_problem(self.current(), target)
+        # The metadata itself stands for its present values (no current() copy).
+        problem = completion_problem(self, target)
         if problem:
             raise IllegalTransitionError(
                 f"{self.transactional_id}: {self.state.kafka_name} -> "
@@ -389,17 +408,22 @@ def log_value_of(target: TransitionTarget) -> TransactionLogValue:
             raise IllegalTransitionError("an Empty transaction has no partitions")
     else:
         partitions = _grouped(target.partitions)
-    return TransactionLogValue(
-        producer_id=target.producer_id,
-        producer_epoch=target.producer_epoch,
-        transaction_timeout_ms=target.txn_timeout_ms,
-        transaction_status=int(target.state),
-        transaction_partitions=partitions,
-        transaction_last_update_timestamp_ms=target.txn_last_update_timestamp_ms,
-        transaction_start_timestamp_ms=target.txn_start_timestamp_ms,
-        previous_producer_id=target.previous_producer_id,
-        next_producer_id=target.next_producer_id,
-        client_transaction_version=target.client_transaction_version,
+    # In TransactionLogValue's field order; tuple.__new__ saves the NamedTuple's Python-level
+    # __new__ (three times per transaction).
+    return _new_tuple(
+        TransactionLogValue,
+        (
+            target.producer_id,
+            target.producer_epoch,
+            target.txn_timeout_ms,
+            int(target.state),
+            partitions,
+            target.txn_last_update_timestamp_ms,
+            target.txn_start_timestamp_ms,
+            target.previous_producer_id,
+            target.next_producer_id,
+            target.client_transaction_version,
+        ),
     )
 
 
@@ -415,7 +439,10 @@ def _grouped(partitions: frozenset[PartitionKey]) -> tuple[TopicPartitions, ...]
     if not partitions:
         return ()
     last = _last_grouped
-    if last[0] is partitions:
+    # Equal, not only the same object: a producer's transactions usually touch the same
+    # partitions, so the next transaction's Ongoing record reuses the grouping (and the
+    # encoder, keyed by the grouping object, its bytes). Comparing frozensets makes no call.
+    if last[0] == partitions:
         return last[1]
     by_topic: dict[str, list[int]] = {}
     for topic, partition in sorted(partitions):

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from eoslog import limits
 from eoslog.errors import InvalidConfigError
 
 DAY_MS: Final = 24 * 60 * 60 * 1000
+# Long.MAX_VALUE: a message.timestamp.{before,after}.max.ms that turns its check off.
+TIMESTAMP_LIMIT_OFF_MS: Final = (1 << 63) - 1
 
 
 @dataclass(frozen=True)
@@ -28,8 +30,23 @@ class LogConfig:
     log_append_time: bool = False  # message.timestamp.type=LogAppendTime
     # How far a CreateTime record may lie before / after the append time; Long.MAX_VALUE (the
     # default, Kafka's) turns the check off.
-    timestamp_before_max_ms: int = (1 << 63) - 1
-    timestamp_after_max_ms: int = (1 << 63) - 1
+    timestamp_before_max_ms: int = TIMESTAMP_LIMIT_OFF_MS
+    timestamp_after_max_ms: int = TIMESTAMP_LIMIT_OFF_MS
+    # Derived: whether an append checks CreateTime record timestamps against the range above
+    # (eoslog.log.timestamps), i.e. a limit is on (not Long.MAX_VALUE) on a CreateTime topic.
+    # Computed once here, so an append with nothing to check makes no call for it.
+    timestamp_range_checked: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self,
+            "timestamp_range_checked",
+            not self.log_append_time
+            and (
+                self.timestamp_before_max_ms != TIMESTAMP_LIMIT_OFF_MS
+                or self.timestamp_after_max_ms != TIMESTAMP_LIMIT_OFF_MS
+            ),
+        )
 
     def to_properties(self) -> dict[str, int | str]:
         """Kafka's property names and values, as list_topics reports them."""

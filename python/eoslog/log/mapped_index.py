@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 # LOG_INDEX_SIZE_MAX_BYTES_DEFAULT, docs/format.md §5.2): the size a new index file is given.
 INDEX_BYTES_DEFAULT: Final = 10 * 1024 * 1024
 # A relative offset is stored as an int32 (AbstractIndex.toRelative).
-RELATIVE_OFFSET_MAX: Final = (1 << 31) - 1
+RELATIVE_OFFSET_MAX: Final = limits.segment_relative_offset_max
 _INT64_MIN: Final = -(1 << 63)
 _INT64_MAX: Final = (1 << 63) - 1
 
@@ -64,6 +64,8 @@ class MappedIndex:
     """An index file of ENTRY_BYTES-sized entries, mapped while open (see the module doc)."""
 
     ENTRY_BYTES: ClassVar[int]
+    # Slots kept back from is_full, for the entry a roll or close adds (the time index's one).
+    RESERVED_SLOTS: ClassVar[int] = 0
 
     __slots__ = (
         "_base_offset",
@@ -236,7 +238,15 @@ class MappedIndex:
 
     @property
     def is_full(self) -> bool:
-        return self._entries.count >= self._entries.capacity
+        """No slot is left but the RESERVED_SLOTS (eoslog._ext.segment_core's roll rule
+        reads the same from entry_table)."""
+        return self._entries.count >= self._entries.capacity - self.RESERVED_SLOTS
+
+    @property
+    def entry_table(self) -> _index.IndexEntries:
+        """The entries' table (count, capacity), the same object for the index's lifetime:
+        what a segment's roll rule watches (segment_core.SegmentCore.watch_indexes)."""
+        return self._entries
 
     @property
     def length(self) -> int:

@@ -15,13 +15,13 @@ from __future__ import annotations
 import bisect
 import contextlib
 import dataclasses
-import struct
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from eoslog import crashpoints, limits
 from eoslog._ext.producer_state import APPEND_DUPLICATE, NO_OFFSET, ProducerStateTable
+from eoslog._ext.segment_core import ROLL_FIRST
 from eoslog.errors import (
     CorruptRecordError,
     InvalidProducerEpochError,
@@ -58,8 +58,22 @@ if TYPE_CHECKING:
 
     from eoslog.record.types import BatchHeader
 
-_OFFSET = struct.Struct(">q")
-_EPOCH = struct.Struct(">i")
+
+def _restamped(batch: Buffer, base_offset: int, append_time: int, max_timestamp: int) -> bytearray:
+    """A copy of the batch with the leader's fields and a new CRC: LogAppendTime (append_time
+    >= 0: the attribute and the max timestamp), or a CreateTime batch whose header max
+    timestamp is not its records' largest, `max_timestamp` (Kafka writes the largest there).
+    A batch that needs neither is written as given, only its base offset and leader epoch
+    stamped (outside the CRC) on the way (LogSegment.append_stamped)."""
+    copy = bytearray(batch)
+    codec.stamp_batch(
+        copy,
+        base_offset=base_offset,
+        partition_leader_epoch=0,
+        log_append_time_ms=append_time,
+        max_timestamp=None if append_time >= 0 else max_timestamp,
+    )
+    return copy
 
 
 class AppendInfo(NamedTuple):
@@ -67,6 +81,11 @@ class AppendInfo(NamedTuple):
     last_offset: int
     log_append_time_ms: int  # -1 for CreateTime topics
     duplicate: bool
+
+
+# tuple.__new__ builds an AppendInfo without the NamedTuple's Python-level __new__ (a frame
+# per append).
+_new_tuple = tuple.__new__
 
 
 class _StorageGuard:
@@ -88,11 +107,7 @@ class _StorageGuard:
     ) -> None:
         # KafkaStorageError is an OSError too: it passes through unwrapped.
         if isinstance(error, OSError) and not isinstance(error, KafkaStorageError):
-            log = self._log
-            failure = KafkaStorageError(f"{log.topic}-{log.partition}: {error}")
-            if self._writing:
-                log._group_sync.fail(failure)
-            raise failure from error
+            raise self._log._storage_failure(error, writing=self._writing) from error
 
 
 class PartitionLog:
@@ -234,39 +249,38 @@ class PartitionLog:
         A duplicate's log_append_time_ms is what the original append returned: the
         append time on a LogAppendTime topic, else -1. (Kafka returns the original batch's
         max timestamp either way.)"""
-        with self._storage(writing=True):
-            validated = codec.validate_batch(raw, batch_bytes_max=self.config.max_message_bytes)
-            if len(raw) > self.config.segment_bytes:
+        # What _storage(writing=True) does, spelled out: the hot path saves entering and
+        # leaving a context manager.
+        try:
+            config = self.config
+            validated = codec.validate_batch(raw, batch_bytes_max=config.max_message_bytes)
+            if len(raw) > config.segment_bytes:
                 raise RecordBatchTooLargeError(
-                    f"batch of {len(raw)} bytes is larger than segment.bytes "
-                    f"{self.config.segment_bytes}"
+                    f"batch of {len(raw)} bytes is larger than segment.bytes {config.segment_bytes}"
                 )
             header = validated.header
-            check_client_timestamps(raw, validated, self.config, self._clock_ms())
-            view = memoryview(raw).cast("B")
             with self._lock:
-                self._check_writable()
+                now = self._clock_ms()
+                if config.timestamp_range_checked or header.attributes & layout.TIMESTAMP_TYPE_MASK:
+                    check_client_timestamps(raw, validated, config, now)
+                if self._closed or self._group_sync.failure is not None:
+                    self._check_writable()  # raises
                 producers = self._producers.table
                 if header.producer_id >= 0:
-                    original = self._check_producer_append(header)
+                    transactional = header.is_transactional
+                    original = self._check_producer_append(header, transactional)
                     if original is not None:
                         return self._duplicate(*original)
                 base_offset = self._log_end_offset
-                append_time = self._clock_ms() if self.config.log_append_time else -1
+                append_time = now if config.log_append_time else -1
                 last_offset = base_offset + header.last_offset_delta
                 max_timestamp = append_time if append_time >= 0 else validated.max_timestamp
+                batch = raw
                 # Kafka's LogValidator writes a CreateTime batch's largest record timestamp
                 # into its header; a producer that put another value there gets it corrected.
-                create_time_max = (
-                    validated.max_timestamp
-                    if append_time < 0 and validated.max_timestamp != header.max_timestamp
-                    else None
-                )
-                self._append_stamped(
-                    self._stamped(view, base_offset, append_time, create_time_max),
-                    last_offset,
-                    max_timestamp,
-                )
+                if append_time >= 0 or validated.max_timestamp != header.max_timestamp:
+                    batch = _restamped(raw, base_offset, append_time, validated.max_timestamp)
+                self._write(batch, base_offset, last_offset, max_timestamp, now)
                 # Staged above, applied now that the bytes are written (docs/style.md rule 9).
                 if header.producer_id >= 0:
                     producers.apply_append(
@@ -277,7 +291,7 @@ class PartitionLog:
                         base_offset,
                         last_offset,
                         max_timestamp,
-                        header.is_transactional,
+                        transactional,
                     )
                 else:
                     producers.map_end_offset = last_offset + 1
@@ -287,22 +301,29 @@ class PartitionLog:
                 self._append_signal.bump()
             if self._durability == "always":
                 self._group_sync.sync_through(last_offset + 1)
-            return AppendInfo(base_offset, last_offset, append_time, False)
+            return _new_tuple(AppendInfo, (base_offset, last_offset, append_time, False))
+        except KafkaStorageError:
+            raise
+        except OSError as error:
+            raise self._storage_failure(error, writing=True) from error
 
-    def _check_producer_append(self, header: BatchHeader) -> tuple[int, int, int] | None:
+    def _check_producer_append(
+        self, header: BatchHeader, transactional: bool
+    ) -> tuple[int, int, int] | None:
         """Check a client's batch against its producer's state, changing nothing (docs/format.md
         §8.2, in Kafka's order): the original's (first offset, last offset, timestamp) for a
         retry of one of the producer's last 5 batches, else None once the batch may be
         written. Raises what check_append raises, TooManyProducersError for a producer new
         here when the state is full, and what verify_transaction raises for a batch that
-        would open a transaction. Under self._lock."""
+        would open a transaction. `transactional`: header.is_transactional, read once by
+        the caller. Under self._lock."""
         producers = self._producers.table
         verdict, original = producers.check_append(
             header.producer_id,
             header.producer_epoch,
             header.base_sequence,
             header.last_offset_delta,
-            header.is_transactional,
+            transactional,
         )
         if verdict == APPEND_DUPLICATE and original is not None:
             return original
@@ -310,7 +331,7 @@ class PartitionLog:
         if entry is None:
             self._check_room_for_producer(header.producer_id)
         opens_transaction = entry is None or entry.current_txn_first_offset == NO_OFFSET
-        if header.is_transactional and self._verify_transaction is not None and opens_transaction:
+        if transactional and self._verify_transaction is not None and opens_transaction:
             # The batch would open a transaction here: only the producer's current, ongoing
             # transaction that holds this partition may.
             self._verify_transaction(
@@ -351,9 +372,11 @@ class PartitionLog:
         durable before it returns under durability "always", and under "commit" unless
         `sync` is false (the coordinator then syncs it before anything that depends on it:
         flush_through(offset + 1))."""
-        with self._storage(writing=True):
+        # As in append_batch: _storage(writing=True) spelled out.
+        try:
             with self._lock:
-                self._check_writable()
+                if self._closed or self._group_sync.failure is not None:
+                    self._check_writable()  # raises
                 producers = self._producers.table
                 producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
                 entry = producers.entry(producer_id)
@@ -368,16 +391,16 @@ class PartitionLog:
                     )
                 offset = self._log_end_offset
                 now = self._clock_ms()
-                append_time = now if self.config.log_append_time else -1
-                marker = codec.build_control_batch(
+                marker: Buffer = codec.build_control_batch(
                     1 if commit else 0,
                     producer_id=producer_id,
                     producer_epoch=producer_epoch,
                     coordinator_epoch=coordinator_epoch,
                     timestamp=now,
                 )
-                view = memoryview(marker)
-                self._append_stamped(self._stamped(view, offset, append_time), offset, now)
+                if self.config.log_append_time:
+                    marker = _restamped(marker, offset, now, now)
+                self._write(marker, offset, offset, now, now)
                 if not commit and entry is not None and entry.current_txn_first_offset != NO_OFFSET:
                     self._aborting_first_offset = entry.current_txn_first_offset
                 try:
@@ -399,6 +422,10 @@ class PartitionLog:
             if self._durability == "always" or (sync and self._durability == "commit"):
                 self._group_sync.sync_through(offset + 1)
             return offset
+        except KafkaStorageError:
+            raise
+        except OSError as error:
+            raise self._storage_failure(error, writing=True) from error
 
     def _duplicate(self, first_offset: int, last_offset: int, timestamp: int) -> AppendInfo:
         """The answer to a retried batch: its original offsets. Under durability="always" the
@@ -419,64 +446,30 @@ class PartitionLog:
         """The producer-state table (read it under no lock only in tests)."""
         return self._producers.table
 
-    @staticmethod
-    def _stamped(
-        view: memoryview, base_offset: int, append_time: int, create_time_max: int | None = None
-    ) -> tuple[Buffer, ...]:
-        """The batch with its leader-assigned fields. With CreateTime only the base offset and
-        leader epoch change, both outside the CRC: patch a copy of the 61-byte header and
-        write the body from the caller's buffer, saving a copy of the whole batch. With
-        LogAppendTime, or a CreateTime batch whose header max timestamp is not its records'
-        largest (create_time_max, given only then: Kafka writes the largest there), the CRC
-        changes too, so the whole batch is copied and restamped."""
-        if append_time >= 0 or create_time_max is not None:
-            batch = bytearray(view)
-            codec.stamp_batch(
-                batch,
-                base_offset=base_offset,
-                partition_leader_epoch=0,
-                log_append_time_ms=append_time,
-                max_timestamp=None if append_time >= 0 else create_time_max,
-            )
-            return (batch,)
-        if view.nbytes <= limits.join_parts_bytes_max:
-            # A small batch is copied whole and written with one pwrite (LogSegment.append).
-            batch = bytearray(view)
-            _OFFSET.pack_into(batch, layout.BASE_OFFSET_OFFSET, base_offset)
-            _EPOCH.pack_into(batch, layout.PARTITION_LEADER_EPOCH_OFFSET, 0)
-            return (batch,)
-        header = bytearray(view[: layout.HEADER_SIZE])
-        _OFFSET.pack_into(header, layout.BASE_OFFSET_OFFSET, base_offset)
-        _EPOCH.pack_into(header, layout.PARTITION_LEADER_EPOCH_OFFSET, 0)
-        return header, view[layout.HEADER_SIZE :]
-
-    def _append_stamped(
-        self, batch: tuple[Buffer, ...], last_offset: int, max_timestamp: int
+    def _write(
+        self, batch: Buffer, base_offset: int, last_offset: int, max_timestamp: int, now: int
     ) -> None:
-        """Write a batch whose offsets are assigned (under the lock), rolling first if the
-        active segment cannot take it. The caller publishes the new log end once the
-        producer state knows the batch (a reader's LSO must not pass an open transaction's
-        first batch)."""
-        active = self._segments[-1]
-        now = self._clock_ms()
-        size = sum([memoryview(part).nbytes for part in batch])
-        if active.should_roll(size, max_timestamp, last_offset, now):
-            active = self._roll(self._log_end_offset)
-        crashpoints.hit("append.before")
+        """Write a batch whose offsets are assigned (under the lock) as the active segment's
+        next batch, its base offset and leader epoch stamped on the way (LogSegment's
+        append_stamped), rolling first if the active segment cannot take it. The caller
+        publishes the new log end once the producer state knows the batch (a reader's LSO
+        must not pass an open transaction's first batch). The active segment is always in
+        _unsynced (every roll and sync keeps it there), so nothing is added to it here."""
+        hook = crashpoints.HOOK
         try:
-            active.append(
-                batch,
-                last_offset=last_offset,
-                max_timestamp=max_timestamp,
-                offset_of_max_timestamp=last_offset,
+            position = self._segments[-1].append_stamped(
+                batch, base_offset, last_offset, max_timestamp, now, hook
             )
+            if position == ROLL_FIRST:
+                self._roll(self._log_end_offset).append_stamped(
+                    batch, base_offset, last_offset, max_timestamp, now, hook, False
+                )
+        except KafkaStorageError:
+            raise  # a failed roll, stopped already
         except OSError as error:
             # The bytes may be half written: stop accepting writes (docs/design.md fail-stop);
             # recovery at the next open cuts the torn batch.
             self._fail(error)
-        self._unsynced.add(active)
-        active.last_modified_ms = now
-        crashpoints.hit("append.after")
 
     def _roll(self, base_offset: int) -> LogSegment:
         active = self._segments[-1]
@@ -541,6 +534,15 @@ class PartitionLog:
     def _storage(self, writing: bool) -> _StorageGuard:
         """Turn an I/O error into KafkaStorageError; a write error also stops the partition."""
         return self._write_guard if writing else self._read_guard
+
+    def _storage_failure(self, error: OSError, *, writing: bool) -> KafkaStorageError:
+        """The KafkaStorageError a public method raises for an I/O error (other than a
+        KafkaStorageError, which passes unwrapped); when writing, the failure also stops the
+        partition (fail-stop)."""
+        failure = KafkaStorageError(f"{self.topic}-{self.partition}: {error}")
+        if writing:
+            self._group_sync.fail(failure)
+        return failure
 
     def fail_stop(self, failure: KafkaStorageError) -> None:
         """Stop accepting writes (a storage failure elsewhere in the broker)."""

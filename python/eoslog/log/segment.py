@@ -16,16 +16,16 @@ recovery, index rebuilds) preads, and maps nothing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 from eoslog import limits
 from eoslog._ext import scan
-from eoslog.errors import CorruptRecordError, IndexOffsetOverflowError
+from eoslog._ext.segment_core import SegmentCore
+from eoslog.errors import CorruptRecordError
 from eoslog.fs import FileHandle, FileSystem
 from eoslog.log.config import LogConfig
-from eoslog.log.mapped_index import RELATIVE_OFFSET_MAX
 from eoslog.log.mapped_log import MappedLog
 from eoslog.log.offset_index import OffsetIndex
 from eoslog.log.segment_reads import (
@@ -41,17 +41,6 @@ from eoslog.log.time_index import TimeIndex
 from eoslog.log.txn_index import TransactionIndex
 from eoslog.record import codec, layout
 from eoslog.record.status import TRUNCATED_BATCH
-
-if TYPE_CHECKING:
-    # Only for annotations: typing_extensions is not a run-time dependency.
-    from typing_extensions import Buffer
-
-
-class _Unloaded:
-    """Marks a lazily loaded field not read yet (None is a real value for it)."""
-
-
-_UNLOADED: Final = _Unloaded()
 
 
 class SegmentRead(NamedTuple):
@@ -74,9 +63,18 @@ def first_offset_violation(infos: np.ndarray, next_offset: int) -> int | None:
     return None if bad < 0 else bad
 
 
-class LogSegment(SegmentReads):
+class LogSegment(SegmentReads, SegmentCore):
     """A segment's files. `size` is the logical end of the .log: everything below it is
-    whole batches appended (or recovered), everything at or above it is not part of the log."""
+    whole batches appended (or recovered), everything at or above it is not part of the log.
+
+    The state an append changes (size, the largest and first batch timestamps, the bytes
+    since the last index entry, created_ms and last_modified_ms), the roll rule
+    (should_roll) and the append itself (append, append_stamped) are the native
+    SegmentCore's (eoslog._ext.segment_core); the largest timestamp and the first batch's
+    are read from the files on first use, by scan_largest_timestamp and
+    _load_first_batch_timestamp below."""
+
+    _log_file: MappedLog
 
     def __init__(
         self,
@@ -107,12 +105,16 @@ class LogSegment(SegmentReads):
             max_index_bytes=config.segment_index_bytes,
         )
         self.txn_index = TransactionIndex(fs, self.path(TXN_INDEX_SUFFIX), base_offset)
+        self.watch_indexes(
+            self.offset_index.entry_table,
+            OffsetIndex.RESERVED_SLOTS,
+            self.time_index.entry_table,
+            TimeIndex.RESERVED_SLOTS,
+        )
         self.bytes_since_last_index_entry = 0
-        # Loaded on first use (a clean open of many segments reads none of them): the largest
-        # batch max timestamp and the last offset of its batch (the time index's "shallow"
-        # offset), and the first batch's max timestamp, which segment.ms counts from.
-        self._largest: tuple[int, int] | None = None
-        self._first_batch_timestamp: int | _Unloaded | None = _UNLOADED
+        # The largest batch max timestamp and the last offset of its batch (the time index's
+        # "shallow" offset), and the first batch's max timestamp, which segment.ms counts
+        # from, are loaded on first use (a clean open of many segments reads none of them).
         # When data last reached this segment, as far as this process knows: what retention
         # falls back on for batches without timestamps (Kafka uses the file's mtime; the open
         # time is never earlier, so retention never deletes sooner than Kafka would).
@@ -129,31 +131,6 @@ class LogSegment(SegmentReads):
         """The .log's open handle (truncate_to may replace it: see mapped_log)."""
         return self._log_file.handle
 
-    @property
-    def max_timestamp(self) -> int:
-        if self._largest is None:
-            self._largest = self.scan_largest_timestamp()
-        return self._largest[0]
-
-    @property
-    def offset_of_max_timestamp(self) -> int:
-        if self._largest is None:
-            self._largest = self.scan_largest_timestamp()
-        return self._largest[1]
-
-    def set_largest_timestamp(self, timestamp: int, offset: int) -> None:
-        self._largest = (timestamp, offset)
-
-    @property
-    def first_batch_timestamp(self) -> int | None:
-        if isinstance(self._first_batch_timestamp, _Unloaded):
-            self._first_batch_timestamp = self._load_first_batch_timestamp()
-        return self._first_batch_timestamp
-
-    @first_batch_timestamp.setter
-    def first_batch_timestamp(self, timestamp: int | None) -> None:
-        self._first_batch_timestamp = timestamp
-
     def _load_first_batch_timestamp(self) -> int | None:
         if self.size < layout.HEADER_SIZE:
             return None
@@ -166,64 +143,7 @@ class LogSegment(SegmentReads):
         LogSegment.largestTimestamp)."""
         return self.max_timestamp if self.max_timestamp >= 0 else self.last_modified_ms
 
-    # --- appending -------------------------------------------------------------------------
-
-    def append(
-        self,
-        data: Buffer | tuple[Buffer, ...],
-        *,
-        last_offset: int,
-        max_timestamp: int,
-        offset_of_max_timestamp: int,
-    ) -> int:
-        """Write whole batches at the end (`data` may come in parts, written in order, so a
-        caller can patch a header without copying the batch); add index entries every
-        index.interval.bytes (docs/format.md §5.7). Returns the position they were written at."""
-        if not 0 <= last_offset - self.base_offset <= RELATIVE_OFFSET_MAX:
-            raise IndexOffsetOverflowError(
-                f"offset {last_offset} does not fit segment {self.base_offset}"
-            )
-        position = end = self.size
-        log = self.log
-        parts = data if isinstance(data, tuple) else (data,)
-        size = sum(memoryview(part).nbytes for part in parts)
-        if len(parts) > 1 and size <= limits.join_parts_bytes_max:
-            # One system call instead of one per part: for a small batch (a coordinator
-            # record, a marker, a single record) the write costs more than the copy.
-            log.pwrite(b"".join(parts), end)
-        else:
-            for part in parts:
-                log.pwrite(part, end)
-                end += memoryview(part).nbytes
-        end = position + size
-        self.size = end
-        if self.first_batch_timestamp is None and position == 0:
-            self.first_batch_timestamp = max_timestamp
-        if max_timestamp > self.max_timestamp:
-            self._largest = (max_timestamp, offset_of_max_timestamp)
-        if self.bytes_since_last_index_entry > self.config.index_interval_bytes:
-            self.offset_index.append(last_offset, position)
-            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
-            self.bytes_since_last_index_entry = 0
-        self.bytes_since_last_index_entry += end - position
-        return position
-
-    def should_roll(
-        self, batch_size: int, max_timestamp: int, last_offset: int, now_ms: int
-    ) -> bool:
-        """Whether the next batch belongs in a new segment (docs/format.md §5.10)."""
-        if self.size > self.config.segment_bytes - batch_size:
-            return True
-        if self.size > 0:
-            if self.first_batch_timestamp is not None and self.first_batch_timestamp >= 0:
-                waited = max_timestamp - self.first_batch_timestamp
-            else:
-                waited = now_ms - self.created_ms
-            if waited > self.config.segment_ms:
-                return True
-        if self.offset_index.is_full or self.time_index.is_full:
-            return True
-        return not 0 <= last_offset - self.base_offset <= RELATIVE_OFFSET_MAX
+    # --- roll ------------------------------------------------------------------------------
 
     def on_become_inactive(self) -> None:
         """On roll: the final time-index entry, then trim the indexes to their entries."""
@@ -428,7 +348,7 @@ class LogSegment(SegmentReads):
         self.offset_index.resize(self.config.segment_index_bytes)
         self.time_index.resize(self.config.segment_index_bytes)
         self.bytes_since_last_index_entry = 0
-        self._largest = self.scan_largest_timestamp()
+        self.set_largest_timestamp(*self.scan_largest_timestamp())
         if self.size == 0:
             self.first_batch_timestamp = None
             if now_ms is not None:

@@ -23,7 +23,9 @@ class GroupSync:
         self._sync = sync
         self._durable = durable
         self._syncing = False
-        self._failure: KafkaStorageError | None = None
+        # The failure that stopped it, or None. An attribute, not a property: every append
+        # reads it, and a set attribute never goes back to None.
+        self.failure: KafkaStorageError | None = None
         self._changed = threading.Condition()
 
     @property
@@ -31,14 +33,10 @@ class GroupSync:
         """Everything below this point is durable."""
         return self._durable
 
-    @property
-    def failure(self) -> KafkaStorageError | None:
-        return self._failure
-
     def check(self) -> None:
         """Raise the stored failure, if a sync ever failed."""
-        if self._failure is not None:
-            raise self._failure
+        if self.failure is not None:
+            raise self.failure
 
     def sync_through(self, target: int) -> None:
         """Return once everything below `target` is durable, running a sync if needed."""
@@ -56,10 +54,10 @@ class GroupSync:
             self._sync()
         except OSError as error:
             with self._changed:
-                self._failure = KafkaStorageError(f"fsync failed, no further writes: {error}")
+                self.failure = KafkaStorageError(f"fsync failed, no further writes: {error}")
                 self._syncing = False
                 self._changed.notify_all()
-            raise self._failure from error
+            raise self.failure from error
         with self._changed:
             self._durable = max(self._durable, reach)
             self._syncing = False
@@ -77,6 +75,6 @@ class GroupSync:
     def fail(self, error: KafkaStorageError) -> None:
         """Record a storage failure seen elsewhere (a failed write): fail-stop from now on."""
         with self._changed:
-            if self._failure is None:
-                self._failure = error
+            if self.failure is None:
+                self.failure = error
             self._changed.notify_all()

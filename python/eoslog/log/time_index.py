@@ -37,6 +37,8 @@ class TimeIndex(MappedIndex):
     """
 
     ENTRY_BYTES = ENTRY_BYTES
+    # The last slot is for the roll/close entry: is_full is one slot short of max_entries.
+    RESERVED_SLOTS = 1
 
     __slots__ = ("_last_entry",)
 
@@ -65,11 +67,6 @@ class TimeIndex(MappedIndex):
     def last_entry(self) -> tuple[int, int]:
         """(timestamp, offset) of the last entry; (-1, base offset) when empty."""
         return self._last_entry
-
-    @property
-    def is_full(self) -> bool:
-        """One slot short of max_entries: the last slot is for the roll/close entry."""
-        return self._entries.count >= self._entries.capacity - 1
 
     def maybe_append(self, timestamp: int, offset: int, *, skip_full_check: bool = False) -> None:
         """Add (timestamp, offset) if timestamp is above the last entry's; an equal or (with

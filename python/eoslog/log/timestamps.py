@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from typing_extensions import Buffer
 
 NO_TIMESTAMP: Final = -1
-TIMESTAMP_LIMIT_OFF_MS: Final = (1 << 63) - 1
 
 
 def check_client_timestamps(
@@ -36,16 +35,10 @@ def check_client_timestamps(
 ) -> None:
     """InvalidTimestampError (with .record_errors: [(record index, message)]) if the batch
     `raw`, which validate_batch returned `validated` for, breaks the timestamp rules; nothing
-    else is checked or changed."""
+    else is checked or changed. There is nothing to check unless config.timestamp_range_checked
+    or the batch claims LogAppendTime: an append tests both before it calls this."""
     errors: list[tuple[int, str]] = []
-    if (
-        not config.log_append_time
-        and (
-            config.timestamp_before_max_ms != TIMESTAMP_LIMIT_OFF_MS
-            or config.timestamp_after_max_ms != TIMESTAMP_LIMIT_OFF_MS
-        )
-        and not _bounds_in_range(validated, config, now_ms)
-    ):
+    if config.timestamp_range_checked and not _bounds_in_range(validated, config, now_ms):
         timestamps = codec.decode_columns(raw, verify_crc=False).timestamp_ms
         stamped = np.asarray(timestamps, dtype=np.int64)
         too_old = (stamped != NO_TIMESTAMP) & (now_ms - stamped > config.timestamp_before_max_ms)
