@@ -192,14 +192,14 @@ class _PosixFile(PositionalFile):
         position = 0
         while position < end:
             try:
-                start = os.lseek(self._fd, position, os.SEEK_DATA)
+                start = os.lseek(self.fd, position, os.SEEK_DATA)
             except OSError as error:
                 if error.errno == errno.ENXIO:  # only a hole from position on
                     return
                 raise
             if start >= end:
                 return
-            stop = min(os.lseek(self._fd, start, os.SEEK_HOLE), end)
+            stop = min(os.lseek(self.fd, start, os.SEEK_HOLE), end)
             yield start, stop
             position = stop
 
