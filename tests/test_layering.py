@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import graphs
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # Layers above the codec, top first (docs/design.md "Layers").
@@ -164,56 +166,7 @@ def run_time_imports(
 def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """One cycle (a list of modules, the first repeated at the end) per strongly connected
     group of `graph` (module -> modules it imports) that has one; [] when there is none."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    groups: list[list[str]] = []
-
-    def visit(module: str) -> None:
-        index[module] = low[module] = len(index)
-        stack.append(module)
-        on_stack.add(module)
-        for target in sorted(graph.get(module, ())):
-            if target not in index:
-                visit(target)
-                low[module] = min(low[module], low[target])
-            elif target in on_stack:
-                low[module] = min(low[module], index[target])
-        if low[module] == index[module]:
-            group = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                group.append(member)
-                if member == module:
-                    break
-            if len(group) > 1:
-                groups.append(sorted(group))
-
-    for module in sorted(graph):
-        if module not in index:
-            visit(module)
-    return [_cycle_through(group, graph) for group in groups]
-
-
-def _cycle_through(group: list[str], graph: dict[str, set[str]]) -> list[str]:
-    """A shortest path from the group's first module back to itself, inside the group."""
-    members = set(group)
-    start = group[0]
-    paths = {start: [start]}
-    frontier = [start]
-    while frontier:
-        following = []
-        for module in frontier:
-            for target in sorted(graph.get(module, set()) & members):
-                if target == start:
-                    return [*paths[module], start]
-                if target not in paths:
-                    paths[target] = [*paths[module], target]
-                    following.append(target)
-        frontier = following
-    raise AssertionError(f"{group} is not strongly connected")
+    return graphs.cycles(graph)
 
 
 def cython_run_time_imports(source: str, module: str, known: frozenset[str]) -> set[str]:

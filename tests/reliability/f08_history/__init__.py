@@ -1,0 +1,1 @@
+"""docs/reliability.md family 8: the Jepsen-style history checker."""

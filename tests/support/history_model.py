@@ -1,0 +1,189 @@
+"""What the history checker (tests/support/history_checker.py) first learns from a history, before
+any anomaly is looked for: who wrote each value, every offset each value was seen at, each
+value's fate (committed, aborted, or unknown), and the order of each partition as a reader at
+each isolation level must see it.
+
+eoslog is one broker, and every record's offset is exact (delivery reports, polls, the log
+scan all report it), so unlike Jepsen's Kafka checker, which has to infer the order of a
+partition from what clients happened to see, the order here is the offset order of the values
+seen anywhere. Two orders are kept per partition:
+
+- read_uncommitted: every data value seen, in offset order (the log as it is);
+- read_committed: only the values whose fate is "committed", in offset order.
+
+A reader's positions are compared as indexes in the order of its isolation level, so the gaps
+that control records and (for read_committed) aborted or undecided records leave in the
+offsets are not skips.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from tests.support.history import COMMIT, READ_COMMITTED, Key, Op, Read, ScanRecord, Write
+
+COMMITTED = "committed"
+ABORTED = "aborted"
+UNKNOWN = "unknown"
+# Fates as the log scan shows them: a transactional record whose producer wrote no marker
+# after it is still open.
+OPEN = "open"
+
+
+class MalformedHistoryError(ValueError):
+    """The history breaks its own rules (a value written twice): a workload bug, not an
+    anomaly of the system under test."""
+
+
+@dataclass
+class Order:
+    """The values of one partition a reader can see, in offset order."""
+
+    values: list[str] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=list)
+    index: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, placed: Sequence[tuple[int, str]]) -> Order:
+        order = cls()
+        for offset, value in sorted(placed):
+            order.index[value] = len(order.values)
+            order.values.append(value)
+            order.offsets.append(offset)
+        return order
+
+    def first_at_or_after(self, offset: int) -> int:
+        """The index of the first value at `offset` or later (len(values) if none)."""
+        return bisect.bisect_left(self.offsets, offset)
+
+
+@dataclass
+class Writer:
+    op: Op
+    write: Write
+
+
+class Model:
+    """Indexes over one history (see the module docstring). Built once; read by the checks."""
+
+    def __init__(self, ops: Sequence[Op]) -> None:
+        self.ops = list(ops)
+        self.writers: dict[str, Writer] = {}
+        # (key, value) -> every offset it was seen at; (key, offset) -> every value seen there.
+        self.offsets_of: dict[tuple[Key, str], set[int]] = defaultdict(set)
+        self.values_at: dict[tuple[Key, int], set[str]] = defaultdict(set)
+        self.committed_reads: dict[tuple[Key, str], list[tuple[Op, Read]]] = defaultdict(list)
+        self.scan: dict[Key, list[ScanRecord]] | None = None
+        self.scan_fate: dict[tuple[Key, str], str] = {}
+        self._index_writes()
+        self._index_reads()
+        self._index_scan()
+        self.fate = {pair: self._fate(pair) for pair in self.offsets_of.keys() | self._written()}
+        self.orders = self._orders()
+
+    # --- building ---------------------------------------------------------------------------
+
+    def _index_writes(self) -> None:
+        for op in self.ops:
+            for write in op.writes:
+                if write.value in self.writers:
+                    raise MalformedHistoryError(f"value {write.value!r} written twice")
+                self.writers[write.value] = Writer(op, write)
+                if write.offset is not None:
+                    self._place(write.key, write.offset, write.value)
+
+    def _index_reads(self) -> None:
+        for op in self.ops:
+            for read in op.reads:
+                self._place(read.key, read.offset, read.value)
+                if op.isolation == READ_COMMITTED:
+                    self.committed_reads[(read.key, read.value)].append((op, read))
+
+    def _index_scan(self) -> None:
+        scans = [op for op in self.ops if op.f == "scan"]
+        if not scans:
+            return
+        self.scan = defaultdict(list)
+        for record in scans[-1].scan:
+            self.scan[record.key].append(record)
+        for key, records in self.scan.items():
+            records.sort(key=lambda record: record.offset)
+            pending: dict[int, list[str]] = defaultdict(list)
+            for record in records:
+                if record.marker is not None:
+                    fate = COMMITTED if record.marker == COMMIT else ABORTED
+                    for value in pending.pop(record.producer_id, []):
+                        self.scan_fate.setdefault((key, value), fate)
+                    continue
+                assert record.value is not None
+                self._place(key, record.offset, record.value)
+                if record.transactional:
+                    pending[record.producer_id].append(record.value)
+                else:
+                    self.scan_fate.setdefault((key, record.value), COMMITTED)
+            for values in pending.values():
+                for value in values:
+                    self.scan_fate.setdefault((key, value), OPEN)
+
+    def _place(self, key: Key, offset: int, value: str) -> None:
+        self.offsets_of[(key, value)].add(offset)
+        self.values_at[(key, offset)].add(value)
+
+    def _written(self) -> set[tuple[Key, str]]:
+        return {(writer.write.key, value) for value, writer in self.writers.items()}
+
+    def _fate(self, pair: tuple[Key, str]) -> str:
+        """The log scan's verdict when the value is in it; else its writer's outcome (a
+        value of an undecided writer that a read_committed reader returned must have been
+        committed, as Jepsen reasons)."""
+        if pair in self.scan_fate:
+            found = self.scan_fate[pair]
+            return UNKNOWN if found == OPEN else found
+        writer = self.writers.get(pair[1])
+        if writer is None or writer.write.key != pair[0]:
+            return COMMITTED if pair in self.committed_reads else UNKNOWN
+        if writer.op.type == "ok":
+            return COMMITTED
+        if writer.op.type == "fail":
+            return ABORTED
+        return COMMITTED if pair in self.committed_reads else UNKNOWN
+
+    def _orders(self) -> dict[str, dict[Key, Order]]:
+        every: dict[Key, list[tuple[int, str]]] = defaultdict(list)
+        committed: dict[Key, list[tuple[int, str]]] = defaultdict(list)
+        for (key, value), offsets in self.offsets_of.items():
+            placed = (min(offsets), value)
+            every[key].append(placed)
+            if self.fate[(key, value)] == COMMITTED:
+                committed[key].append(placed)
+        return {
+            "read_uncommitted": {key: Order.of(placed) for key, placed in every.items()},
+            READ_COMMITTED: {key: Order.of(placed) for key, placed in committed.items()},
+        }
+
+    # --- queries ----------------------------------------------------------------------------
+
+    def order(self, isolation: str, key: Key) -> Order:
+        return self.orders[isolation].get(key) or Order()
+
+    def offset_of(self, key: Key, value: str) -> int | None:
+        offsets = self.offsets_of.get((key, value))
+        return min(offsets) if offsets else None
+
+    def writer_of(self, key: Key, value: str) -> Writer | None:
+        """The operation that wrote `value` to `key` (None: nobody did, to that key)."""
+        writer = self.writers.get(value)
+        return writer if writer is not None and writer.write.key == key else None
+
+    def acknowledged(self, key: Key, value: str) -> bool:
+        """Whether the write must be in the log for good: its writer completed ok, or the log
+        scan shows it committed although its writer's outcome is unknown."""
+        writer = self.writer_of(key, value)
+        if writer is None or writer.op.f not in ("send", "txn"):
+            return False
+        if writer.op.type == "ok":
+            return True
+        return writer.op.type == "info" and self.scan_fate.get((key, value)) == COMMITTED
