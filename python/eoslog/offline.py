@@ -29,7 +29,12 @@ import pyarrow as pa
 
 from eoslog import fs_arrow, limits
 from eoslog.arguments import names
-from eoslog.errors import KafkaStorageError, OffsetOutOfRangeError, UnknownTopicOrPartitionError
+from eoslog.errors import (
+    KafkaStorageError,
+    OffsetOutOfRangeError,
+    UnknownTopicOrPartitionError,
+    UnsafePathError,
+)
 from eoslog.fs import FileSystem, PosixFileSystem
 from eoslog.log import checkpoints
 from eoslog.log.partition_reads import ISOLATION_LEVELS
@@ -117,16 +122,23 @@ def list_partitions(
         match = _PARTITION_DIRECTORY.fullmatch(name)
         if match:
             found.add((match.group(1), int(match.group(2))))
+    unsafe = _symlinked_partitions(fs, path, set(names))
+    found |= set(unsafe)
     if partitions is not None:
         wanted = sorted(set(partitions))
         missing = [pair for pair in wanted if pair not in found]
         if missing:
             raise UnknownTopicOrPartitionError(f"no such partitions in {path}: {missing}")
-        return wanted
+        return _refusing(wanted, unsafe)
     if pattern is not None:
         regex = re.compile(pattern)
-        return sorted(
-            pair for pair in found if regex.fullmatch(pair[0]) and pair[0] not in _INTERNAL_TOPICS
+        return _refusing(
+            sorted(
+                pair
+                for pair in found
+                if regex.fullmatch(pair[0]) and pair[0] not in _INTERNAL_TOPICS
+            ),
+            unsafe,
         )
     selected = []
     for topic in topics or ():
@@ -134,7 +146,38 @@ def list_partitions(
         if not mine:
             raise UnknownTopicOrPartitionError(f"no topic {topic!r} in {path}")
         selected.extend(mine)
-    return sorted(selected)
+    return _refusing(sorted(selected), unsafe)
+
+
+def _symlinked_partitions(
+    fs: FileSystem, path: str, directories: set[str]
+) -> dict[tuple[str, int], UnsafePathError]:
+    """The partitions whose directory name is taken by a symbolic link (the fs seam refuses
+    to follow one: eoslog.fs), each with the error reading it raises. A stray regular file
+    with a partition's name is no partition and is passed over, as the owner passes it."""
+    unsafe = {}
+    for name in fs.listdir(path):
+        match = _PARTITION_DIRECTORY.fullmatch(name)
+        if match is None or name in directories:
+            continue
+        try:
+            fs.file_size(os.path.join(path, name))
+        except UnsafePathError as error:
+            unsafe[(match.group(1), int(match.group(2)))] = error
+        except OSError:
+            continue  # gone since the listing, or not a file: not a partition either
+    return unsafe
+
+
+def _refusing(
+    selected: list[tuple[str, int]], unsafe: dict[tuple[str, int], UnsafePathError]
+) -> list[tuple[str, int]]:
+    """The selected partitions, unless one of them is a symbolic link: its UnsafePathError
+    (a typed error naming it, never a partition silently left out of the scan)."""
+    for pair in selected:
+        if pair in unsafe:
+            raise unsafe[pair]
+    return selected
 
 
 def _offset_for(spec: OffsetSpec, topic: str, partition: int, default: int) -> int:

@@ -60,10 +60,9 @@ TRANSACTIONAL_IDS = ("txw-0", "cp0", "cp1")
 ABORT_FRACTION = 0.25
 DELAYED_FRACTION = 0.1
 PROGRESS_EVERY = 10
-# 0, not a wait: a consume() that holds records while it waits makes the group's step, and a
-# rebalance there delivers them twice (tests/reliability/f08_history/test_history_regressions.py,
-# xfail until the consumer is fixed; then this goes back to 0.01).
-COPIER_CONSUME_TIMEOUT_S = 0.0
+# A wait, so that a rebalance can come due while a consume() holds records (it once delivered
+# them twice: tests/reliability/f08_history/test_history_regressions.py).
+COPIER_CONSUME_TIMEOUT_S = 0.01
 
 
 def keys(topic: str | None = None) -> list[Key]:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
@@ -39,7 +38,7 @@ from eoslog.client.message import (
     topic_partitions,
 )
 from eoslog.client.metadata import ClusterMetadata, MetadataSource, cluster_metadata
-from eoslog.client.read_loop import ReadLoop
+from eoslog.client.read_loop import ReadLoop, Step
 from eoslog.coordinator.group_coordinator import ConsumerGroupMetadata
 from eoslog.errors import (
     InvalidGroupIdError,
@@ -104,6 +103,7 @@ class Consumer:
         self._assignment = Assignment()
         self._closed = False
         self._group: GroupMember | None = None
+        self._deferred_revoke: Rebalance | None = None  # for the next step (_step_group)
         if self._config.group_id is not None:
             self._group = GroupMember(
                 self._config,
@@ -304,7 +304,8 @@ class Consumer:
         are served in turn, each delivering in offset order; an error message (see poll())
         comes after its partition's records and counts as one of num_messages. A fetch that
         fails after records were collected ends the call with those records; the next call
-        raises the error."""
+        raises the error. So does a rebalance that comes due while the call holds records:
+        the next call makes it, and no call delivers a record twice."""
         self._check_open()
         num_messages = arguments.integer("num_messages", num_messages)
         timeout = arguments.real("timeout", timeout)
@@ -345,12 +346,7 @@ class Consumer:
     def __enter__(self) -> Consumer:
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     # --- groups -----------------------------------------------------------------------------
@@ -493,25 +489,30 @@ class Consumer:
 
     # --- the group's steps ------------------------------------------------------------------
 
-    def _step_if_grouped(self) -> bool:
+    def _step_if_grouped(self, holding: bool) -> Step:
         """The read loop's step: the group's, if the consumer has one."""
-        return self._group is None or self._step_group(self._group)
+        return Step.READ if self._group is None else self._step_group(self._group, holding)
 
-    def _step_group(self, group: GroupMember) -> bool:
+    def _step_group(self, group: GroupMember, holding: bool) -> Step:
         """Heartbeat, rebalance if needed, auto-commit when due (eoslog.client.group_member).
-        True when the member has its partitions (False: a rebalance is in progress; poll
-        returns nothing yet)."""
+        A rebalance the heartbeat calls for while the read loop is `holding` records it has
+        not delivered is kept for the next step (Step.DELIVER_FIRST)."""
         if group.subscribed:
-            revoke = group.heartbeat()
+            revoke, self._deferred_revoke = self._deferred_revoke, None
+            if revoke is None:
+                revoke = group.heartbeat()
             if revoke is not None:
+                if holding:
+                    self._deferred_revoke = revoke
+                    return Step.DELIVER_FIRST
                 self._apply_rebalance(group, revoke)
                 joined = group.join()
                 self._apply_rebalance(group, joined)
                 if joined.assigned is None:
-                    return False
+                    return Step.REBALANCING
         if group.auto_commit_due():
             self._auto_commit(group)
-        return True
+        return Step.READ
 
     def _group_errors(self, count_max: int) -> list[Message]:
         """The error messages of the group's step (GroupMember.take_errors)."""
@@ -520,6 +521,7 @@ class Consumer:
     def _leave_group(self, group: GroupMember) -> bool:
         """Give up the partitions (auto-commit, on_revoke, unassign) and leave the group;
         False when the member was not subscribed (nothing done)."""
+        self._deferred_revoke = None  # leaving() gives up what the member holds
         leaving = group.leaving()
         if leaving is None:
             return False

@@ -2,7 +2,8 @@
 docs/design.md "Fetch"): make the group's step, take records from the assigned partitions in
 turn (storing, with enable.auto.offset.store, each partition's offset once its records are
 taken: eoslog.client.offset_store), and wait for more until the call has what it asked for or
-its timeout expires.
+its timeout expires. A rebalance that comes due while the call holds records ends the call
+with them (Step.DELIVER_FIRST); the next call makes it, so no call delivers a record twice.
 
 Waiting: while nothing new is readable the loop waits on the broker's AppendSignal
 (eoslog.log.append_signal), which every partition log bumps when it publishes a new log end
@@ -16,6 +17,7 @@ Thread safety: used from the consumer's thread only, as the Consumer is.
 
 from __future__ import annotations
 
+import enum
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -35,17 +37,28 @@ if TYPE_CHECKING:
     from eoslog.log.append_signal import AppendSignal
 
 
+class Step(enum.Enum):
+    """What a step of the consumer's group leaves the read loop to do."""
+
+    READ = "read"  # the member has its partitions
+    REBALANCING = "rebalancing"  # a rebalance is in progress: nothing to read yet
+    # A rebalance is due while the call holds records: they are delivered first, and the
+    # next step carries the rebalance out. Carried out now, it would move the partitions back
+    # to their committed offsets, and the same call would take the same records again.
+    DELIVER_FIRST = "deliver first"
+
+
 class ReadLoop:
-    """Reads for one Consumer. `step_group()` makes the step of the consumer's group, if it
-    has one, and is True when the member has its partitions (False: a rebalance is in
-    progress, nothing is read yet). auto_store: enable.auto.offset.store."""
+    """Reads for one Consumer. `step_group(holding)` makes the step of the consumer's group,
+    if it has one (holding: whether the call has records it has not delivered yet).
+    auto_store: enable.auto.offset.store."""
 
     def __init__(
         self,
         signal: AppendSignal,
         assignment: Assignment,
         fetcher: Fetcher,
-        step_group: Callable[[], bool],
+        step_group: Callable[[bool], Step],
         group_errors: Callable[[int], list[Message]],
         *,
         auto_store: bool,
@@ -65,10 +78,12 @@ class ReadLoop:
         sleep_s = limits.poll_sleep_s_min
         while True:
             seen = self._signal.generation  # before looking: no append missed
-            stepped = self._step_group()
+            step = self._step_group(bool(out))
+            if step is Step.DELIVER_FIRST:
+                return out
             if len(out) < num_messages:
                 out += self._group_errors(num_messages - len(out))
-            if not stepped:
+            if step is Step.REBALANCING:
                 if out or not self._wait(deadline, sleep_s, seen):
                     return out
                 sleep_s = min(sleep_s * 2, limits.poll_sleep_s_max)
@@ -106,11 +121,13 @@ class ReadLoop:
         sleep_s = limits.poll_sleep_s_min
         while True:
             seen = self._signal.generation  # before looking: no append missed
-            stepped = self._step_group()
+            step = self._step_group(bool(total))
+            if step is Step.DELIVER_FIRST:
+                return _one_batch(pieces, include_headers)
             # Not reported here (a RecordBatch has no row for them): the topic joins the
             # subscription once it exists.
             self._group_errors(limits.consume_messages_max)
-            if not stepped:
+            if step is Step.REBALANCING:
                 if not self._wait(deadline, sleep_s, seen):
                     return _one_batch(pieces, include_headers)
                 sleep_s = min(sleep_s * 2, limits.poll_sleep_s_max)

@@ -20,16 +20,9 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
 import eoslog
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="consume() returns records taken before a rebalance inside the call, and again "
-    "after it (docs/reliability.md family 8, finding 1)",
-)
 def test_one_consume_call_never_returns_a_record_twice_across_a_rebalance(
     tmp_path: os.PathLike[str],
 ) -> None:
@@ -56,4 +49,34 @@ def test_one_consume_call_never_returns_a_record_twice_across_a_rebalance(
         assert rebalances[0] == 2
         delivered = [(m.topic(), m.partition(), m.offset()) for m in messages]
         assert len(delivered) == len(set(delivered)), f"delivered twice: {sorted(delivered)}"
+        consumer.close()
+
+
+def test_one_consume_arrow_call_never_returns_a_row_twice_across_a_rebalance(
+    tmp_path: os.PathLike[str],
+) -> None:
+    # The same rebalance inside one consume_arrow() call: the rows collected before it are
+    # delivered, and the next call reads on from the committed offsets.
+    with eoslog.open(os.fspath(tmp_path), background=False) as broker:
+        broker.create_topic("t", 2)
+        producer = broker.producer({})
+        for number in range(6):
+            producer.produce("t", b"%d" % number, partition=number % 2)
+        producer.flush()
+        consumer = broker.consumer(
+            {"group.id": "g", "enable.auto.commit": False, "auto.offset.reset": "earliest"}
+        )
+        rebalances = []
+
+        def on_assign(consumer: eoslog.Consumer, assigned: list[eoslog.TopicPartition]) -> None:
+            rebalances.append(len(assigned))
+            if len(rebalances) == 1:
+                broker.create_topic("t2", 1)
+
+        consumer.subscribe(["^t.*"], on_assign=on_assign)
+        batch = consumer.consume_arrow(12, timeout=5)
+        assert rebalances[0] == 2
+        partitions = batch.column("partition").to_pylist()
+        rows = list(zip(partitions, batch.column("offset").to_pylist(), strict=True))
+        assert len(rows) == len(set(rows)) == 6, f"rows: {sorted(rows)}"
         consumer.close()
