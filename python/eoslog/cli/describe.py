@@ -54,7 +54,7 @@ _TRANSACTION_COLUMNS: Final = (
 
 
 @click.command(
-    help="Everything about a log directory no running process owns: topics and partitions "
+    help="Everything about a log directory (live or offline): topics and partitions "
     "(offsets, size, segments, configs), groups (state, members, offsets, lag), transactional "
     "ids, each partition's producers, and hanging transactions flagged."
 )

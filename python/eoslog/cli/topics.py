@@ -59,8 +59,8 @@ GROUP_COLUMNS: Final = (
 
 topics = directory_group(
     "topics",
-    help="List topics; describe their partitions' offsets (kafka-topics.sh). DIR is a log "
-    "directory no running process owns.",
+    help="List, describe, create, delete and alter topics (kafka-topics.sh). DIR is a log "
+    "directory; reads work while a process owns it, changes need it offline.",
 )
 
 
@@ -127,7 +127,8 @@ def partition_offsets(
 groups = directory_group(
     "groups",
     help="List consumer groups; describe one's members, committed offsets and lag "
-    "(kafka-consumer-groups.sh). DIR is a log directory no running process owns.",
+    "(kafka-consumer-groups.sh). DIR is a log directory; reads work while a process owns it, "
+    "changes need it offline.",
 )
 
 

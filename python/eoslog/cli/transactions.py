@@ -74,7 +74,8 @@ max_transaction_timeout_option = click.option(
 transactions = directory_group(
     "transactions",
     help="List and describe transactions and producers; find and abort hanging transactions "
-    "(kafka-transactions.sh). DIR is a log directory no running process owns.",
+    "(kafka-transactions.sh). DIR is a log directory; reads work while a process owns it, "
+    "abort needs it offline.",
 )
 
 
