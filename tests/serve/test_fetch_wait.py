@@ -5,7 +5,6 @@ max_wait_ms has passed."""
 from __future__ import annotations
 
 import datetime
-import socket
 import threading
 from typing import Any
 
@@ -71,7 +70,7 @@ def test_a_fetch_with_nothing_to_return_is_answered_empty_after_max_wait(
         sock.settimeout(wire.DEADLINE_S)
         try:
             response = wire.call(sock, _fetch_request("t", 0, max_wait_ms=50))
-        except socket.timeout as timeout:
+        except TimeoutError as timeout:
             raise AssertionError("the fetch was not answered after its max_wait") from timeout
     (partition,) = response.responses[0].partitions
     assert partition.error_code == 0

@@ -3,14 +3,17 @@ kio's schemas, so a test can send what a real client would not (or would, byte f
 
 from __future__ import annotations
 
+import datetime
 import io
 import socket
 import struct
 from typing import Any
 
-from kio.index import load_request_schema, load_response_schema
+from kio.index import load_payload_module, load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
+from kio.static.constants import EntityType
 
+from eoslog.record import codec
 from eoslog.serve.messages import build
 
 DEADLINE_S = 30.0  # a test fails rather than hang past this
@@ -85,3 +88,36 @@ def closed_by_server(sock: socket.socket) -> bool:
         return sock.recv(1) == b""
     except ConnectionResetError:
         return True
+
+
+PRODUCE_VERSION = 9
+
+
+def produce_request(topic: str, partition: int, records: bytes | None, acks: int = -1) -> Any:
+    """A Produce request (v9) of one partition's records."""
+    module = load_payload_module(0, PRODUCE_VERSION, EntityType.request)
+    data = build(module.PartitionProduceData, index=partition, records=records)
+    return build(
+        module.ProduceRequest,
+        acks=acks,
+        timeout=datetime.timedelta(seconds=DEADLINE_S),
+        topic_data=(build(module.TopicProduceData, name=topic, partition_data=(data,)),),
+    )
+
+
+def metadata_request(*topics: str) -> Any:
+    module = load_payload_module(3, 12, EntityType.request)
+    return build(
+        module.MetadataRequest,
+        topics=tuple(build(module.MetadataRequestTopic, name=t, topic_id=None) for t in topics),
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
+
+
+def batch(*values: bytes, timestamp_ms: int = 1_700_000_000_000) -> bytes:
+    """One v2 batch of records with these values (no key, no headers)."""
+    builder = codec.BatchBuilder()
+    for value in values:
+        assert builder.append(timestamp_ms, None, value, [])
+    return builder.build()

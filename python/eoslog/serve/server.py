@@ -14,7 +14,6 @@ import asyncio
 import functools
 import importlib
 import logging
-import socket
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from eoslog import limits
 from eoslog.client.metadata import NODE_ID
 from eoslog.serve import registry
+from eoslog.serve.address import advertised, split_address
 from eoslog.serve.connection import Connection
 
 if TYPE_CHECKING:
@@ -42,17 +42,6 @@ class Limits:
     connections_max: int
     queued_requests_max: int
     queued_bytes_max: int
-
-
-def split_address(address: str) -> tuple[str, int]:
-    """("host", port) of "host:port" ("[v6]:port" for IPv6); ValueError otherwise."""
-    host, colon, port = address.rpartition(":")
-    if not colon or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"listen address must be HOST:PORT, not {address!r}")
-    host = host.removeprefix("[").removesuffix("]")
-    if not host:
-        raise ValueError(f"listen address must name a host: {address!r}")
-    return host, int(port)
 
 
 class AppendWaiters:
@@ -144,7 +133,7 @@ class Server:
             queued_bytes_max=settings["queued.max.request.bytes"],
         )
         self.stopping = False
-        self.host: str = _advertised(host)  # what Metadata tells clients to connect to
+        self.host: str = advertised(host)  # what Metadata tells clients to connect to
         self.port: int = port  # the port bound, once bound
         self._connections: dict[Connection, asyncio.Task[None]] = {}
         self._pool = ThreadPoolExecutor(
@@ -169,7 +158,7 @@ class Server:
         assert self._listener is not None
         bound = self._listener.sockets[0].getsockname()
         self.port = int(bound[1])
-        self.address = f"{host}:{self.port}" if ":" not in host else f"[{host}]:{self.port}"
+        self.address: str = f"{host}:{self.port}" if ":" not in host else f"[{host}]:{self.port}"
 
     def _run(
         self, host: str, port: int, ready: threading.Event, failure: list[BaseException]
@@ -267,11 +256,3 @@ class Server:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-def _advertised(host: str) -> str:
-    """The host clients are told to connect to: the bound one, or for a wildcard bind the
-    machine's name."""
-    if host in ("0.0.0.0", "::"):
-        return socket.getfqdn()
-    return host
