@@ -17,6 +17,7 @@ from eoslog.serve.connection import api_versions_table
 from eoslog.serve.messages import (
     NO_THROTTLE,
     build,
+    by_topic,
     code_of,
     error_code,
     response_module,
@@ -197,25 +198,26 @@ async def produce(ctx: Context, request: Any) -> Any:
         if failed:
             raise ProtocolViolation(f"an acks=0 Produce failed: {failed[0]}")
         return None
-    topics = tuple(
-        build(
-            module.TopicProduceResponse,
-            name=topic.name,
-            partition_responses=tuple(
-                build(
-                    module.PartitionProduceResponse,
-                    index=partition.index,
-                    error_code=error_code(answer.error),
-                    base_offset=answer.info.base_offset if answer.info else -1,
-                    log_append_time=_append_time(answer.info),
-                    log_start_offset=answer.log_start_offset,
-                    record_errors=(),
-                    error_message=answer.message,
-                )
-                for partition, answer in zip(topic.partition_data, row, strict=True)
-            ),
+
+    def answer(partition: Any, appended: _Appended) -> Any:
+        return build(
+            module.PartitionProduceResponse,
+            index=partition.index,
+            error_code=error_code(appended.error),
+            base_offset=appended.info.base_offset if appended.info else -1,
+            log_append_time=_append_time(appended.info),
+            log_start_offset=appended.log_start_offset,
+            record_errors=(),
+            error_message=appended.message,
         )
-        for topic, row in zip(request.topic_data, answers, strict=True)
+
+    topics = by_topic(
+        module.TopicProduceResponse,
+        request.topic_data,
+        answers,
+        answer,
+        partitions_field="partition_responses",
+        request_partitions="partition_data",
     )
     return build(module.ProduceResponse, responses=topics, throttle_time=NO_THROTTLE)
 

@@ -1,4 +1,5 @@
 """Fetch and ListOffsets for `eoslog serve` (docs/design.md "Fetch", "Wire protocol").
+ListOffsets is the in-process AdminClient's list_offsets on the wire.
 
 A Fetch answers with the batches PartitionLog.read returns, as they lie in the segment: the
 read's view of the mapped file goes into the response unchanged (one copy, into the frame;
@@ -17,10 +18,13 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
+from eoslog.client.admin_types import IsolationLevel, OffsetSpec
+from eoslog.client.message import TopicPartition
 from eoslog.errors import KafkaError, KafkaException
 from eoslog.serve.messages import (
     NO_THROTTLE,
     build,
+    by_topic,
     code_of,
     error_code,
     response_module,
@@ -30,6 +34,7 @@ from eoslog.serve.registry import Context, api
 
 if TYPE_CHECKING:
     from eoslog.broker import Broker
+    from eoslog.client.admin import AdminClient
 
 _READ_COMMITTED: Final = 1
 _NO_SESSION: Final = 0
@@ -126,30 +131,26 @@ async def fetch(ctx: Context, request: Any) -> Any:
 
 
 def _fetch_response(module: Any, request: Any, answers: list[list[PartitionRead]]) -> Any:
-    topics = tuple(
-        build(
-            module.FetchableTopicResponse,
-            topic=topic.topic,
-            partitions=tuple(
-                build(
-                    module.PartitionData,
-                    partition_index=read.partition,
-                    error_code=error_code(read.error),
-                    high_watermark=read.high_watermark,
-                    last_stable_offset=read.last_stable_offset,
-                    log_start_offset=read.log_start_offset,
-                    aborted_transactions=None
-                    if read.aborted is None
-                    else tuple(
-                        build(module.AbortedTransaction, producer_id=pid, first_offset=first)
-                        for pid, first in read.aborted
-                    ),
-                    records=read.records,
-                )
-                for read in row
+    def answer(_partition: Any, read: PartitionRead) -> Any:
+        aborted = read.aborted
+        return build(
+            module.PartitionData,
+            partition_index=read.partition,
+            error_code=error_code(read.error),
+            high_watermark=read.high_watermark,
+            last_stable_offset=read.last_stable_offset,
+            log_start_offset=read.log_start_offset,
+            aborted_transactions=None
+            if aborted is None
+            else tuple(
+                build(module.AbortedTransaction, producer_id=pid, first_offset=first)
+                for pid, first in aborted
             ),
+            records=read.records,
         )
-        for topic, row in zip(request.topics, answers, strict=True)
+
+    topics = by_topic(
+        module.FetchableTopicResponse, request.topics, answers, answer, name_field="topic"
     )
     return build(
         module.FetchResponse,
@@ -158,3 +159,54 @@ def _fetch_response(module: Any, request: Any, answers: list[list[PartitionRead]
         session_id=_NO_SESSION,
         responses=topics,
     )
+
+
+# --- ListOffsets ----------------------------------------------------------------------------
+
+# Kafka's ListOffsets timestamps with a meaning of their own: latest, earliest, the largest
+# timestamp (KIP-734, from v7); any other negative one is not a time.
+_SPECIAL_TIMESTAMPS: Final = (OffsetSpec.LATEST, OffsetSpec.EARLIEST, OffsetSpec.MAX_TIMESTAMP)
+
+
+def _list_offsets(admin: AdminClient, request: Any) -> list[list[tuple[int, int, int]]]:
+    """(error code, offset, timestamp) per partition, by the AdminClient's list_offsets."""
+    committed = getattr(request, "isolation_level", 0) == _READ_COMMITTED
+    isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
+    answers = []
+    for topic in request.topics:
+        row = []
+        for partition in topic.partitions:
+            timestamp = partition.timestamp
+            if timestamp < 0 and timestamp not in _SPECIAL_TIMESTAMPS:
+                row.append((KafkaError.INVALID_REQUEST, -1, -1))
+                continue
+            tp = TopicPartition(topic.name, partition.partition_index)
+            future = admin.list_offsets({tp: OffsetSpec(timestamp)}, isolation_level=isolation)
+            try:
+                found = future[tp].result()
+            except KafkaException as error:
+                row.append((code_of(error), -1, -1))
+                continue
+            row.append((0, found.offset, found.timestamp))
+        answers.append(row)
+    return answers
+
+
+@api(2, 1, 7)
+async def list_offsets(ctx: Context, request: Any) -> Any:
+    module = response_module(2, request.__version__)
+    answers = await ctx.call(_list_offsets, ctx.broker.admin(), request)
+
+    def answer(partition: Any, found: tuple[int, int, int]) -> Any:
+        code, offset, timestamp = found
+        return build(
+            module.ListOffsetsPartitionResponse,
+            partition_index=partition.partition_index,
+            error_code=error_code(code),
+            timestamp=timestamp,
+            offset=offset,
+            leader_epoch=-1,
+        )
+
+    topics = by_topic(module.ListOffsetsTopicResponse, request.topics, answers, answer)
+    return build(module.ListOffsetsResponse, throttle_time=NO_THROTTLE, topics=topics)

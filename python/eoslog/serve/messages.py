@@ -9,6 +9,7 @@ those the version has, so a handler names the newest fields and older versions d
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable, Iterable
 from dataclasses import fields
 from typing import Any
 
@@ -16,7 +17,7 @@ from kio.index import load_payload_module
 from kio.schema.errors import ErrorCode
 from kio.static.constants import EntityType
 
-from eoslog.errors import KafkaException
+from eoslog.errors import KafkaError, KafkaException
 
 # Kafka's UNKNOWN_SERVER_ERROR: what a broker answers for a failure with no code of its own.
 UNKNOWN_SERVER_ERROR = -1
@@ -53,6 +54,38 @@ def build(entity_type: type[Any], **values: Any) -> Any:
     return entity_type(**{name: value for name, value in values.items() if name in names})
 
 
+def by_topic(
+    topic_type: type[Any],
+    topics: Iterable[Any],
+    rows: Iterable[Iterable[Any]],
+    answer: Callable[[Any, Any], Any],
+    *,
+    name_field: str = "name",
+    partitions_field: str = "partitions",
+    request_partitions: str = "partitions",
+) -> tuple[Any, ...]:
+    """A response's topic entities answering the request's `topics`, from `rows` (one row
+    per topic, one answer per partition): each topic's name under `name_field` (the same
+    field in request and response) and its partitions under `partitions_field`, each built
+    by answer(the request's partition, its answer); the request's partitions are under
+    `request_partitions`."""
+    return tuple(
+        build(
+            topic_type,
+            **{
+                name_field: getattr(topic, name_field),
+                partitions_field: tuple(
+                    answer(partition, found)
+                    for partition, found in zip(
+                        getattr(topic, request_partitions), row, strict=True
+                    )
+                ),
+            },
+        )
+        for topic, row in zip(topics, rows, strict=True)
+    )
+
+
 def has_field(entity_type: type[Any], name: str) -> bool:
     return name in _field_names(entity_type)
 
@@ -67,10 +100,12 @@ def error_code(code: int) -> ErrorCode:
 
 
 def code_of(error: KafkaException) -> int:
-    """The Kafka protocol code an eoslog error stands for (eoslog.error_codes); librdkafka's
-    local codes (negative, below -1) have no protocol meaning and answer
-    UNKNOWN_SERVER_ERROR."""
+    """The Kafka protocol code an eoslog error stands for (eoslog.error_codes). librdkafka's
+    local codes (negative, below -1) have no protocol meaning: an invalid argument is the
+    request's fault (INVALID_REQUEST), any other UNKNOWN_SERVER_ERROR."""
     code = error.error.code()
+    if code == KafkaError._INVALID_ARG:
+        return KafkaError.INVALID_REQUEST
     return code if code >= UNKNOWN_SERVER_ERROR else UNKNOWN_SERVER_ERROR
 
 

@@ -31,7 +31,11 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 # The modules whose import registers handlers, in the order the server imports them.
-HANDLER_MODULES: list[str] = ["eoslog.serve.data_apis", "eoslog.serve.fetch_api"]
+HANDLER_MODULES: list[str] = [
+    "eoslog.serve.data_apis",
+    "eoslog.serve.fetch_api",
+    "eoslog.serve.admin_apis",
+]
 
 
 class ProtocolViolation(Exception):
