@@ -132,3 +132,48 @@ def test_confluent_consumer_with_assign_reads_what_its_isolation_level_allows(
     finally:
         consumer.close()
     assert [value.decode() for _, _, _, value in got if value is not None] == wanted
+
+
+def test_confluent_consumer_reads_many_partitions_through_a_small_fetch_max_bytes(
+    broker: Broker, server: Server
+) -> None:
+    broker.create_topic("wide", 3)
+    producer = broker.producer({"linger.ms": 0})
+    written = {(p, b"%d-%d" % (p, i)) for p in range(3) for i in range(300)}
+    for partition, value in sorted(written):
+        producer.produce("wide", value=value + b"." * 200, partition=partition)
+    producer.flush()
+    producer.close()
+    small = {"fetch.max.bytes": 4096, "message.max.bytes": 4096, "max.partition.fetch.bytes": 2048}
+    consumer = confluent_consumer(server.address, **small)
+    try:
+        got = read_assigned(consumer, "wide", 3, len(written))
+    finally:
+        consumer.close()
+    assert {(p, value.rstrip(b".")) for p, _, _, value in got if value} == written
+    for partition in range(3):
+        offsets = [offset for p, offset, _, _ in got if p == partition]
+        assert offsets == list(range(300))
+
+
+def test_confluent_consumer_below_the_log_start_resets_to_it(
+    broker: Broker, server: Server
+) -> None:
+    broker.create_topic("trimmed", 1)
+    producer = broker.producer({"linger.ms": 0})
+    for i in range(10):
+        producer.produce("trimmed", value=b"%d" % i)
+    producer.flush()
+    producer.close()
+    broker.delete_records("trimmed", 0, 6)
+    consumer = confluent_consumer(server.address, **{"auto.offset.reset": "earliest"})
+    try:
+        got = read_assigned(consumer, "trimmed", 1, 4)
+    finally:
+        consumer.close()
+    assert [(offset, value) for _, offset, _, value in got] == [
+        (6, b"6"),
+        (7, b"7"),
+        (8, b"8"),
+        (9, b"9"),
+    ]
