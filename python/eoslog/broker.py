@@ -616,6 +616,8 @@ class Broker:
 
         with self._lock:
             self._check_open()
+            if self._closing:  # close() has taken the list of servers to close
+                raise KafkaStorageError(f"broker for {self.path} is closing")
             server = Server(self, address)
             self._servers.append(server)
             return server

@@ -13,6 +13,7 @@ import eoslog
 from eoslog.broker import Broker
 from eoslog.serve import registry
 from eoslog.serve.server import Server
+from tests.serve import wire
 from tests.serve.clients import DEADLINE_S, confluent_consumer, read_assigned
 
 RECORDS = 200
@@ -177,3 +178,37 @@ def test_confluent_consumer_below_the_log_start_resets_to_it(
         (8, b"8"),
         (9, b"9"),
     ]
+
+
+def test_read_committed_consumer_stops_at_an_open_transaction_until_it_commits(
+    broker: Broker, server: Server
+) -> None:
+    broker.create_topic("open", 1)
+    plain = broker.producer({"linger.ms": 0})
+    plain.produce("open", value=b"before")
+    plain.flush()
+    writer = broker.producer({"transactional.id": "slow"})
+    writer.init_transactions()
+    writer.begin_transaction()
+    writer.produce("open", value=b"inside")
+    writer.flush()
+    plain.produce("open", value=b"after")  # past the LSO until the transaction ends
+    plain.flush()
+    consumer = confluent_consumer(server.address, **{"isolation.level": "read_committed"})
+    try:
+        assert [v for *_, v in read_assigned(consumer, "open", 1, 1)] == [b"before"]
+        with wire.connect(server.address) as sock:
+            answer = wire.call(sock, wire.fetch_request("open", 1, max_wait_ms=0))
+        (held,) = answer.responses[0].partitions
+        assert (held.high_watermark, held.last_stable_offset, held.records) == (3, 1, b"")
+        writer.commit_transaction()
+        rest = []
+        while len(rest) < 2:
+            message = consumer.poll(DEADLINE_S)
+            assert message is not None, "the commit did not release the records"
+            rest.append(message.value())
+    finally:
+        consumer.close()
+        writer.close()
+        plain.close()
+    assert rest == [b"inside", b"after"]

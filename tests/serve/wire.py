@@ -121,3 +121,19 @@ def batch(*values: bytes, timestamp_ms: int = 1_700_000_000_000) -> bytes:
     for value in values:
         assert builder.append(timestamp_ms, None, value, [])
     return builder.build()
+
+
+def fetch_request(topic: str, offset: int, max_wait_ms: int, isolation_level: int = 1) -> Any:
+    """A Fetch (v12) of partition 0 of `topic` from `offset` (isolation 1: read_committed)."""
+    module = load_payload_module(1, 12, EntityType.request)
+    partition = build(
+        module.FetchPartition, partition=0, fetch_offset=offset, partition_max_bytes=1 << 20
+    )
+    return build(
+        module.FetchRequest,
+        max_wait=datetime.timedelta(milliseconds=max_wait_ms),
+        min_bytes=1,
+        isolation_level=isolation_level,
+        topics=(build(module.FetchTopic, topic=topic, partitions=(partition,)),),
+        forgotten_topics_data=(),
+    )
