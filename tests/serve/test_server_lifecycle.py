@@ -24,9 +24,7 @@ def test_serve_binds_loopback_on_a_free_port_and_says_which(server: Server) -> N
 
 
 @pytest.mark.parametrize("address", ["9092", "127.0.0.1:", ":9092", "127.0.0.1:http"])
-def test_serve_with_a_malformed_address_raises_value_error(
-    broker: Broker, address: str
-) -> None:
+def test_serve_with_a_malformed_address_raises_value_error(broker: Broker, address: str) -> None:
     with pytest.raises(ValueError, match=r"HOST:PORT|name a host"):
         broker.serve(address)
 
