@@ -69,3 +69,23 @@ def test_a_partition_with_null_records_is_refused_as_invalid_record(
 ) -> None:
     broker.create_topic("t", 1)
     assert _produce(server, "t", None)[0] == 87  # INVALID_RECORD
+
+
+def test_pipelined_produce_requests_are_applied_and_answered_in_order(
+    broker: Broker, server: Server
+) -> None:
+    broker.create_topic("t", 1)
+    requests = [wire.produce_request("t", 0, wire.batch(b"%d" % i)) for i in range(20)]
+    with wire.connect(server.address) as sock:
+        sock.sendall(
+            b"".join(wire.frame(r, correlation_id) for correlation_id, r in enumerate(requests))
+        )
+        offsets = []
+        for correlation_id in range(len(requests)):
+            data = wire.read_frame(sock)
+            assert data is not None
+            response = wire.decode(0, wire.PRODUCE_VERSION, data, correlation_id)
+            (partition,) = response.responses[0].partition_responses
+            offsets.append(int(partition.base_offset))
+    assert offsets == list(range(20))
+    assert broker.log("t", 0).log_end_offset == 20

@@ -5,9 +5,12 @@ request is read into memory, and the order of the answers.
 Requests on a connection are served one at a time, in the order they came, as a Kafka broker
 serves them (it stops reading a connection while a request of it is in flight): a client that
 pipelines gets its answers in order, and the next request starts only when the one before it
-has been answered. Up to `queued.max.requests` requests and `queued.max.request.bytes` bytes
-are read ahead of the one being served; past either the connection is not read until the
-queue drains (backpressure, not an error).
+has been applied. A handler may hand back its answer as a `Later` (a Produce waiting for the
+fsync that makes its batches durable): the next request then starts while it waits, so that
+pipelined produce requests share fsyncs, and a writer task sends the answers in order. Up to
+`queued.max.requests` requests and `queued.max.request.bytes` bytes are read ahead of the one
+being served; past either the connection is not read until the queue drains (backpressure,
+not an error).
 
 A request whose size is negative or past `socket.request.max.bytes`, whose header or body does
 not parse, or that names an API or version the server does not serve (other than ApiVersions,
@@ -127,7 +130,13 @@ class Connection:
         self._queued_bytes = 0
         self._drained = asyncio.Condition()
         self._broken: _Refused | None = None
-        # Clear while a request is being served (Server.close waits for it to be set).
+        # Answers in request order: bytes, None (no response) or a Later's future; None
+        # ends them. Bounded like the read-ahead, so a client that does not read its
+        # answers stops being served.
+        self._answers: asyncio.Queue[Any] = asyncio.Queue(limits.queued_requests_max)
+        self._unanswered = 0
+        # Set while no request is being served or waits for its answer to be written
+        # (Server.close waits for it).
         self.idle = asyncio.Event()
         self.idle.set()
 
@@ -135,16 +144,29 @@ class Connection:
         """Serve the connection until the client closes it, it breaks a rule, or the server
         stops; then close it."""
         reading = asyncio.ensure_future(self._read_requests())
+        writing = asyncio.ensure_future(self._write_answers())
+        serving = asyncio.ensure_future(self._serve_requests())
         try:
-            await self._serve_requests()
+            done, _ = await asyncio.wait({serving, writing}, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                task.result()  # a rule broken on either side ends the connection
+            if serving in done:  # the client is done: answer what it asked, then close
+                await self._answers.put(_END)
+                await writing
         except _Refused as refused:
             log.warning("closing the connection from %s: %s", self.peer, refused)
         except ConnectionError:
             pass  # the client went away: nothing of an unanswered request was applied
         finally:
-            reading.cancel()
+            for task in (reading, serving, writing):
+                task.cancel()
             self._writer.close()
-            await asyncio.gather(reading, return_exceptions=True)
+            await asyncio.gather(reading, serving, writing, return_exceptions=True)
+            while not self._answers.empty():
+                pending = self._answers.get_nowait()
+                if isinstance(pending, asyncio.Future):
+                    pending.cancel()
+            self.idle.set()  # nothing more will be answered
 
     def stop(self) -> None:
         """End the connection once the request being served is answered: the requests
@@ -198,17 +220,34 @@ class Connection:
                 self._queued_bytes -= len(frame)
                 self._drained.notify_all()
             if self._server.stopping:
-                raise _Refused("the server is stopping")
+                # Refused: the connection closes once the answers owed are written.
+                log.info("refusing the requests of %s read ahead: stopping", self.peer)
+                return
+            self._unanswered += 1
             self.idle.clear()
-            try:
-                answer = await self._answer(frame)
-            finally:
-                self.idle.set()
+            answer = await self._answer(frame)
+            await self._answers.put(answer)
+
+    async def _write_answers(self) -> None:
+        """Write the answers in request order, each once it is ready."""
+        while True:
+            answer = await self._answers.get()
+            if answer is _END:
+                return
+            if isinstance(answer, asyncio.Future):
+                try:
+                    response, correlation_id = await answer
+                except registry.ProtocolViolation as violation:
+                    raise _Refused(str(violation)) from violation
+                answer = None if response is None else encode_response(response, correlation_id)
             if answer is not None:
                 self._writer.write(answer)
                 await self._writer.drain()
+            self._unanswered -= 1
+            if self._unanswered == 0:
+                self.idle.set()
 
-    async def _answer(self, frame: bytes) -> bytes | None:
+    async def _answer(self, frame: bytes) -> bytes | asyncio.Future[tuple[Any, int]] | None:
         try:
             parsed = parse_request(frame)
         except registry.ProtocolViolation as violation:
@@ -224,6 +263,15 @@ class Connection:
         except Exception as error:  # a handler's bug: this connection ends, the server runs on
             log.exception("API %d v%d from %s failed", api.key, request.__version__, self.peer)
             raise _Refused(f"API {api.key} failed: {error}") from error
+        if isinstance(response, registry.Later):
+            return asyncio.ensure_future(_with_id(response.response, header.correlation_id))
         if response is None:
             return None
         return encode_response(response, header.correlation_id)
+
+
+async def _with_id(response: asyncio.Future[Any], correlation_id: int) -> tuple[Any, int]:
+    return await response, correlation_id
+
+
+_END: Final = object()  # ends the answers

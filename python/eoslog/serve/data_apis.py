@@ -6,6 +6,7 @@ fields an older version lacks.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import uuid
 from typing import TYPE_CHECKING, Any, Final
@@ -22,11 +23,11 @@ from eoslog.serve.messages import (
     error_code,
     response_module,
 )
-from eoslog.serve.registry import Context, ProtocolViolation, api
+from eoslog.serve.registry import Context, Later, ProtocolViolation, api
 
 if TYPE_CHECKING:
     from eoslog.broker import Broker
-    from eoslog.log.partition import AppendInfo
+    from eoslog.log.partition import AppendInfo, PartitionLog
 
 # Kafka's Uuid.ZERO_UUID: "no topic id". Clients address topics by name at the versions served
 # (Fetch stops at v12, before topic ids).
@@ -128,21 +129,20 @@ _ACKS: Final = (0, 1, -1)
 class _Appended:
     """One partition's answer to a Produce: the append's result, or the error code."""
 
-    __slots__ = ("error", "info", "log_start_offset", "message")
+    __slots__ = ("error", "info", "log", "log_start_offset", "message")
 
     def __init__(self) -> None:
         self.info: AppendInfo | None = None
+        self.log: PartitionLog | None = None  # the log appended to
         self.error = 0
         self.message: str | None = None
         self.log_start_offset = -1
 
 
-def _append_all(broker: Broker, request: Any, durable: bool) -> list[list[_Appended]]:
+def _append_all(broker: Broker, request: Any) -> list[list[_Appended]]:
     """Append every partition's batch bytes unchanged (PartitionLog.append_batch validates
-    them as Kafka's leader does); with `durable`, then wait for the fsync covering each
-    partition's append (group commit). Blocking: a worker thread's."""
+    them as Kafka's leader does). Blocking: a worker thread's."""
     answers: list[list[_Appended]] = []
-    written = []
     for topic in request.topic_data:
         row = []
         for partition in topic.partition_data:
@@ -156,18 +156,31 @@ def _append_all(broker: Broker, request: Any, durable: bool) -> list[list[_Appen
                     raise KafkaException(KafkaError(KafkaError.INVALID_RECORD, "no records"))
                 answer.info = log.append_batch(partition.records)
                 answer.log_start_offset = log.log_start_offset
-                written.append((log, answer))
+                answer.log = log
             except KafkaException as error:
                 answer.error, answer.message = code_of(error), str(error)
         answers.append(row)
-    if durable:
-        for log, answer in written:
-            assert answer.info is not None
+    return answers
+
+
+def _flush_all(answers: list[list[_Appended]]) -> None:
+    """Wait for the fsync covering each partition's append (group commit: concurrent
+    callers share one). Blocking: a worker thread's."""
+    for row in answers:
+        for answer in row:
+            if answer.log is None or answer.info is None:
+                continue
             try:
-                log.flush_through(answer.info.last_offset + 1)
+                answer.log.flush_through(answer.info.last_offset + 1)
             except KafkaException as error:
                 answer.error, answer.message = code_of(error), str(error)
-    return answers
+
+
+async def _durable_answer(
+    ctx: Context, module: Any, request: Any, answers: list[list[_Appended]]
+) -> Any:
+    await ctx.call(_flush_all, answers)
+    return _produce_response(module, request, answers)
 
 
 def _append_time(info: AppendInfo | None) -> datetime.datetime | None:
@@ -191,14 +204,20 @@ async def produce(ctx: Context, request: Any) -> Any:
             for t in request.topic_data
         ]
     else:
-        durable = acks == -1 and ctx.broker.durability == "commit"
-        answers = await ctx.call(_append_all, ctx.broker, request, durable)
+        answers = await ctx.call(_append_all, ctx.broker, request)
+        if acks == -1 and ctx.broker.durability == "commit":
+            # Applied; the fsync is awaited apart, so that the connection's next request
+            # starts meanwhile and pipelined requests share fsyncs (registry.Later).
+            return Later(asyncio.ensure_future(_durable_answer(ctx, module, request, answers)))
     if acks == 0:
         failed = [a.message for row in answers for a in row if a.error]
         if failed:
             raise ProtocolViolation(f"an acks=0 Produce failed: {failed[0]}")
         return None
+    return _produce_response(module, request, answers)
 
+
+def _produce_response(module: Any, request: Any, answers: list[list[_Appended]]) -> Any:
     def answer(partition: Any, appended: _Appended) -> Any:
         return build(
             module.PartitionProduceResponse,

@@ -5,7 +5,8 @@ ApiVersions reports exactly this table, so an API with no handler is simply abse
 client never sends it. The message types are kio's, generated from Kafka's own JSON schemas:
 a handler receives the request entity of the version the client sent and returns the
 response entity of the same version (`response_type` gives it), or None when the request
-wants no response (Produce with acks=0).
+wants no response (Produce with acks=0), or a `Later` holding a future of either (a
+Produce waiting for its fsync while the connection's next request starts).
 
 Handlers are coroutines run on the server's event loop. They must not block it: engine calls
 that may wait (an fsync, a lock another thread holds, a wait for new data) go through
@@ -19,6 +20,7 @@ every module named in `HANDLER_MODULES` before it listens.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -59,6 +61,16 @@ class Context:
     # (eoslog.log.append_signal) is past `generation`, timeout_s passes or the server stops;
     # whether it moved. Waits on the loop, holding no worker thread.
     wait_for_append: Callable[[int, float], Awaitable[bool]]
+
+
+@dataclass(frozen=True, slots=True)
+class Later:
+    """A handler's answer that is ready once `response` completes (it returns the response
+    entity, or None for no response). The handler has applied its request when it returns
+    this; what remains (a wait for an fsync) may overlap the next request of the connection,
+    whose effects still come after this one's. Answers still go out in request order."""
+
+    response: asyncio.Future[Any]
 
 
 Handler = Callable[[Context, Any], Awaitable[Any]]
