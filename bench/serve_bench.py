@@ -9,13 +9,18 @@ The server is a child process (`eoslog serve DIR --listen 127.0.0.1:0`), as a us
 the mock cluster lives in the producer's own process (`test.mock.num.brokers`), so it pays
 no socket, no disk and no fsync: it is the ceiling of the client, not a broker. Rounds
 alternate between the two. --plain measures the non-idempotent producer (a server without
-InitProducerId refuses an idempotent one). Printed, never asserted.
+InitProducerId refuses an idempotent one). It also times Metadata requests answered one at
+a time on one connection (µs each: the protocol layer's cost per request plus a loopback
+round trip). Printed, never asserted.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
+import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -23,6 +28,9 @@ import time
 from pathlib import Path
 
 from confluent_kafka import KafkaException, Producer
+from kio.index import load_payload_module
+from kio.serial import entity_writer
+from kio.static.constants import EntityType
 
 LISTENING = "eoslog serve: listening on "
 TOPIC = "bench"
@@ -53,6 +61,43 @@ def produce(config: dict[str, object], records: int, value: bytes) -> float:
     return records / (time.perf_counter() - started)
 
 
+def round_trip_us(address: str, count: int) -> float:
+    """Microseconds per Metadata (v12, one topic) request answered, one at a time on one
+    connection: the protocol layer's cost per request (frame, kio parse, handler, kio
+    encode, the loop) plus a loopback round trip."""
+    module = load_payload_module(3, 12, EntityType.request)
+    topic = module.MetadataRequestTopic(topic_id=None, name=TOPIC)
+    request = module.MetadataRequest(
+        topics=(topic,), allow_auto_topic_creation=False, include_topic_authorized_operations=False
+    )
+    header_type = type(request).__header_schema__
+    body = io.BytesIO()
+    header = header_type(
+        request_api_key=3, request_api_version=12, correlation_id=1, client_id="bench"
+    )
+    entity_writer(header_type)(body, header)
+    entity_writer(type(request))(body, request)
+    frame = struct.pack(">i", len(body.getvalue())) + body.getvalue()
+    host, _, port = address.rpartition(":")
+    with socket.create_connection((host, int(port))) as sock:
+        started = time.perf_counter()
+        for _ in range(count):
+            sock.sendall(frame)
+            (size,) = struct.unpack(">i", _read(sock, 4))
+            _read(sock, size)
+        return (time.perf_counter() - started) / count * 1e6
+
+
+def _read(sock: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError("the server closed the connection")
+        data += chunk
+    return data
+
+
 def start_server(directory: Path, durability: str) -> tuple[subprocess.Popen[str], str]:
     command = [sys.executable, "-m", "eoslog", "serve", str(directory)]
     server = subprocess.Popen(
@@ -76,10 +121,12 @@ def main() -> None:
     parser.add_argument("--tmp", default=None)
     parser.add_argument("--durability", default="commit", choices=("commit", "always", "none"))
     parser.add_argument("--plain", action="store_true", help="a non-idempotent producer")
+    parser.add_argument("--round-trips", type=int, default=5_000)
     options = parser.parse_args()
     value = bytes(range(256))[: options.value_bytes].ljust(options.value_bytes, b"v")
     idempotent = {"enable.idempotence": not options.plain}
     rates: dict[str, list[float]] = {"eoslog serve": [], "librdkafka mock cluster": []}
+    latencies: list[float] = []
     with tempfile.TemporaryDirectory(dir=options.tmp) as root:
         server, address = start_server(Path(root) / "log", options.durability)
         try:
@@ -89,6 +136,7 @@ def main() -> None:
                 )
                 mock = {"bootstrap.servers": "", "test.mock.num.brokers": 1, **idempotent}
                 rates["librdkafka mock cluster"].append(produce(mock, options.records, value))
+                latencies.append(round_trip_us(address, options.round_trips))
         finally:
             server.terminate()
             server.wait(60)
@@ -102,6 +150,10 @@ def main() -> None:
     for name, measured in rates.items():
         rounds = ", ".join(f"{rate:,.0f}" for rate in measured)
         print(f"| {name} | {statistics.median(measured):,.0f} | {rounds} |")
+    print(
+        f"\nMetadata request answered, one at a time: {statistics.median(latencies):.0f} µs "
+        "(median of rounds; the protocol layer plus a loopback round trip)"
+    )
 
 
 if __name__ == "__main__":

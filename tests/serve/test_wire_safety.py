@@ -119,3 +119,18 @@ def test_connections_past_max_connections_are_closed(tmp_path: Path) -> None:
             with wire.connect(server.address) as second:
                 assert wire.closed_by_server(second)
             wire.call(first, wire.metadata_request())
+
+
+def test_a_read_ahead_of_one_request_still_serves_a_pipelining_client(tmp_path: Path) -> None:
+    config = {"queued.max.requests": 1, "queued.max.request.bytes": 1}
+    with eoslog.open(str(tmp_path / "log"), config=config) as broker:
+        broker.create_topic("t", 1)
+        server = broker.serve("127.0.0.1:0")
+        requests = [wire.produce_request("t", 0, wire.batch(b"%d" % i)) for i in range(10)]
+        with wire.connect(server.address) as sock:
+            sock.sendall(b"".join(wire.frame(r, number) for number, r in enumerate(requests)))
+            for number in range(len(requests)):
+                data = wire.read_frame(sock)
+                assert data is not None
+                wire.decode(0, wire.PRODUCE_VERSION, data, number)
+        assert broker.log("t", 0).log_end_offset == 10

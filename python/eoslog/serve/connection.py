@@ -44,6 +44,11 @@ API_VERSIONS_KEY: Final = 18
 _UNSUPPORTED_VERSION: Final = 35
 
 
+# kio's request class by (api key, version), as the server meets them (kio resolves it by
+# name on every call otherwise).
+_REQUEST_TYPES: dict[tuple[int, int], Any] = {}
+
+
 class _Refused(Exception):
     """The connection is closed: the reason is logged."""
 
@@ -95,7 +100,9 @@ def parse_request(frame: bytes) -> tuple[registry.Api, Any, Any] | bytes:
         if key == API_VERSIONS_KEY:
             return _unsupported_api_versions(correlation_id)
         raise registry.ProtocolViolation(f"API {key} version {version} is not served")
-    request_type = load_request_schema(key, version)
+    request_type = _REQUEST_TYPES.get((key, version))
+    if request_type is None:
+        request_type = _REQUEST_TYPES[(key, version)] = load_request_schema(key, version)
     try:
         header, used = entity_reader(request_type.__header_schema__)(frame, 0)
         request, _ = entity_reader(request_type)(frame, used)

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import functools
 import uuid
 from typing import TYPE_CHECKING, Any, Final
 
 from eoslog.broker import INTERNAL_TOPICS
-from eoslog.client.metadata import cluster_id
+from eoslog.client import metadata as client_metadata
 from eoslog.errors import InvalidTopicError, KafkaError, KafkaException
 from eoslog.serve.connection import api_versions_table
 from eoslog.serve.messages import (
@@ -36,6 +37,8 @@ NO_TOPIC_ID: Final = uuid.UUID(int=0)
 # that would ask OffsetForLeaderEpoch, which a single node with no epochs does not serve.
 NO_LEADER_EPOCH: Final = -1
 _GROUP_KEY, _TRANSACTION_KEY = 0, 1
+# A directory's cluster id is a function of its path (eoslog.client.metadata.cluster_id).
+cluster_id = functools.lru_cache(maxsize=16)(client_metadata.cluster_id)
 
 
 @api(18, 0, 4)
