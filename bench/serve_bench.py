@@ -11,7 +11,8 @@ no socket, no disk and no fsync: it is the ceiling of the client, not a broker. 
 alternate between the two. --plain measures the non-idempotent producer (a server without
 InitProducerId refuses an idempotent one). It also times Metadata requests answered one at
 a time on one connection (µs each: the protocol layer's cost per request plus a loopback
-round trip). Printed, never asserted.
+round trip), and a read_committed Consumer reading the records back. Printed, never
+asserted.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from kio.index import load_payload_module
 from kio.serial import entity_writer
 from kio.static.constants import EntityType
@@ -59,6 +60,29 @@ def produce(config: dict[str, object], records: int, value: bytes) -> float:
     if producer.flush(120) != 0 or failed:
         raise KafkaException(failed[0] if failed else "records left unflushed")
     return records / (time.perf_counter() - started)
+
+
+def consume(address: str, records: int) -> float:
+    """Records per second of a read_committed confluent Consumer reading `records` of the
+    topic from its beginning with assign() (no group)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": address,
+            "group.id": "bench",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+        }
+    )
+    consumer.assign([TopicPartition(TOPIC, 0, 0)])
+    started = time.perf_counter()
+    read = 0
+    while read < records:
+        for message in consumer.consume(10_000, 1.0):
+            if message.error() is None:
+                read += 1
+    rate = records / (time.perf_counter() - started)
+    consumer.close()
+    return rate
 
 
 def round_trip_us(address: str, count: int) -> float:
@@ -127,6 +151,7 @@ def main() -> None:
     idempotent = {"enable.idempotence": not options.plain}
     rates: dict[str, list[float]] = {"eoslog serve": [], "librdkafka mock cluster": []}
     latencies: list[float] = []
+    reads: list[float] = []
     with tempfile.TemporaryDirectory(dir=options.tmp) as root:
         server, address = start_server(Path(root) / "log", options.durability)
         try:
@@ -137,6 +162,7 @@ def main() -> None:
                 mock = {"bootstrap.servers": "", "test.mock.num.brokers": 1, **idempotent}
                 rates["librdkafka mock cluster"].append(produce(mock, options.records, value))
                 latencies.append(round_trip_us(address, options.round_trips))
+                reads.append(consume(address, options.records))
         finally:
             server.terminate()
             server.wait(60)
@@ -151,7 +177,11 @@ def main() -> None:
         rounds = ", ".join(f"{rate:,.0f}" for rate in measured)
         print(f"| {name} | {statistics.median(measured):,.0f} | {rounds} |")
     print(
-        f"\nMetadata request answered, one at a time: {statistics.median(latencies):.0f} µs "
+        f"\nread_committed Consumer (assign, from the beginning) through eoslog serve: "
+        f"{statistics.median(reads):,.0f} records/s"
+    )
+    print(
+        f"Metadata request answered, one at a time: {statistics.median(latencies):.0f} µs "
         "(median of rounds; the protocol layer plus a loopback round trip)"
     )
 

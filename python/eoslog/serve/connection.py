@@ -58,7 +58,7 @@ def api_versions_table() -> list[tuple[int, int, int]]:
     return [(a.key, a.min_version, a.max_version) for _, a in sorted(registry.APIS.items())]
 
 
-def _unsupported_api_versions(correlation_id: int) -> bytes:
+def _unsupported_api_versions(correlation_id: int) -> memoryview:
     """Kafka's answer to an ApiVersions request of a version it does not know: version 0,
     UNSUPPORTED_VERSION and the table, from which the client picks a version both know."""
     module = response_module(API_VERSIONS_KEY, 0)
@@ -75,8 +75,9 @@ def _unsupported_api_versions(correlation_id: int) -> bytes:
     return encode_response(response, correlation_id)
 
 
-def encode_response(response: Any, correlation_id: int) -> bytes:
-    """The frame of `response`: its size, the response header its version takes, the body."""
+def encode_response(response: Any, correlation_id: int) -> memoryview:
+    """The frame of `response`: its size, the response header its version takes, the body;
+    a view of the buffer it was written into (a Fetch's records are copied once, into it)."""
     out = io.BytesIO()
     out.write(b"\0\0\0\0")
     header_type = type(response).__header_schema__
@@ -84,11 +85,10 @@ def encode_response(response: Any, correlation_id: int) -> bytes:
     entity_writer(type(response))(out, response)
     frame = out.getbuffer()
     _SIZE.pack_into(frame, 0, len(frame) - 4)
-    del frame
-    return out.getvalue()
+    return frame
 
 
-def parse_request(frame: bytes) -> tuple[registry.Api, Any, Any] | bytes:
+def parse_request(frame: bytes) -> tuple[registry.Api, Any, Any] | memoryview:
     """(api, header, request) of a request frame (the bytes after the size); or, for an
     ApiVersions of a version not served, the bytes of its answer. Raises
     ProtocolViolation for anything else a correct client never sends."""
@@ -254,12 +254,12 @@ class Connection:
             if self._unanswered == 0:
                 self.idle.set()
 
-    async def _answer(self, frame: bytes) -> bytes | asyncio.Future[tuple[Any, int]] | None:
+    async def _answer(self, frame: bytes) -> memoryview | asyncio.Future[tuple[Any, int]] | None:
         try:
             parsed = parse_request(frame)
         except registry.ProtocolViolation as violation:
             raise _Refused(str(violation)) from violation
-        if isinstance(parsed, bytes):
+        if isinstance(parsed, memoryview):
             return parsed
         api, header, request = parsed
         context = self._server.context(self.peer, header.client_id)
