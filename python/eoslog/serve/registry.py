@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from kio.index import load_response_schema
@@ -45,6 +45,10 @@ class ProtocolViolation(Exception):
     closes that connection and changes nothing."""
 
 
+async def _no_wait(_generation: int, _timeout_s: float) -> bool:
+    return False
+
+
 @dataclass(slots=True)
 class Context:
     """What a handler knows about the server and the connection its request came on."""
@@ -59,8 +63,9 @@ class Context:
     call: Callable[..., Awaitable[Any]]
     # wait_for_append(generation, timeout_s): awaits until the broker's AppendSignal
     # (eoslog.log.append_signal) is past `generation`, timeout_s passes or the server stops;
-    # whether it moved. Waits on the loop, holding no worker thread.
-    wait_for_append: Callable[[int, float], Awaitable[bool]]
+    # whether it moved. Waits on the loop, holding no worker thread. The default (for a
+    # Context made outside a server, as in a handler's unit test) does not wait.
+    wait_for_append: Callable[[int, float], Awaitable[bool]] = field(default=_no_wait)
 
 
 @dataclass(frozen=True, slots=True)
