@@ -30,6 +30,10 @@ BROKER_DEFAULTS: Final[dict[str, int]] = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": 10_000,
     "transactional.id.expiration.ms": 7 * DAY_MS,
     "producer.id.expiration.ms": DAY_MS,
+    # Groups with Kafka clients as members (`eoslog serve`, coordinator/classic_groups.py).
+    "group.initial.rebalance.delay.ms": 3000,
+    "group.min.session.timeout.ms": 6000,
+    "group.max.session.timeout.ms": 1_800_000,
 }
 
 _BOOLEAN_KEYS: Final = frozenset({"auto.create.topics.enable"})

@@ -271,6 +271,13 @@ class UnknownMemberIdError(CommitFailedError):
     code = KafkaError.UNKNOWN_MEMBER_ID
 
 
+class RebalanceInProgressError(CommitFailedError):
+    """A commit from a member while its group waits for the leader's assignment
+    (CompletingRebalance, a group of Kafka clients whose leader assigns): rejoin, then commit."""
+
+    code = KafkaError.REBALANCE_IN_PROGRESS
+
+
 class InconsistentGroupProtocolError(KafkaException, ValueError):
     """A member joining a group with no assignment strategy in common with its members
     (partition.assignment.strategy)."""
