@@ -276,6 +276,22 @@ class GroupCoordinator:
                     )
             return {p: self._store.committed(group_id, p) for p in wanted}
 
+    def fetch_offsets_marking_unstable(
+        self, group_id: str, partitions: Iterable[Partition] | None
+    ) -> tuple[dict[Partition, StoredOffset | None], frozenset[Partition]]:
+        """OffsetFetch with require_stable as the wire answers it (§6.2): the committed offset
+        of each partition (None: all the group has), and, atomically with them, those of the
+        partitions an open transaction holds offsets for (UNSTABLE_OFFSET_COMMIT each)."""
+        _check_group_id(group_id)
+        with self._lock:
+            if partitions is None:
+                found = self._store.committed_partitions(group_id)
+                offsets: dict[Partition, StoredOffset | None] = dict(found)
+            else:
+                offsets = {p: self._store.committed(group_id, p) for p in partitions}
+            unstable = frozenset(p for p in offsets if self._store.is_unstable(group_id, p))
+            return offsets, unstable
+
     def fetch_stable_offsets(
         self, group_id: str, partitions: Iterable[Partition], timeout_s: float | None
     ) -> dict[Partition, StoredOffset | None]:
@@ -484,18 +500,23 @@ class GroupCoordinator:
             return None
         now = self._clock_ms()
         for item in offsets:
-            self._log_of(item.topic, item.partition)  # UnknownTopicOrPartitionError
-            if item.offset < 0:
-                raise ValueError(f"{item.topic}-{item.partition}: offset {item.offset} < 0")
-            if len(item.metadata.encode()) > limits.offset_metadata_bytes_max:
-                raise OffsetMetadataTooLargeError(
-                    f"{item.topic}-{item.partition}: metadata longer than "
-                    f"{limits.offset_metadata_bytes_max} bytes"
-                )
+            self.check_offset(item)
             key = OffsetCommitKey(metadata.group_id, item.topic, item.partition)
             value = OffsetCommitValue(item.offset, item.metadata, now, item.leader_epoch)
             builder.append(now, encode_offset_key(key), encode_offset_value(value))
         return builder
+
+    def check_offset(self, item: OffsetToCommit) -> None:
+        """Raise what committing `item` would raise for its own sake:
+        UnknownTopicOrPartitionError, OffsetMetadataTooLargeError, ValueError (offset < 0)."""
+        self._log_of(item.topic, item.partition)  # UnknownTopicOrPartitionError
+        if item.offset < 0:
+            raise ValueError(f"{item.topic}-{item.partition}: offset {item.offset} < 0")
+        if len(item.metadata.encode()) > limits.offset_metadata_bytes_max:
+            raise OffsetMetadataTooLargeError(
+                f"{item.topic}-{item.partition}: metadata longer than "
+                f"{limits.offset_metadata_bytes_max} bytes"
+            )
 
     def _replay_appended(
         self, batch: bytes, base_offset: int, producer_id: int, *, transactional: bool

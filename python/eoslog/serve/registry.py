@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 # The modules whose import registers handlers, in the order the server imports them.
-HANDLER_MODULES: list[str] = []
+HANDLER_MODULES: list[str] = ["eoslog.serve.group_apis", "eoslog.serve.offset_apis"]
 
 
 class ProtocolViolation(Exception):
