@@ -23,7 +23,11 @@ from eoslog.coordinator.consumer_protocol import (
 from eoslog.coordinator.group_coordinator import OffsetToCommit
 from eoslog.coordinator.group_membership import COORDINATOR_LEADER, JoinAnswer, SyncAnswer
 from eoslog.error_codes import ErrorCodes as E
-from eoslog.errors import InconsistentGroupProtocolError, RebalanceInProgressError
+from eoslog.errors import (
+    FencedInstanceIdError,
+    InconsistentGroupProtocolError,
+    RebalanceInProgressError,
+)
 from tests.support import logtools
 from tests.support.logtools import OpenBroker
 
@@ -205,9 +209,12 @@ def test_leave_group_answers_each_member_and_the_others_rebalance(
     broker.create_topic("t", 2)
     a, b, generation = _two_members(broker, clock)
     classic = broker.groups.classic
-    assert classic.leave(GROUP, [b, "stranger"]) == [E.NO_ERROR, E.UNKNOWN_MEMBER_ID]
+    assert classic.leave(GROUP, [(b, None), ("stranger", None)]) == [
+        E.NO_ERROR,
+        E.UNKNOWN_MEMBER_ID,
+    ]
     assert classic.heartbeat(GROUP, a, generation) == E.REBALANCE_IN_PROGRESS
-    assert classic.leave(GROUP, [a]) == [E.NO_ERROR]
+    assert classic.leave(GROUP, [(a, None)]) == [E.NO_ERROR]
     state, _, _, members = broker.groups.describe_group(GROUP)
     assert state.value == "Empty" and members == {}
 
@@ -255,7 +262,7 @@ def test_a_strategy_eoslog_lacks_runs_with_a_remote_leader_that_assigns(
     leader = answers.joins[0].leader
     assert leader == first and {j.leader for j in answers.joins} == {first}
     by_member = {j.member_id: j for j in answers.joins}
-    assert [m for m, _ in by_member[first].members] == [first, second]
+    assert [m for m, _, _ in by_member[first].members] == [first, second]
     assert by_member[second].members == ()
     # The follower's SyncGroup waits for the leader's; a commit meanwhile must wait too.
     assert _sync(broker, answers, second, 1) is None
@@ -299,3 +306,32 @@ def test_an_in_process_consumer_and_a_remote_member_split_a_topic(
     assert broker.groups.classic.heartbeat(GROUP, remote, 1) == E.REBALANCE_IN_PROGRESS
     assert _join(broker, answers, remote) is None
     assert len(decode_assignment(_sync(broker, answers, remote, 2).assignment)) == 4
+
+
+def test_a_static_member_restarting_takes_its_place_back_and_fences_its_old_self(
+    open_broker: OpenBroker, clock: logtools.Clock
+) -> None:
+    broker = open_broker()
+    broker.create_topic("t", 2)
+    classic = broker.groups.classic
+    answers = Answers()
+    assert _join(broker, answers, instance_id="worker-1") is None  # no MEMBER_ID_REQUIRED
+    other = _new_member(broker, answers)
+    clock.advance(DELAY_MS)
+    classic.tick(GROUP)
+    old = next(j.member_id for j in answers.joins if j.member_id != other)
+    owned = decode_assignment(_sync(broker, answers, old, 1).assignment)
+    # The process restarts: same instance, no member id. The coordinator assigns and nothing
+    # changed, so the group does not rebalance and the new id gets the old one's partitions.
+    again = _join(broker, answers, instance_id="worker-1")
+    assert again.error == E.NO_ERROR and again.generation_id == 1 and again.member_id != old
+    assert decode_assignment(_sync(broker, answers, again.member_id, 1).assignment) == owned
+    assert classic.heartbeat(GROUP, other, 1) == E.NO_ERROR
+    assert classic.heartbeat(GROUP, old, 1, "worker-1") == E.FENCED_INSTANCE_ID
+    with pytest.raises(FencedInstanceIdError):
+        broker.groups.commit_offsets(
+            ConsumerGroupMetadata(GROUP, 1, old, "worker-1"), [OffsetToCommit("t", 0, 1)]
+        )
+    assert classic.leave(GROUP, [(old, "worker-1")]) == [E.FENCED_INSTANCE_ID]
+    assert classic.leave(GROUP, [("", "worker-1")]) == [E.NO_ERROR]
+    assert classic.heartbeat(GROUP, other, 1) == E.REBALANCE_IN_PROGRESS

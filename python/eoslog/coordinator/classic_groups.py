@@ -14,8 +14,12 @@ Answers carry Kafka's error codes, as the wire wants them: MEMBER_ID_REQUIRED (J
 join again with the id given), UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS,
 INCONSISTENT_GROUP_PROTOCOL, INVALID_SESSION_TIMEOUT, INVALID_GROUP_ID.
 
-Static membership (group.instance.id, KIP-345) is not implemented: a member naming an
-instance id is a dynamic member like any other.
+Static membership (group.instance.id, KIP-345): a member naming an instance id joins without
+MEMBER_ID_REQUIRED; when the instance joins again under a new member id (a restarted process),
+the new id takes the old one's place without a rebalance if its subscription is unchanged and
+the coordinator assigns (a remote leader's group rebalances), and every later request from
+the old id is answered FENCED_INSTANCE_ID. Static members are removed by their session
+timeout or a LeaveGroup naming the instance, as in Kafka.
 
 Thread safety: every method may be called from any thread; all serialize on the group
 coordinator's lock.
@@ -71,11 +75,13 @@ class JoinRequest:
     protocol_type: str
     protocols: tuple[tuple[str, bytes], ...]
     require_known_member_id: bool = True
+    instance_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class MemberSummary:
     member_id: str
+    instance_id: str | None
     client_id: str
     client_host: str
     metadata: bytes  # for the group's protocol; empty unless Stable
@@ -130,9 +136,12 @@ class ClassicGroups:
             group = self._groups.get(request.group_id) or Group(request.group_id)
             group.expire(now, counts)
             member_id = request.member_id
+            instance_id = request.instance_id
+            if member_id and group.fenced(instance_id, member_id):
+                return JoinAnswer(E.FENCED_INSTANCE_ID, member_id)
             if not member_id:
                 member_id = f"{request.client_id}-{uuid.uuid4()}"
-                if request.require_known_member_id:
+                if request.require_known_member_id and instance_id is None:
                     group.pending_members[member_id] = now + request.session_timeout_ms
                     self._groups.setdefault(request.group_id, group)
                     return JoinAnswer(E.MEMBER_ID_REQUIRED, member_id)
@@ -142,6 +151,7 @@ class ClassicGroups:
             if not group.accepts(member):
                 return JoinAnswer(E.INCONSISTENT_GROUP_PROTOCOL, member_id)
             self._groups.setdefault(request.group_id, group)
+            self._take_instance(group, member, now)
             group.join(member, now, counts, self.settings.initial_rebalance_delay_ms)
             if group.state is not GroupState.PREPARING_REBALANCE:
                 return group.join_answer(member_id)
@@ -149,6 +159,20 @@ class ClassicGroups:
             member.remote.on_join = on_join
             group.maybe_complete_rebalance(counts, now)
             return None
+
+    @staticmethod
+    def _take_instance(group: Group, member: Member, now: int) -> None:
+        """Record a static member's instance id; a member already holding it hands its place
+        over to `member` (a rebalance follows unless the coordinator assigns)."""
+        instance_id = member.instance_id
+        if instance_id is None:
+            return
+        holder = group.static_members.get(instance_id)
+        if holder is not None and holder != member.member_id:
+            group.replace_static(holder, member.member_id)
+            if not group.coordinator_assigns and group.state is not GroupState.EMPTY:
+                group.prepare_rebalance(now)
+        group.static_members[instance_id] = member.member_id
 
     def _check_join(self, request: JoinRequest) -> int:
         settings = self.settings
@@ -174,6 +198,7 @@ class ClassicGroups:
         *,
         protocol_type: str | None = None,
         protocol: str | None = None,
+        instance_id: str | None = None,
     ) -> SyncAnswer | None:
         """A remote SyncGroup: the member's assignment now, or None when it waits for the
         leader's SyncGroup (on_sync then gets it). `assignments` (member id -> bytes) counts
@@ -182,6 +207,8 @@ class ClassicGroups:
         with self._lock:
             now = self._clock_ms()
             group = self._groups.get(group_id)
+            if group is not None and group.fenced(instance_id, member_id):
+                return SyncAnswer(E.FENCED_INSTANCE_ID)
             if group is None or member_id not in group.members:
                 return SyncAnswer(E.UNKNOWN_MEMBER_ID)
             member = group.members[member_id]
@@ -203,13 +230,18 @@ class ClassicGroups:
             member.remote.on_sync = on_sync
             return None
 
-    def heartbeat(self, group_id: str, member_id: str, generation_id: int) -> int:
+    def heartbeat(
+        self, group_id: str, member_id: str, generation_id: int, instance_id: str | None = None
+    ) -> int:
         """A remote Heartbeat: NO_ERROR, or REBALANCE_IN_PROGRESS (rejoin), UNKNOWN_MEMBER_ID,
-        ILLEGAL_GENERATION. Also removes the group's members whose time ran out, and starts
-        a rebalance when a topic the coordinator assigned has a new partition count."""
+        ILLEGAL_GENERATION, FENCED_INSTANCE_ID. Also removes the group's members whose time
+        ran out, and starts a rebalance when a topic the coordinator assigned has a new
+        partition count."""
         with self._lock:
             now, counts = self._clock_ms(), self._partition_counts()
             group = self._groups.get(group_id)
+            if group is not None and group.fenced(instance_id, member_id):
+                return E.FENCED_INSTANCE_ID
             if group is None or member_id not in group.members:
                 return E.UNKNOWN_MEMBER_ID
             group.members[member_id].last_seen_ms = now
@@ -224,14 +256,20 @@ class ClassicGroups:
                 return E.REBALANCE_IN_PROGRESS
             return E.NO_ERROR
 
-    def leave(self, group_id: str, member_ids: list[str]) -> list[int]:
-        """A remote LeaveGroup of one or more members: for each, NO_ERROR or
-        UNKNOWN_MEMBER_ID. The others rebalance."""
+    def leave(self, group_id: str, leavers: list[tuple[str, str | None]]) -> list[int]:
+        """A remote LeaveGroup of one or more members, each (member id, instance id; either
+        may be empty): for each, NO_ERROR, UNKNOWN_MEMBER_ID or FENCED_INSTANCE_ID. The others
+        rebalance."""
         with self._lock:
             now, counts = self._clock_ms(), self._partition_counts()
             group = self._groups.get(group_id)
             errors = []
-            for member_id in member_ids:
+            for member_id, instance_id in leavers:
+                if group is not None and instance_id is not None:
+                    if member_id and group.fenced(instance_id, member_id):
+                        errors.append(E.FENCED_INSTANCE_ID)
+                        continue
+                    member_id = group.static_members.get(instance_id, member_id)
                 if group is None or member_id not in group.members:
                     errors.append(E.UNKNOWN_MEMBER_ID)
                     continue
@@ -272,7 +310,9 @@ class ClassicGroups:
                     else (member.remote.client_id, member.remote.client_host)
                 )
                 members.append(
-                    MemberSummary(member.member_id, client_id, host, metadata, assignment)
+                    MemberSummary(
+                        member.member_id, member.instance_id, client_id, host, metadata, assignment
+                    )
                 )
             return GroupSummary(
                 group_id,
@@ -303,6 +343,7 @@ def _remote_member(
         protocol_type=request.protocol_type,
         protocols=request.protocols,
         subscriptions=subscriptions,
+        instance_id=request.instance_id,
     )
     return Member(
         member_id,

@@ -59,6 +59,7 @@ from eoslog.coordinator.offsets_log import (
     group_partition,
 )
 from eoslog.errors import (
+    FencedInstanceIdError,
     IllegalGenerationError,
     InconsistentGroupProtocolError,
     InvalidConfigError,
@@ -466,6 +467,11 @@ class GroupCoordinator:
                     f"group {metadata.group_id} has no generation {metadata.generation_id}"
                 )
             return  # a simple group: offsets without membership (assign() consumers, admin)
+        if group.fenced(metadata.group_instance_id, metadata.member_id):
+            raise FencedInstanceIdError(
+                f"group {metadata.group_id}: instance {metadata.group_instance_id} has another "
+                f"member than {metadata.member_id!r} now"
+            )
         if metadata.generation_id >= 0 or metadata.member_id:
             if metadata.member_id not in group.members:
                 raise UnknownMemberIdError(

@@ -88,7 +88,7 @@ ALLOWED_FROM: Final[Mapping[GroupState, frozenset[GroupState]]] = {
 @dataclass(frozen=True, slots=True)
 class JoinAnswer:
     """A JoinGroup's answer (Kafka error code 0 or the error). `members` (member id, its
-    metadata for the chosen protocol) goes to the leader only."""
+    group instance id, its metadata for the chosen protocol) goes to the leader only."""
 
     error: int
     member_id: str
@@ -96,7 +96,7 @@ class JoinAnswer:
     protocol_type: str | None = None
     protocol: str | None = None
     leader: str = ""
-    members: tuple[tuple[str, bytes], ...] = ()
+    members: tuple[tuple[str, str | None, bytes], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +114,8 @@ class Remote:
     """What the coordinator keeps of a member in another process (JoinGroup over the wire).
     `protocols` are the (strategy, metadata) pairs it offered, in its order of preference;
     `subscriptions` the topics each consumer-protocol metadata names; `assignment` the bytes
-    SyncGroup hands it in the current generation."""
+    SyncGroup hands it in the current generation; `instance_id` its group.instance.id (a
+    static member, KIP-345)."""
 
     client_id: str
     client_host: str
@@ -125,6 +126,7 @@ class Remote:
     on_join: Callable[[JoinAnswer], None] | None = None
     on_sync: Callable[[SyncAnswer], None] | None = None
     assignment: bytes = b""
+    instance_id: str | None = None
 
     @property
     def waiting(self) -> bool:
@@ -141,6 +143,10 @@ class Member:
     joined: bool = True  # has (re)joined the rebalance in progress
     assignment: tuple[Partition, ...] = field(default_factory=tuple)
     remote: Remote | None = None  # None for an in-process member
+
+    @property
+    def instance_id(self) -> str | None:
+        return None if self.remote is None else self.remote.instance_id
 
     @property
     def protocol_type(self) -> str:
@@ -177,6 +183,7 @@ class Group:
         # Member ids handed out with MEMBER_ID_REQUIRED (JoinGroup v4+), each until its
         # deadline (ms): a join naming one is a new member, not an unknown one.
         self.pending_members: dict[str, int] = {}
+        self.static_members: dict[str, str] = {}  # group.instance.id -> its member id now
         self.rebalance_started_ms = 0
         self.complete_not_before_ms = 0  # group.initial.rebalance.delay.ms, see the module doc
         # The partition counts the current generation's assignment was computed from: a
@@ -251,6 +258,9 @@ class Group:
         member = self.members.pop(member_id, None)
         if member is None:
             return
+        instance_id = None if member.remote is None else member.remote.instance_id
+        if instance_id is not None and self.static_members.get(instance_id) == member_id:
+            del self.static_members[instance_id]
         self._answer_join(member, E.UNKNOWN_MEMBER_ID)
         self._answer_sync(member, SyncAnswer(E.UNKNOWN_MEMBER_ID))
         if self.state in (G.STABLE, G.COMPLETING_REBALANCE):
@@ -267,6 +277,27 @@ class Group:
         for member in self.members.values():
             member.joined = member.member_id == except_member
             self._answer_sync(member, SyncAnswer(E.REBALANCE_IN_PROGRESS))
+
+    def fenced(self, instance_id: str | None, member_id: str) -> bool:
+        """Whether a request naming `instance_id` comes from a member id that instance no
+        longer has (another process took the static membership over: FENCED_INSTANCE_ID)."""
+        if instance_id is None or instance_id not in self.static_members:
+            return False
+        return self.static_members[instance_id] != member_id
+
+    def replace_static(self, old_id: str, new_id: str) -> None:
+        """A static member joined again under a new member id (KIP-345): the member is moved
+        to it, keeping its place in the generation; whatever the old id still waited for is
+        answered FENCED_INSTANCE_ID."""
+        member = self.members.pop(old_id)
+        assert member.remote is not None and member.remote.instance_id is not None
+        self._answer_join(member, E.FENCED_INSTANCE_ID)
+        self._answer_sync(member, SyncAnswer(E.FENCED_INSTANCE_ID))
+        member.member_id = new_id
+        self.members[new_id] = member
+        self.static_members[member.remote.instance_id] = new_id
+        if self.leader_id == old_id:
+            self.leader_id = new_id
 
     def counts_changed(self, counts: Mapping[str, int]) -> bool:
         """Whether a topic of the coordinator's assignment has another partition count now
@@ -369,9 +400,12 @@ class Group:
 
     def join_answer(self, member_id: str) -> JoinAnswer:
         """The current generation's JoinGroup answer for a member (members for the leader)."""
-        members: tuple[tuple[str, bytes], ...] = ()
+        members: tuple[tuple[str, str | None, bytes], ...] = ()
         if member_id == self.leader_id and self.protocol is not None:
-            members = tuple((m.member_id, m.metadata(self.protocol)) for m in self.members.values())
+            members = tuple(
+                (m.member_id, m.instance_id, m.metadata(self.protocol))
+                for m in self.members.values()
+            )
         return JoinAnswer(
             E.NO_ERROR,
             member_id,

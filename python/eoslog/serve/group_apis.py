@@ -97,6 +97,7 @@ async def join_group(ctx: Context, request: Any) -> Any:
         protocol_type=request.protocol_type,
         protocols=tuple((p.name, bytes(p.metadata)) for p in request.protocols),
         require_known_member_id=request.__version__ >= 4,
+        instance_id=getattr(request, "group_instance_id", None),
     )
     classic = ctx.broker.groups.classic
     answer: JoinAnswer = await _answer(
@@ -115,8 +116,8 @@ async def join_group(ctx: Context, request: Any) -> Any:
         leader=answer.leader,
         member_id=answer.member_id,
         members=tuple(
-            make(member_type, member_id=member_id, metadata=metadata)
-            for member_id, metadata in answer.members
+            make(member_type, member_id=member_id, group_instance_id=instance, metadata=metadata)
+            for member_id, instance, metadata in answer.members
         ),
     )
 
@@ -136,6 +137,7 @@ async def sync_group(ctx: Context, request: Any) -> Any:
             deliver,
             protocol_type=getattr(request, "protocol_type", None),
             protocol=getattr(request, "protocol_name", None),
+            instance_id=getattr(request, "group_instance_id", None),
         ),
     )
     return make(
@@ -154,6 +156,7 @@ async def heartbeat(ctx: Context, request: Any) -> Any:
         request.group_id,
         request.member_id,
         request.generation_id,
+        getattr(request, "group_instance_id", None),
     )
     return make(response_type(request), error_code=code)
 
@@ -161,8 +164,12 @@ async def heartbeat(ctx: Context, request: Any) -> Any:
 @api(13, 0, 5)
 async def leave_group(ctx: Context, request: Any) -> Any:
     batched = has_field(request, "members")  # v3+ (KIP-345): several members at once
-    member_ids = [m.member_id for m in request.members] if batched else [request.member_id]
-    codes = await ctx.call(ctx.broker.groups.classic.leave, request.group_id, member_ids)
+    leavers = (
+        [(m.member_id, m.group_instance_id) for m in request.members]
+        if batched
+        else [(request.member_id, None)]
+    )
+    codes = await ctx.call(ctx.broker.groups.classic.leave, request.group_id, leavers)
     response = response_type(request)
     if not batched:
         return make(response, error_code=codes[0])
@@ -231,6 +238,7 @@ async def describe_groups(ctx: Context, request: Any) -> Any:
                 make(
                     member_type,
                     member_id=m.member_id,
+                    group_instance_id=m.instance_id,
                     client_id=m.client_id,
                     client_host=m.client_host,
                     member_metadata=m.metadata,

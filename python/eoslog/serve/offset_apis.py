@@ -58,7 +58,10 @@ def _commit(
 @api(8, 2, 9)
 async def offset_commit(ctx: Context, request: Any) -> Any:
     committer = ConsumerGroupMetadata(
-        request.group_id, request.generation_id_or_member_epoch, request.member_id
+        request.group_id,
+        request.generation_id_or_member_epoch,
+        request.member_id,
+        getattr(request, "group_instance_id", None),
     )
     items = [
         OffsetToCommit(
