@@ -50,7 +50,12 @@ def _context(broker: eoslog.Broker) -> Context:
     async def call(function: Any, *args: Any) -> Any:
         return await asyncio.to_thread(function, *args)
 
-    return Context(broker, 0, "127.0.0.1", 9092, "127.0.0.1:50000", "rdkafka", call)
+    async def wait_for_append(generation: int, timeout_s: float) -> bool:
+        raise AssertionError("the group APIs never wait for an append")
+
+    return Context(
+        broker, 0, "127.0.0.1", 9092, "127.0.0.1:50000", "rdkafka", call, wait_for_append
+    )
 
 
 def _wire(response: Any) -> Any:

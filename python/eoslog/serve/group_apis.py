@@ -24,7 +24,15 @@ from eoslog.coordinator.classic_groups import JoinRequest
 from eoslog.coordinator.group_membership import JoinAnswer, SyncAnswer
 from eoslog.error_codes import ErrorCodes
 from eoslog.errors import KafkaException
-from eoslog.serve.kio_entities import element, has_field, make, milliseconds
+from eoslog.serve.messages import (
+    NO_THROTTLE,
+    build,
+    code_of,
+    element,
+    error_code,
+    has_field,
+    to_milliseconds,
+)
 from eoslog.serve.registry import Context, api, response_type
 
 E = ErrorCodes
@@ -39,14 +47,6 @@ NO_OPERATIONS: Final = -(2**31)
 DEAD: Final = "Dead"
 EMPTY: Final = "Empty"
 CLASSIC: Final = "classic"  # ListGroups v5's group type of every group here
-
-
-def error_code(error: Exception) -> int:
-    """The Kafka error code a refused call answers with (UNKNOWN_SERVER_ERROR for an error
-    without one)."""
-    if isinstance(error, KafkaException) and error.error.code() > 0:
-        return error.error.code()
-    return E.UNKNOWN
 
 
 async def _answer(
@@ -83,10 +83,13 @@ def _client_host(ctx: Context) -> str:
 
 @api(11, 0, 9)
 async def join_group(ctx: Context, request: Any) -> Any:
-    session_ms = milliseconds(request.session_timeout)
+    session_ms = to_milliseconds(request.session_timeout)
     rebalance_ms = session_ms  # JoinGroup v0 has no rebalance timeout: Kafka uses the session's
-    if has_field(request, "rebalance_timeout") and milliseconds(request.rebalance_timeout) >= 0:
-        rebalance_ms = milliseconds(request.rebalance_timeout)
+    if (
+        has_field(type(request), "rebalance_timeout")
+        and to_milliseconds(request.rebalance_timeout) >= 0
+    ):
+        rebalance_ms = to_milliseconds(request.rebalance_timeout)
     join = JoinRequest(
         group_id=request.group_id,
         member_id=request.member_id,
@@ -107,16 +110,17 @@ async def join_group(ctx: Context, request: Any) -> Any:
     member_type = element(response, "members")
     # Before v7 the protocol name is not nullable.
     protocol = answer.protocol if request.__version__ >= 7 else answer.protocol or ""
-    return make(
+    return build(
         response,
-        error_code=answer.error,
+        throttle_time=NO_THROTTLE,
+        error_code=error_code(answer.error),
         generation_id=answer.generation_id,
         protocol_type=answer.protocol_type,
         protocol_name=protocol,
         leader=answer.leader,
         member_id=answer.member_id,
         members=tuple(
-            make(member_type, member_id=member_id, group_instance_id=instance, metadata=metadata)
+            build(member_type, member_id=member_id, group_instance_id=instance, metadata=metadata)
             for member_id, instance, metadata in answer.members
         ),
     )
@@ -140,9 +144,10 @@ async def sync_group(ctx: Context, request: Any) -> Any:
             instance_id=getattr(request, "group_instance_id", None),
         ),
     )
-    return make(
+    return build(
         response_type(request),
-        error_code=answer.error,
+        throttle_time=NO_THROTTLE,
+        error_code=error_code(answer.error),
         protocol_type=answer.protocol_type,
         protocol_name=answer.protocol,
         assignment=answer.assignment,
@@ -158,12 +163,12 @@ async def heartbeat(ctx: Context, request: Any) -> Any:
         request.generation_id,
         getattr(request, "group_instance_id", None),
     )
-    return make(response_type(request), error_code=code)
+    return build(response_type(request), throttle_time=NO_THROTTLE, error_code=error_code(code))
 
 
 @api(13, 0, 5)
 async def leave_group(ctx: Context, request: Any) -> Any:
-    batched = has_field(request, "members")  # v3+ (KIP-345): several members at once
+    batched = has_field(type(request), "members")  # v3+ (KIP-345): several members at once
     leavers = (
         [(m.member_id, m.group_instance_id) for m in request.members]
         if batched
@@ -172,17 +177,18 @@ async def leave_group(ctx: Context, request: Any) -> Any:
     codes = await ctx.call(ctx.broker.groups.classic.leave, request.group_id, leavers)
     response = response_type(request)
     if not batched:
-        return make(response, error_code=codes[0])
+        return build(response, throttle_time=NO_THROTTLE, error_code=error_code(codes[0]))
     member_type = element(response, "members")
-    return make(
+    return build(
         response,
-        error_code=E.NO_ERROR,
+        throttle_time=NO_THROTTLE,
+        error_code=error_code(E.NO_ERROR),
         members=tuple(
-            make(
+            build(
                 member_type,
                 member_id=member.member_id,
                 group_instance_id=member.group_instance_id,
-                error_code=code,
+                error_code=error_code(code),
             )
             for member, code in zip(request.members, codes, strict=True)
         ),
@@ -212,7 +218,7 @@ async def list_groups(ctx: Context, request: Any) -> Any:
             continue
         protocol_type = "" if summary is None else summary.protocol_type
         listed.append(
-            make(
+            build(
                 listed_type,
                 group_id=group_id,
                 protocol_type=protocol_type,
@@ -220,7 +226,9 @@ async def list_groups(ctx: Context, request: Any) -> Any:
                 group_type=CLASSIC,
             )
         )
-    return make(response, error_code=E.NO_ERROR, groups=tuple(listed))
+    return build(
+        response, throttle_time=NO_THROTTLE, error_code=error_code(E.NO_ERROR), groups=tuple(listed)
+    )
 
 
 @api(15, 0, 5)
@@ -235,7 +243,7 @@ async def describe_groups(ctx: Context, request: Any) -> Any:
         members: tuple[Any, ...] = ()
         if summary is not None:
             members = tuple(
-                make(
+                build(
                     member_type,
                     member_id=m.member_id,
                     group_instance_id=m.instance_id,
@@ -248,9 +256,9 @@ async def describe_groups(ctx: Context, request: Any) -> Any:
             )
         state = DEAD if group_id not in views else EMPTY if summary is None else summary.state
         described.append(
-            make(
+            build(
                 group_type,
-                error_code=E.INVALID_GROUP_ID if not group_id else E.NO_ERROR,
+                error_code=error_code(E.INVALID_GROUP_ID if not group_id else E.NO_ERROR),
                 group_id=group_id,
                 group_state=state,
                 protocol_type="" if summary is None else summary.protocol_type,
@@ -259,7 +267,7 @@ async def describe_groups(ctx: Context, request: Any) -> Any:
                 authorized_operations=NO_OPERATIONS,
             )
         )
-    return make(response, groups=tuple(described))
+    return build(response, throttle_time=NO_THROTTLE, groups=tuple(described))
 
 
 @api(42, 0, 2)
@@ -272,6 +280,6 @@ async def delete_groups(ctx: Context, request: Any) -> Any:
             await ctx.call(ctx.broker.groups.delete_group, group_id)
             code = E.NO_ERROR
         except KafkaException as error:
-            code = error_code(error)
-        results.append(make(result_type, group_id=group_id, error_code=code))
-    return make(response, results=tuple(results))
+            code = code_of(error)
+        results.append(build(result_type, group_id=group_id, error_code=error_code(code)))
+    return build(response, throttle_time=NO_THROTTLE, results=tuple(results))

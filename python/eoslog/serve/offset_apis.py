@@ -25,8 +25,7 @@ from eoslog.coordinator.group_coordinator import (
 from eoslog.coordinator.offset_store import StoredOffset
 from eoslog.error_codes import ErrorCodes
 from eoslog.errors import KafkaException
-from eoslog.serve.group_apis import error_code
-from eoslog.serve.kio_entities import element, has_field, make
+from eoslog.serve.messages import NO_THROTTLE, build, code_of, element, error_code, has_field
 from eoslog.serve.registry import Context, api, response_type
 
 E = ErrorCodes
@@ -44,13 +43,13 @@ def _commit(
             groups.check_offset(item)
             codes.append(E.NO_ERROR)
         except KafkaException as error:
-            codes.append(error_code(error))
+            codes.append(code_of(error))
         except ValueError:
             codes.append(E.INVALID_REQUEST)  # a negative offset
     try:
         groups.commit_offsets(committer, [i for i, c in zip(items, codes, strict=True) if not c])
     except KafkaException as error:
-        refused = error_code(error)
+        refused = code_of(error)
         codes = [code or refused for code in codes]
     return codes
 
@@ -78,17 +77,18 @@ async def offset_commit(ctx: Context, request: Any) -> Any:
     response = response_type(request)
     topic_type = element(response, "topics")
     partition_type = element(topic_type, "partitions")
-    return make(
+    return build(
         response,
+        throttle_time=NO_THROTTLE,
         topics=tuple(
-            make(
+            build(
                 topic_type,
                 name=topic.name,
                 partitions=tuple(
-                    make(
+                    build(
                         partition_type,
                         partition_index=item.partition_index,
-                        error_code=next(answers),
+                        error_code=error_code(next(answers)),
                     )
                     for item in topic.partitions
                 ),
@@ -102,23 +102,28 @@ async def offset_commit(ctx: Context, request: Any) -> Any:
 async def offset_fetch(ctx: Context, request: Any) -> Any:
     response = response_type(request)
     require_stable = bool(getattr(request, "require_stable", False))
-    if has_field(request, "groups"):  # v8+
+    if has_field(type(request), "groups"):  # v8+
         group_type = element(response, "groups")
         answers = []
         for group in request.groups:
             code, topics = await _group_offsets(ctx, group.group_id, group.topics, require_stable)
             topic_type = element(group_type, "topics")
             answers.append(
-                make(
+                build(
                     group_type,
                     group_id=group.group_id,
-                    error_code=code,
+                    error_code=error_code(code),
                     topics=_topics(topic_type, topics),
                 )
             )
-        return make(response, groups=tuple(answers))
+        return build(response, throttle_time=NO_THROTTLE, groups=tuple(answers))
     code, topics = await _group_offsets(ctx, request.group_id, request.topics, require_stable)
-    return make(response, error_code=code, topics=_topics(element(response, "topics"), topics))
+    return build(
+        response,
+        throttle_time=NO_THROTTLE,
+        error_code=error_code(code),
+        topics=_topics(element(response, "topics"), topics),
+    )
 
 
 Answered = dict[str, list[tuple[int, StoredOffset | None, int]]]
@@ -136,7 +141,7 @@ async def _group_offsets(
             ctx.broker.groups.fetch_offsets_marking_unstable, group_id, wanted
         )
     except KafkaException as error:
-        return error_code(error), {}
+        return code_of(error), {}
     answered: Answered = {}
     for (topic, partition), stored in offsets.items():
         code = E.UNSTABLE_OFFSET_COMMIT if require_stable and (topic, partition) in unstable else 0
@@ -147,11 +152,11 @@ async def _group_offsets(
 def _topics(topic_type: type[Any], answered: Answered) -> tuple[Any, ...]:
     partition_type = element(topic_type, "partitions")
     return tuple(
-        make(
+        build(
             topic_type,
             name=topic,
             partitions=tuple(
-                make(
+                build(
                     partition_type,
                     partition_index=partition,
                     committed_offset=NO_OFFSET if stored is None else stored.offset,
@@ -159,7 +164,7 @@ def _topics(topic_type: type[Any], answered: Answered) -> tuple[Any, ...]:
                         NO_LEADER_EPOCH if stored is None else stored.leader_epoch
                     ),
                     metadata="" if stored is None else stored.metadata,
-                    error_code=code,
+                    error_code=error_code(code),
                 )
                 for partition, stored, code in entries
             ),

@@ -31,7 +31,13 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 # The modules whose import registers handlers, in the order the server imports them.
-HANDLER_MODULES: list[str] = ["eoslog.serve.group_apis", "eoslog.serve.offset_apis"]
+HANDLER_MODULES: list[str] = [
+    "eoslog.serve.data_apis",
+    "eoslog.serve.fetch_api",
+    "eoslog.serve.admin_apis",
+    "eoslog.serve.group_apis",
+    "eoslog.serve.offset_apis",
+]
 
 
 class ProtocolViolation(Exception):
@@ -51,6 +57,10 @@ class Context:
     client_id: str | None
     # Runs a blocking engine call on the server's worker threads and awaits its result.
     call: Callable[..., Awaitable[Any]]
+    # wait_for_append(generation, timeout_s): awaits until the broker's AppendSignal
+    # (eoslog.log.append_signal) is past `generation`, timeout_s passes or the server stops;
+    # whether it moved. Waits on the loop, holding no worker thread.
+    wait_for_append: Callable[[int, float], Awaitable[bool]]
 
 
 Handler = Callable[[Context, Any], Awaitable[Any]]
