@@ -4,7 +4,8 @@
 It joins GROUP with librdkafka's defaults (partition.assignment.strategy "range,roundrobin")
 and a short session timeout, and writes one JSON line to stdout per event, flushed at once:
 {"assigned": [[topic, partition], ...]} after each rebalance, and {"consumed": [topic,
-partition, offset]} for each record once its offset is committed (synchronously). It runs
+partition, offset]} for each record once its offset is committed (synchronously; a record
+whose commit is refused is not reported, its next owner reads it again). It runs
 until it is killed, or until stdin closes (then it closes the consumer, leaving the group).
 """
 
@@ -15,7 +16,7 @@ import sys
 import threading
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 SESSION_TIMEOUT_MS = 6000  # Kafka's group.min.session.timeout.ms: the shortest a broker takes
 
@@ -47,7 +48,10 @@ def main(bootstrap: str, group: str, topic: str) -> None:
         message = consumer.poll(0.2)
         if message is None or message.error() is not None:
             continue
-        consumer.commit(message=message, asynchronous=False)
+        try:
+            consumer.commit(message=message, asynchronous=False)
+        except KafkaException:
+            continue  # refused (a rebalance ended the generation): the next owner reads it
         _say("consumed", [message.topic(), message.partition(), message.offset()])
     consumer.close()
 
