@@ -48,6 +48,12 @@ def _produce(broker: Broker, per_partition: int) -> None:
     producer.close()
 
 
+def _committed(broker: Broker) -> dict[int, int]:
+    """The group's committed offset of each partition of the topic, as the broker holds it."""
+    stored = broker.groups.committed_partitions(GROUP)
+    return {p: stored[(t, p)].offset for t, p in stored if t == TOPIC}
+
+
 def _until(condition: Callable[[], bool], what: str, deadline_s: float = DEADLINE_S) -> None:
     deadline = time.monotonic() + deadline_s
     while not condition():
@@ -172,10 +178,7 @@ def test_commit_and_committed_round_trip_through_the_group_coordinator(
     wanted = [TopicPartition(TOPIC, p) for p in range(PARTITIONS)]
     committed = consumer.committed(wanted, timeout=DEADLINE_S)
     assert [(tp.partition, tp.offset) for tp in committed] == [(p, 3) for p in range(PARTITIONS)]
-    stored = broker.groups.committed_partitions(GROUP)
-    assert {p: stored[(TOPIC, p)].offset for p in range(PARTITIONS)} == dict.fromkeys(
-        range(PARTITIONS), 3
-    )
+    assert _committed(broker) == dict.fromkeys(range(PARTITIONS), 3)
     # An offset committed for a partition of no topic is refused for that partition alone.
     with pytest.raises(KafkaException) as refused:
         consumer.commit(offsets=[TopicPartition("no-such-topic", 0, 1)], asynchronous=False)
@@ -246,10 +249,7 @@ def test_a_kafka_python_group_consumer_with_its_defaults_consumes_and_commits(
     consumer.commit()
     assert {tp.partition for tp in consumer.assignment()} == set(range(PARTITIONS))
     consumer.close()
-    stored = broker.groups.committed_partitions(GROUP)
-    assert {p: stored[(TOPIC, p)].offset for p in range(PARTITIONS)} == dict.fromkeys(
-        range(PARTITIONS), 5
-    )
+    assert _committed(broker) == dict.fromkeys(range(PARTITIONS), 5)
 
 
 async def _aiokafka_group_consume(address: str, count: int) -> set[int]:
@@ -280,10 +280,7 @@ def test_an_aiokafka_group_consumer_with_its_defaults_consumes_and_commits(
     _produce(broker, 5)
     owned = asyncio.run(_aiokafka_group_consume(server.address, 5 * PARTITIONS))
     assert owned == set(range(PARTITIONS))
-    stored = broker.groups.committed_partitions(GROUP)
-    assert {p: stored[(TOPIC, p)].offset for p in range(PARTITIONS)} == dict.fromkeys(
-        range(PARTITIONS), 5
-    )
+    assert _committed(broker) == dict.fromkeys(range(PARTITIONS), 5)
     assert broker.groups.describe_group(GROUP)[2] is None  # it left: the group is Empty
 
 
