@@ -156,6 +156,10 @@ def test_a_new_member_makes_the_others_rejoin_and_older_generations_are_fenced(
         broker.groups.commit_offsets(
             ConsumerGroupMetadata(GROUP, generation, a), [OffsetToCommit("t", 0, 6)]
         )
+    with pytest.raises(eoslog.IllegalGenerationError):  # TxnOffsetCommit too (KIP-447)
+        broker.groups.commit_transactional_offsets(
+            1000, 0, ConsumerGroupMetadata(GROUP, generation, a), [OffsetToCommit("t", 0, 6)]
+        )
     partitions = [
         decode_assignment(_sync(broker, answers, m, generation + 1).assignment) for m in (a, b, c)
     ]

@@ -24,8 +24,10 @@ UNKNOWN_MEMBER_ID and joins again).
 
 Fencing (KIP-447, §3.5 step 4, §6.3): a commit naming a member id or a generation >= 0 must
 come from a current member at the current generation (else UnknownMemberIdError or
-IllegalGenerationError); a commit naming neither is accepted for a group with no members,
-and, when transactional, for any group (Kafka's backward-compatible rule).
+IllegalGenerationError), and not while a remote leader is assigning (RebalanceInProgressError);
+a commit naming a static member's instance id must come from the member id that instance has
+now (else FencedInstanceIdError, §13.4); a commit naming neither is accepted for a group with
+no members, and, when transactional, for any group (Kafka's backward-compatible rule).
 
 Thread safety: every public method may be called from any thread; state changes serialize
 on one lock, held across an append and its replay so the replay order is the log order (a
