@@ -341,3 +341,32 @@ def test_the_admin_client_lists_describes_and_deletes_groups(
     admin.delete_consumer_groups([GROUP])[GROUP].result(timeout=DEADLINE_S)
     assert broker.groups.committed_partitions(GROUP) == {}
     assert admin.list_consumer_groups().result(timeout=DEADLINE_S).valid == []
+
+
+def test_a_static_librdkafka_member_restarting_gets_its_partitions_back_without_a_rebalance(
+    broker: Broker, server: Server
+) -> None:
+    broker.create_topic(TOPIC, PARTITIONS)
+    steady = _confluent(server.address, **{"group.instance.id": "steady"})
+    restarting = _confluent(server.address, **{"group.instance.id": "restarting"})
+    for consumer in (steady, restarting):
+        consumer.subscribe([TOPIC])
+
+    def split(members: tuple[Consumer, Consumer]) -> bool:
+        owned = []
+        for consumer in members:
+            consumer.poll(0.05)
+            owned += [tp.partition for tp in consumer.assignment()]
+        return sorted(owned) == list(range(PARTITIONS)) and all(m.assignment() for m in members)
+
+    _until(lambda: split((steady, restarting)), "the two static members split the topic")
+    generation = broker.groups.describe_group(GROUP)[1]
+    before = sorted(tp.partition for tp in restarting.assignment())
+    restarting.close()  # a static member sends no LeaveGroup: its place waits for it
+    again = _confluent(server.address, **{"group.instance.id": "restarting"})
+    again.subscribe([TOPIC])
+    _until(lambda: split((steady, again)), "the restarted member got partitions")
+    assert sorted(tp.partition for tp in again.assignment()) == before
+    assert broker.groups.describe_group(GROUP)[1] == generation  # nobody rebalanced
+    steady.close()
+    again.close()
