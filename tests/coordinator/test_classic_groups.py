@@ -278,6 +278,7 @@ def test_a_strategy_eoslog_lacks_runs_with_a_remote_leader_that_assigns(
     synced = broker.groups.classic.sync(GROUP, first, 1, plan, answers.syncs.append)
     assert decode_assignment(synced.assignment) == (("t", 0),)
     assert [decode_assignment(s.assignment) for s in answers.syncs] == [(("t", 1),)]
+    assert broker.groups.describe_group(GROUP)[3] == {first: (("t", 0),), second: (("t", 1),)}
     # An in-process consumer speaks only eoslog's strategies: it cannot join this group.
     consumer = broker.consumer({"group.id": GROUP})
     consumer.subscribe(["t"])

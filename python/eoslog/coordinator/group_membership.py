@@ -49,6 +49,7 @@ Thread safety: none of its own; the group coordinator calls it under its lock.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -57,10 +58,12 @@ from typing import Final
 from eoslog.coordinator.assignors import ASSIGNORS, Partition
 from eoslog.coordinator.consumer_protocol import (
     CONSUMER_PROTOCOL_TYPE,
+    decode_assignment,
     encode_assignment,
     encode_subscription,
 )
 from eoslog.error_codes import ErrorCodes
+from eoslog.errors import InconsistentGroupProtocolError
 
 # The leader a JoinGroup answer names when the coordinator computes the assignment: no member
 # has this id (the coordinator makes every member id, as "<client id>-<uuid>").
@@ -438,11 +441,16 @@ class Group:
 
     def complete_sync(self, assignments: Mapping[str, bytes]) -> None:
         """The leader's SyncGroup in CompletingRebalance: every member's assignment bytes (a
-        member the leader left out gets none), the group Stable, waiting syncs answered."""
+        member the leader left out gets none), the group Stable, waiting syncs answered. The
+        partitions of a consumer-protocol assignment are kept too, for describe_group."""
         self.transition(G.STABLE)
         for member in self.members.values():
             assert member.remote is not None
             member.remote.assignment = assignments.get(member.member_id, b"")
+            if self.protocol_type == CONSUMER_PROTOCOL_TYPE:
+                # The leader's bytes are the clients' business: unreadable ones show none.
+                with contextlib.suppress(InconsistentGroupProtocolError):
+                    member.assignment = decode_assignment(member.remote.assignment)
             self._answer_sync(member, self.sync_answer(member.member_id))
 
     def _choose_protocol(self) -> str:
