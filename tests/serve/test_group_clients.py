@@ -370,3 +370,37 @@ def test_a_static_librdkafka_member_restarting_gets_its_partitions_back_without_
     assert broker.groups.describe_group(GROUP)[1] == generation  # nobody rebalanced
     steady.close()
     again.close()
+
+
+def test_kafka_python_members_split_a_topic_and_one_takes_over_when_the_other_leaves(
+    broker: Broker, server: Server
+) -> None:
+    broker.create_topic(TOPIC, PARTITIONS)
+
+    def member() -> kafka.KafkaConsumer:
+        return kafka.KafkaConsumer(
+            TOPIC,
+            bootstrap_servers=server.address,
+            group_id=GROUP,
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=500,
+        )
+
+    staying, leaving = member(), member()
+
+    def owned(consumer: kafka.KafkaConsumer) -> set[int]:
+        consumer.poll(timeout_ms=50)
+        return {tp.partition for tp in consumer.assignment()}
+
+    def split() -> bool:
+        mine, theirs = owned(staying), owned(leaving)
+        return (
+            bool(mine and theirs)
+            and mine | theirs == set(range(PARTITIONS))
+            and not (mine & theirs)
+        )
+
+    _until(split, "the two kafka-python members split the topic")
+    leaving.close()  # LeaveGroup: the other rejoins at its next heartbeat
+    _until(lambda: owned(staying) == set(range(PARTITIONS)), "the other took every partition")
+    staying.close()
