@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Final, TypeVar
 from eoslog.broker_config import BROKER_DEFAULTS as BROKER_DEFAULTS
 from eoslog.broker_config import parse_broker_config
 from eoslog.clock import wall_clock_ms
+from eoslog.coordinator.classic_groups import GroupSettings
 from eoslog.coordinator.group_coordinator import GroupCoordinator
 from eoslog.coordinator.producer_ids import ProducerIdManager
 from eoslog.coordinator.transaction_coordinator import TransactionCoordinator
@@ -162,6 +163,11 @@ class Broker:
             partition_counts=self.partition_counts,
             clock_ms=self.clock_ms,
             durability=self.durability,
+            settings=GroupSettings(
+                initial_rebalance_delay_ms=self.settings["group.initial.rebalance.delay.ms"],
+                min_session_timeout_ms=self.settings["group.min.session.timeout.ms"],
+                max_session_timeout_ms=self.settings["group.max.session.timeout.ms"],
+            ),
         )
 
     def _open_transaction_coordinator(self, view: bool) -> TransactionCoordinator:

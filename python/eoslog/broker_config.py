@@ -37,6 +37,10 @@ BROKER_DEFAULTS: Final[dict[str, int]] = {
     "max.connections": limits.connections_max_default,
     "queued.max.requests": limits.queued_requests_max_default,
     "queued.max.request.bytes": limits.queued_request_bytes_max_default,
+    # Groups with Kafka clients as members (`eoslog serve`, coordinator/classic_groups.py).
+    "group.initial.rebalance.delay.ms": 3000,
+    "group.min.session.timeout.ms": 6000,
+    "group.max.session.timeout.ms": 1_800_000,
 }
 
 _BOOLEAN_KEYS: Final = frozenset({"auto.create.topics.enable"})

@@ -9,6 +9,8 @@ those the version has, so a handler names the newest fields and older versions d
 from __future__ import annotations
 
 import datetime
+import types
+import typing
 from collections.abc import Callable, Iterable
 from dataclasses import fields
 from typing import Any
@@ -84,6 +86,23 @@ def by_topic(
         )
         for topic, row in zip(topics, rows, strict=True)
     )
+
+
+_ELEMENTS: dict[tuple[type[Any], str], type[Any]] = {}
+
+
+def element(entity_type: type[Any], name: str) -> type[Any]:
+    """The entity class the list field `name` of `entity_type` holds (tuple[X, ...], maybe
+    optional): the nested type of the same version, whatever kio named it there."""
+    found = _ELEMENTS.get((entity_type, name))
+    if found is None:
+        hint = typing.get_type_hints(entity_type)[name]
+        if isinstance(hint, types.UnionType):
+            hint = next(arm for arm in typing.get_args(hint) if arm is not type(None))
+        found = typing.get_args(hint)[0]
+        assert isinstance(found, type), f"{entity_type.__name__}.{name} holds {found!r}"
+        _ELEMENTS[(entity_type, name)] = found
+    return found
 
 
 def has_field(entity_type: type[Any], name: str) -> bool:

@@ -37,6 +37,8 @@ HANDLER_MODULES: list[str] = [
     "eoslog.serve.data_apis",
     "eoslog.serve.fetch_api",
     "eoslog.serve.admin_apis",
+    "eoslog.serve.group_apis",
+    "eoslog.serve.offset_apis",
 ]
 
 
