@@ -45,6 +45,13 @@ LAYER_RULES: list[tuple[str, tuple[str, ...]]] = [
     ("eoslog.log", ("eoslog.cli", "eoslog.client", "eoslog.broker", "eoslog.coordinator")),
     # Offline scans read the files through the log layer alone: no broker, no client.
     ("eoslog.offline", ("eoslog.cli", "eoslog.client", "eoslog.broker", "eoslog.coordinator")),
+    # Tiering reads the files as offline scans do, and writes only the archive.
+    ("eoslog.archive", ("eoslog.cli", "eoslog.client", "eoslog.broker", "eoslog.coordinator")),
+    ("eoslog.archive_store", ABOVE_CODEC),
+    (
+        "eoslog.archive_view",
+        ("eoslog.cli", "eoslog.client", "eoslog.broker", "eoslog.coordinator", "eoslog.offline"),
+    ),
     # The default clock sits under everything that reads it (the broker and the producer).
     ("eoslog.clock", ABOVE_CODEC),
     # The coordinators serve the broker and the clients; they know neither.
