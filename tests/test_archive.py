@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 import pyarrow as pa
@@ -24,7 +25,8 @@ import pytest
 import eoslog
 from eoslog import archive, offline
 from eoslog.crashpoints import ENV
-from eoslog.errors import KafkaStorageError
+from eoslog.errors import KafkaException, KafkaStorageError
+from eoslog.log import checkpoints
 from tests.support import REPO_ROOT, scanlog, tieredlog
 from tests.support.tieredlog import TOPIC, TieredLog
 
@@ -49,7 +51,8 @@ def _url(path: str) -> str:
 def split(tmp_path_factory: pytest.TempPathFactory) -> Split:
     root = tmp_path_factory.mktemp("split")
     path, url = str(root / "log"), _url(str(root / "archive"))
-    log = TieredLog(path)
+    # Synced as it is written, so the owner's checkpoints count the .txnindex entries.
+    log = TieredLog(path, durability="commit")
     committed, uncommitted = log.view(), log.view("read_uncommitted")
     archive.archive(path, url)
     starts = log.expire()
@@ -277,3 +280,112 @@ def test_a_run_that_would_leave_a_hole_in_the_archive_copies_nothing(live: Live)
         archive.archive(live.log.path, live.url)
     assert sorted(os.listdir(os.path.join(target, f"{TOPIC}-0"))) == before
     producer.close()
+
+
+# --- missing and damaged archived files -----------------------------------------------------
+
+
+def _harm(directory: str, how: str) -> None:
+    """Damage the second segment of partition 0 in the log directory `directory`: flip a byte
+    in the middle of its `.log`, or remove the `.log`."""
+    base = tieredlog.segment_bases(directory, 0)[1]
+    path = os.path.join(directory, f"{TOPIC}-0", f"{base:020d}.log")
+    if how == "missing":
+        os.unlink(path)
+        return
+    with open(path, "r+b") as file:
+        middle = os.path.getsize(path) // 2
+        file.seek(middle)
+        byte = file.read(1)
+        file.seek(middle)
+        file.write(bytes([byte[0] ^ 0xFF]))
+
+
+def _error_of(read: Callable[[], object]) -> type[BaseException]:
+    with pytest.raises(KafkaException) as caught:
+        read()
+    return type(caught.value)
+
+
+@pytest.mark.parametrize("how", ["missing", "damaged"])
+def test_a_missing_or_damaged_archived_segment_gives_the_error_a_local_one_gives(
+    split: Split, tmp_path: Any, how: str
+) -> None:
+    archived = str(tmp_path / "archive")
+    shutil.copytree(split.url.removeprefix("file://"), archived)
+    local = str(tmp_path / "local")  # the same files as a local log directory
+    shutil.copytree(archived, local)
+    _harm(archived, how)
+    _harm(local, how)
+    want = _error_of(lambda: _scanned(local))
+    assert want is not KafkaException
+    assert _error_of(lambda: _scanned(_url(archived))) is want
+    live = str(tmp_path / "live")
+    shutil.copytree(split.path, live)
+    assert _error_of(lambda: _scanned(live, archive=_url(archived))) is want
+
+
+# --- the log start and the aborted-transaction counts of the split log ----------------------
+
+
+def _partition(table: pa.Table, partition: int) -> pa.Table:
+    return table.filter(pc.equal(table.column("partition"), partition))
+
+
+def test_delete_records_inside_the_local_segments_holds_over_the_archive(live: Live) -> None:
+    archive.archive(live.log.path, live.url)
+    start = live.log.expire()[0]
+    assert live.log.broker.delete_records(TOPIC, 0, start + 2) == start + 2
+    got = _partition(_scanned(live.log.path, archive=live.url), 0)
+    assert got.column("offset")[0].as_py() >= start + 2
+    want = _partition(live.committed, 0)
+    assert got.equals(want.filter(pc.greater_equal(want.column("offset"), start + 2)))
+    # Partition 1's archived records below its local log start are still read.
+    assert _partition(_scanned(live.log.path, archive=live.url), 1).equals(
+        _partition(live.committed, 1)
+    )
+
+
+def test_delete_records_before_archiving_holds_in_the_archive(live: Live) -> None:
+    assert live.log.broker.delete_records(TOPIC, 1, 5) == 5
+    archive.archive(live.log.path, live.url)
+    live.log.expire()
+    for path, archived in ((live.url, None), (live.log.path, live.url)):
+        got = _partition(_scanned(path, isolation_level="read_uncommitted", archive=archived), 1)
+        assert got.column("offset")[0].as_py() >= 5
+
+
+def test_the_archived_txnindex_files_are_believed_through_the_archived_count(
+    split: Split,
+) -> None:
+    local = set(tieredlog.segment_bases(split.path, 0))
+    archived_only = [
+        base
+        for base in tieredlog.segment_bases(split.url.removeprefix("file://"), 0)
+        if base not in local
+    ]
+    fs, root = offline.located(split.path, archive=split.url)
+    counts, problem = checkpoints.read_believed_aborted_counts(fs, root)
+    assert problem is None
+    line = counts[(TOPIC, 0)]
+    assert line.covered_to > max(archived_only)
+    aborted_in = {base: count for base, count in line.by_segment.items() if base in archived_only}
+    assert aborted_in, "some archived-only segment holds .txnindex entries, counted"
+
+
+def test_a_segment_listed_then_deleted_locally_is_opened_from_the_archive(
+    split: Split, tmp_path: Any
+) -> None:
+    live = str(tmp_path / "live")
+    shutil.copytree(split.path, live)
+    fs, root = offline.located(live, archive=split.url)
+    directory = os.path.join(root, f"{TOPIC}-0")
+    base = tieredlog.segment_bases(live, 0)[0]
+    name = f"{base:020d}.log"
+    assert name in fs.listdir(directory)
+    with open(os.path.join(live, f"{TOPIC}-0", name), "rb") as file:
+        original = file.read()
+    os.unlink(os.path.join(live, f"{TOPIC}-0", name))  # retention, after the listing
+    handle = fs.open(os.path.join(directory, name), read_only=True)
+    assert handle.pread(len(original) + 1, 0) == original
+    handle.close()

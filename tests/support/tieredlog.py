@@ -24,11 +24,11 @@ STRADDLING = b"straddling"
 class TieredLog:
     """The log at `path`, its broker open (live) until close()."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, durability: str = "none") -> None:
         self.path = path
         self.now_ms = 1_800_000_000_000
         self.broker = eoslog.open(
-            path, durability="none", background=False, clock_ms=lambda: self.now_ms
+            path, durability=durability, background=False, clock_ms=lambda: self.now_ms
         )
         self.broker.create_topic(
             TOPIC,
@@ -72,6 +72,9 @@ class TieredLog:
             txn.commit_transaction()
         plain.close()
         txn.close()
+        # The checkpoints a running broker writes at its maintenance passes (the recovery
+        # point, the owner's count of .txnindex entries), which the archiver copies.
+        self.broker.run_maintenance()
 
     def view(self, isolation_level: str = "read_committed") -> pa.Table:
         """Every record the embedded Consumer delivers, partition after partition."""
