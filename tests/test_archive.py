@@ -14,21 +14,19 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-import eoslog
 from eoslog import archive, offline
 from eoslog.crashpoints import ENV
 from eoslog.errors import KafkaException, KafkaStorageError
 from eoslog.log import checkpoints
-from tests.support import REPO_ROOT, scanlog, tieredlog
-from tests.support.tieredlog import TOPIC, TieredLog
+from tests.support import REPO_ROOT, tieredlog
+from tests.support.tieredlog import TOPIC, TieredLog, scanned
 
 
 class Split(NamedTuple):
@@ -37,10 +35,6 @@ class Split(NamedTuple):
     committed: pa.Table  # the whole log's read_committed view, before retention
     uncommitted: pa.Table
     starts: list[int]  # each partition's local log start after retention
-
-
-def _scanned(path: str, **options: Any) -> pa.Table:
-    return scanlog.scanned(eoslog.scan(path, [TOPIC], **options))
 
 
 def _url(path: str) -> str:
@@ -71,7 +65,7 @@ def test_the_split_log_has_archived_segments_deleted_locally_and_an_abort_across
     offset = split.uncommitted.filter(straddling).column("offset")[0].as_py()
     assert offset < split.starts[0], "the aborted data lies in a segment deleted locally"
     # The local directory alone starts at the log start retention left.
-    assert _scanned(split.path).num_rows < split.committed.num_rows
+    assert scanned(split.path).num_rows < split.committed.num_rows
 
 
 @pytest.mark.parametrize("isolation_level", ["read_committed", "read_uncommitted"])
@@ -79,18 +73,16 @@ def test_scan_of_the_directory_with_its_archive_equals_the_whole_log(
     split: Split, isolation_level: str
 ) -> None:
     want = split.committed if isolation_level == "read_committed" else split.uncommitted
-    got = _scanned(split.path, isolation_level=isolation_level, archive=split.url)
-    assert got.num_rows == want.num_rows > 0
-    assert got.equals(want)
+    tieredlog.check_whole_log(split.path, split.url, want, isolation_level)
 
 
 def test_records_of_an_abort_whose_marker_lies_past_the_seam_are_filtered(split: Split) -> None:
-    values = _scanned(split.path, archive=split.url).column("value").to_pylist()
+    values = scanned(split.path, archive=split.url).column("value").to_pylist()
     assert not [value for value in values if value.startswith(tieredlog.STRADDLING)]
 
 
 def test_offsets_are_contiguous_at_the_seam(split: Split) -> None:
-    got = _scanned(split.path, isolation_level="read_uncommitted", archive=split.url)
+    got = scanned(split.path, isolation_level="read_uncommitted", archive=split.url)
     for partition in range(tieredlog.PARTITIONS):
         offsets = got.filter(pc.equal(got.column("partition"), partition)).column("offset")
         listed = offsets.to_pylist()
@@ -100,12 +92,8 @@ def test_offsets_are_contiguous_at_the_seam(split: Split) -> None:
 
 
 def test_scan_of_the_archive_alone_is_the_log_up_to_its_archived_end(split: Split) -> None:
-    got = _scanned(split.url, isolation_level="read_uncommitted")
-    for partition in range(tieredlog.PARTITIONS):
-        want = split.uncommitted.filter(pc.equal(split.uncommitted.column("partition"), partition))
-        mine = got.filter(pc.equal(got.column("partition"), partition))
-        assert 0 < mine.num_rows < want.num_rows
-        assert mine.equals(want.slice(0, mine.num_rows))
+    got = scanned(split.url, isolation_level="read_uncommitted")
+    tieredlog.check_prefix_of_each_partition(got, split.uncommitted)
 
 
 def test_planned_ranges_carry_the_archive_for_the_readers(split: Split) -> None:
@@ -206,7 +194,7 @@ def test_an_archiver_killed_mid_copy_leaves_no_half_segment_and_the_next_run_com
     _visible_segments_are_whole(live.log.path, target)
     if os.path.isdir(os.path.join(target, f"{TOPIC}-0")):
         # What is visible scans as a log (a prefix of it), never a half segment.
-        _scanned(live.url, isolation_level="read_uncommitted")
+        scanned(live.url, isolation_level="read_uncommitted")
     finished = _run_archiver(live.log.path, live.url, None)
     assert finished.returncode == 0, finished.stderr
     _visible_segments_are_whole(live.log.path, target)
@@ -218,30 +206,15 @@ def test_an_archiver_killed_mid_copy_leaves_no_half_segment_and_the_next_run_com
         )
     assert report.segments_copied > 0
     assert archive.archive(live.log.path, live.url).segments_copied == 0
-    assert _scanned(live.log.path, archive=live.url).equals(live.committed)
+    assert scanned(live.log.path, archive=live.url).equals(live.committed)
 
 
 def test_scans_during_a_run_see_a_consistent_log(live: Live) -> None:
-    done = threading.Event()
-    failure: list[BaseException] = []
+    def check() -> None:
+        assert scanned(live.log.path, archive=live.url).equals(live.committed)
 
-    def run() -> None:
-        try:
-            archive.archive(live.log.path, live.url)
-        except BaseException as error:  # reported by the test thread
-            failure.append(error)
-        finally:
-            done.set()
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    scans = 0
-    while not done.is_set() or scans == 0:
-        assert _scanned(live.log.path, archive=live.url).equals(live.committed)
-        scans += 1
-    thread.join()
-    assert not failure
-    assert _scanned(live.log.path, archive=live.url).equals(live.committed)
+    tieredlog.scans_during(lambda: archive.archive(live.log.path, live.url), check)
+    check()
 
 
 def test_segments_deleted_locally_between_plan_and_read_are_read_from_the_archive(
@@ -285,28 +258,6 @@ def test_a_run_that_would_leave_a_hole_in_the_archive_copies_nothing(live: Live)
 # --- missing and damaged archived files -----------------------------------------------------
 
 
-def _harm(directory: str, how: str) -> None:
-    """Damage the second segment of partition 0 in the log directory `directory`: flip a byte
-    in the middle of its `.log`, or remove the `.log`."""
-    base = tieredlog.segment_bases(directory, 0)[1]
-    path = os.path.join(directory, f"{TOPIC}-0", f"{base:020d}.log")
-    if how == "missing":
-        os.unlink(path)
-        return
-    with open(path, "r+b") as file:
-        middle = os.path.getsize(path) // 2
-        file.seek(middle)
-        byte = file.read(1)
-        file.seek(middle)
-        file.write(bytes([byte[0] ^ 0xFF]))
-
-
-def _error_of(read: Callable[[], object]) -> type[BaseException]:
-    with pytest.raises(KafkaException) as caught:
-        read()
-    return type(caught.value)
-
-
 @pytest.mark.parametrize("how", ["missing", "damaged"])
 def test_a_missing_or_damaged_archived_segment_gives_the_error_a_local_one_gives(
     split: Split, tmp_path: Any, how: str
@@ -315,34 +266,30 @@ def test_a_missing_or_damaged_archived_segment_gives_the_error_a_local_one_gives
     shutil.copytree(split.url.removeprefix("file://"), archived)
     local = str(tmp_path / "local")  # the same files as a local log directory
     shutil.copytree(archived, local)
-    _harm(archived, how)
-    _harm(local, how)
-    want = _error_of(lambda: _scanned(local))
+    tieredlog.harm(archived, how)
+    tieredlog.harm(local, how)
+    want = tieredlog.error_of(lambda: scanned(local))
     assert want is not KafkaException
-    assert _error_of(lambda: _scanned(_url(archived))) is want
+    assert tieredlog.error_of(lambda: scanned(_url(archived))) is want
     live = str(tmp_path / "live")
     shutil.copytree(split.path, live)
-    assert _error_of(lambda: _scanned(live, archive=_url(archived))) is want
+    assert tieredlog.error_of(lambda: scanned(live, archive=_url(archived))) is want
 
 
 # --- the log start and the aborted-transaction counts of the split log ----------------------
-
-
-def _partition(table: pa.Table, partition: int) -> pa.Table:
-    return table.filter(pc.equal(table.column("partition"), partition))
 
 
 def test_delete_records_inside_the_local_segments_holds_over_the_archive(live: Live) -> None:
     archive.archive(live.log.path, live.url)
     start = live.log.expire()[0]
     assert live.log.broker.delete_records(TOPIC, 0, start + 2) == start + 2
-    got = _partition(_scanned(live.log.path, archive=live.url), 0)
+    got = tieredlog.partition_of(scanned(live.log.path, archive=live.url), 0)
     assert got.column("offset")[0].as_py() >= start + 2
-    want = _partition(live.committed, 0)
+    want = tieredlog.partition_of(live.committed, 0)
     assert got.equals(want.filter(pc.greater_equal(want.column("offset"), start + 2)))
     # Partition 1's archived records below its local log start are still read.
-    assert _partition(_scanned(live.log.path, archive=live.url), 1).equals(
-        _partition(live.committed, 1)
+    assert tieredlog.partition_of(scanned(live.log.path, archive=live.url), 1).equals(
+        tieredlog.partition_of(live.committed, 1)
     )
 
 
@@ -351,7 +298,9 @@ def test_delete_records_before_archiving_holds_in_the_archive(live: Live) -> Non
     archive.archive(live.log.path, live.url)
     live.log.expire()
     for path, archived in ((live.url, None), (live.log.path, live.url)):
-        got = _partition(_scanned(path, isolation_level="read_uncommitted", archive=archived), 1)
+        got = tieredlog.partition_of(
+            scanned(path, isolation_level="read_uncommitted", archive=archived), 1
+        )
         assert got.column("offset")[0].as_py() >= 5
 
 

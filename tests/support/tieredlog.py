@@ -8,10 +8,16 @@ side of the seam from the data it aborts."""
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
 
 import eoslog
+from eoslog.errors import KafkaException
 from eoslog.record.columns import spark_schema
 
 TOPIC = "tiered"
@@ -19,6 +25,7 @@ PARTITIONS = 2
 RETENTION_MS = 60_000
 SEGMENT_BYTES = 1024
 STRADDLING = b"straddling"
+_SCHEMA = spark_schema(False)
 
 
 class TieredLog:
@@ -94,7 +101,7 @@ class TieredLog:
                     break
                 pieces.append(batch)
         consumer.close()
-        return pa.Table.from_batches(pieces, schema=spark_schema(False))
+        return pa.Table.from_batches(pieces, schema=_SCHEMA)
 
     def expire(self) -> list[int]:
         """Move the clock past the old records and let the owner's retention delete their
@@ -118,3 +125,86 @@ def segment_bases(directory: str, partition: int) -> list[int]:
     folder = os.path.join(directory, f"{TOPIC}-{partition}")
     names = os.listdir(folder) if os.path.isdir(folder) else []
     return sorted(int(name[:20]) for name in names if len(name) == 24 and name.endswith(".log"))
+
+
+def scanned(path: str, **options: Any) -> pa.Table:
+    """eoslog.scan of the topic, as one table."""
+    return pa.Table.from_batches(list(eoslog.scan(path, [TOPIC], **options)), schema=_SCHEMA)
+
+
+def partition_of(table: pa.Table, partition: int) -> pa.Table:
+    return table.filter(pc.equal(table.column("partition"), partition))
+
+
+def check_prefix_of_each_partition(got: pa.Table, whole: pa.Table) -> None:
+    """Each partition of `got` (a scan of an archive alone) is a proper, non-empty prefix of
+    that partition of `whole`."""
+    for partition in range(PARTITIONS):
+        want, mine = partition_of(whole, partition), partition_of(got, partition)
+        assert 0 < mine.num_rows < want.num_rows
+        assert mine.equals(want.slice(0, mine.num_rows))
+
+
+def scans_during(run: Callable[[], object], check: Callable[[], None]) -> int:
+    """Call `check` over and over while `run` runs in another thread, at least once; re-raise
+    what `run` raised; the number of checks."""
+    done = threading.Event()
+    failure: list[BaseException] = []
+
+    def running() -> None:
+        try:
+            run()
+        except BaseException as error:  # re-raised below, in the caller's thread
+            failure.append(error)
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=running)
+    thread.start()
+    checks = 0
+    try:
+        while not done.is_set() or checks == 0:
+            check()
+            checks += 1
+    finally:
+        thread.join()
+    if failure:
+        raise failure[0]
+    return checks
+
+
+def error_of(read: Callable[[], object]) -> type[BaseException]:
+    """The type of the KafkaException `read` raises."""
+    with pytest.raises(KafkaException) as caught:
+        read()
+    return type(caught.value)
+
+
+def flipped(data: bytes) -> bytes:
+    """`data` with its middle byte's bits flipped (inside a record of a segment's `.log`)."""
+    changed = bytearray(data)
+    changed[len(changed) // 2] ^= 0xFF
+    return bytes(changed)
+
+
+def harm(directory: str, how: str) -> None:
+    """Damage the second segment of partition 0 in the log directory `directory`: flip a byte
+    in the middle of its `.log`, or remove the `.log`."""
+    base = segment_bases(directory, 0)[1]
+    path = os.path.join(directory, f"{TOPIC}-0", f"{base:020d}.log")
+    if how == "missing":
+        os.unlink(path)
+        return
+    with open(path, "rb") as file:
+        data = file.read()
+    with open(path, "wb") as file:
+        file.write(flipped(data))
+
+
+def check_whole_log(path: str, url: str, want: pa.Table, isolation_level: str) -> None:
+    """A scan of the directory `path` with its archive `url` is `want` (the whole log), and one
+    of the directory alone is shorter (retention deleted archived segments there)."""
+    got = scanned(path, isolation_level=isolation_level, archive=url)
+    assert got.num_rows == want.num_rows > 0
+    assert got.equals(want)
+    assert scanned(path, isolation_level=isolation_level).num_rows < want.num_rows
