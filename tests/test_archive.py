@@ -273,7 +273,10 @@ def test_a_missing_or_damaged_archived_segment_gives_the_error_a_local_one_gives
     assert tieredlog.error_of(lambda: scanned(_url(archived))) is want
     live = str(tmp_path / "live")
     shutil.copytree(split.path, live)
-    assert tieredlog.error_of(lambda: scanned(live, archive=_url(archived))) is want
+    with pytest.raises(want) as caught:
+        scanned(live, archive=_url(archived))
+    # It names the archived file read, not only its path in the live directory.
+    assert f"was read from the archive: {archived}/{TOPIC}-0/" in str(caught.value)
 
 
 # --- the log start and the aborted-transaction counts of the split log ----------------------

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -45,6 +46,8 @@ from eoslog.log.segment_reads import LOG_SUFFIX, SNAPSHOT_SUFFIX, file_name, par
 if TYPE_CHECKING:
     pass
 
+# A segment file below a partition directory, as an error message names it.
+_FILE_BELOW = r"/[^/\s'\"]+/[0-9]{20}\.[a-z]+"
 _DERIVED = (
     checkpoints.LOG_START_OFFSET_FILE,
     checkpoints.CONFIRMED_LOG_START_FILE,
@@ -183,6 +186,22 @@ class ArchivedLogFileSystem(RefusesChanges):
             return MemoryFile(path, self._derived_files()[name])
         handle = self._either(path, lambda fs, at: fs.open(at, read_only=True))
         return handle  # type: ignore[return-value]
+
+    def naming_archived(self, text: str) -> str:
+        """`text` (an error's message) with a note after it for each partition file it names
+        by its path in the live directory that only the archive holds: the file read, and
+        damaged or missing, is the archive's copy, which a repair of the live directory does
+        not reach."""
+        notes = []
+        for path in sorted(set(re.findall(re.escape(self.root) + _FILE_BELOW, text))):
+            if self._depth(path) == 2 and not self.live.exists(path):
+                notes.append(f"{path} was read from the archive: {self._archived(path)}")
+        if not notes:
+            return text
+        return (
+            f"{text} [{'; '.join(notes)}; restore the archived object (archive again from a "
+            "directory that still holds the segment) or remove it]"
+        )
 
     # --- the derived root files -------------------------------------------------------------
 

@@ -22,6 +22,7 @@ read exactly as one directory. A ScanRange keeps the archive's URL too.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
@@ -35,6 +36,7 @@ from eoslog import fs_arrow, limits
 from eoslog.archive_view import ArchivedLogFileSystem
 from eoslog.arguments import names
 from eoslog.errors import (
+    KafkaException,
     KafkaStorageError,
     OffsetOutOfRangeError,
     UnknownTopicOrPartitionError,
@@ -247,7 +249,7 @@ def plan_partition(
     fs, root = located(path, fs, archive)
     directory = os.path.join(root, f"{topic}-{partition}")
     log_start = (log_starts or {}).get((topic, partition))
-    with PartitionView(fs, directory, topic, partition, log_start) as view:
+    with _naming_archived(fs), PartitionView(fs, directory, topic, partition, log_start) as view:
         committed = isolation_level == "read_committed"
         latest = view.last_stable_offset if committed else view.log_end_offset
         start = _resolve(view, _offset_for(start_offsets, topic, partition, EARLIEST), latest)
@@ -341,7 +343,7 @@ def read_range(
     topic, partition = scan_range.topic, scan_range.partition
     directory = os.path.join(root, f"{topic}-{partition}")
     aborted = None if scan_range.aborted is None else list(scan_range.aborted)
-    with PartitionView(fs, directory, topic, partition) as view:
+    with _naming_archived(fs), PartitionView(fs, directory, topic, partition) as view:
         if fail_on_data_loss and view.log_start_offset > scan_range.start:
             lost_end = min(view.log_start_offset, scan_range.stop)
             raise OffsetOutOfRangeError(
@@ -360,6 +362,21 @@ def read_range(
             decompressed_bytes_max=decompressed_bytes_max,
         )
         yield from _gathered(columns.to_arrow(topic, partition) for columns in decoded)
+
+
+@contextlib.contextmanager
+def _naming_archived(fs: FileSystem) -> Iterator[None]:
+    """A typed error reading a split log names the archived object it read, not only its path
+    in the directory (ArchivedLogFileSystem.naming_archived)."""
+    try:
+        yield
+    except KafkaException as error:
+        if not isinstance(fs, ArchivedLogFileSystem):
+            raise
+        text = fs.naming_archived(str(error))
+        if text == str(error):
+            raise
+        raise type(error)(text) from None
 
 
 def _gathered(pieces: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
