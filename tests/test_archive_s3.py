@@ -6,6 +6,7 @@ and a killed upload must never show under a segment's name."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -17,7 +18,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pytest
 
-from eoslog import archive
+from eoslog import archive, offline
 from eoslog.crashpoints import ENV
 from tests.support import REPO_ROOT, seaweed, tieredlog
 from tests.support.tieredlog import TOPIC, TieredLog, scanned
@@ -199,3 +200,33 @@ def test_a_missing_or_damaged_archived_object_gives_the_error_a_local_file_gives
     want = tieredlog.error_of(lambda: scanned(reference))
     assert tieredlog.error_of(lambda: scanned(url)) is want
     assert tieredlog.error_of(lambda: scanned(live, archive=url)) is want
+
+
+def test_a_scan_planned_before_a_run_reads_what_the_run_archived_and_retention_deleted(
+    server: seaweed.SeaweedServer, live: Live
+) -> None:
+    archive.archive(live.log.path, live.url)
+    producer = live.log.broker.producer({"enable.idempotence": True})
+    for index in range(30):  # more closed segments, archived only after the plan
+        producer.produce(TOPIC, value=b"more-%d-" % index + b"m" * 100, partition=0)
+        producer.flush()
+    producer.close()
+    want = live.log.view()
+    # One file system for the plan and the reads, as eoslog.scan uses: it keeps listings.
+    fs, _ = offline.located(live.log.path, archive=live.url)
+    ranges = offline.plan_ranges(live.log.path, [(TOPIC, 0), (TOPIC, 1)], fs=fs, archive=live.url)
+    archive.archive(live.log.path, live.url)
+    live.log.close()
+    # Every archived segment deleted locally, as local retention of archived segments would.
+    for partition in range(tieredlog.PARTITIONS):
+        folder = os.path.join(live.log.path, f"{TOPIC}-{partition}")
+        for base in _archived_bases(server, live.prefix, partition):
+            for suffix in (".log", ".index", ".timeindex", ".txnindex"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(folder, f"{base:020d}{suffix}"))
+    assert len(tieredlog.segment_bases(live.log.path, 0)) == 1
+    read = pa.Table.from_batches(
+        [batch for each in ranges for batch in offline.read_range(each, fs=fs)],
+        schema=offline.arrow_schema(False),
+    )
+    assert read.equals(want)

@@ -41,6 +41,7 @@ LAYER_RULES: list[tuple[str, tuple[str, ...]]] = [
     ("eoslog.fs_overlay", ABOVE_CODEC),
     # Object storage through pyarrow, read-only: a file system under the log like the others.
     ("eoslog.fs_arrow", ABOVE_CODEC),
+    ("eoslog.fs_readonly", ABOVE_CODEC),
     # The partition log is used by the broker and the coordinator, never the other way.
     ("eoslog.log", ("eoslog.cli", "eoslog.client", "eoslog.broker", "eoslog.coordinator")),
     # Offline scans read the files through the log layer alone: no broker, no client.

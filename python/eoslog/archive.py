@@ -49,7 +49,7 @@ from typing import NamedTuple
 from eoslog import crashpoints, limits, offline
 from eoslog.archive_store import Store, open_store
 from eoslog.errors import KafkaStorageError
-from eoslog.fs import FileHandle, FileSystem, PosixFileSystem
+from eoslog.fs import FileHandle, FileSystem
 from eoslog.log import checkpoints
 from eoslog.log.partition_view import PartitionView
 from eoslog.log.segment_reads import (
@@ -96,12 +96,11 @@ def archive(directory: str, url: str, topics: Iterable[str] | None = None) -> Ar
     would get a hole, or the store fails; UnknownTopicOrPartitionError for a topic not there;
     ValueError for a URL that cannot be opened."""
     store = open_store(url)
-    source: FileSystem = PosixFileSystem()
-    pairs = offline.list_partitions(
-        directory, None if topics is None else list(topics), pattern=None if topics else ".*"
-    )
-    log_starts, _ = checkpoints.read_believed_log_starts(source, directory)
-    live_counts, _ = checkpoints.read_believed_aborted_counts(source, directory)
+    source, root = offline.located(directory)
+    chosen = list(topics) if topics else None
+    pairs = offline.list_partitions(directory, chosen, pattern=None if chosen else ".*", fs=source)
+    log_starts, _ = checkpoints.read_believed_log_starts(source, root)
+    live_counts, _ = checkpoints.read_believed_aborted_counts(source, root)
     before = _read_checkpoints(url)
     after = _Checkpoints(dict(before.ends), dict(before.log_starts), dict(before.counts))
     report = ArchiveReport(0, 0, 0, 0)
@@ -109,7 +108,7 @@ def archive(directory: str, url: str, topics: Iterable[str] | None = None) -> Ar
         topic, partition = key
         with PartitionView(
             source,
-            os.path.join(directory, f"{topic}-{partition}"),
+            os.path.join(root, f"{topic}-{partition}"),
             topic,
             partition,
             log_starts.get(key),

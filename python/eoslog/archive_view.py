@@ -6,7 +6,9 @@ docs/design.md "Tiered storage").
 Paths are the live directory's (`root`); the same relative path names the archive's copy. What
 a reader sees:
 - A partition directory lists the live files and, for each segment whose `.log` the archive
-  holds, that segment's archived files, and the archived producer snapshots. A segment the
+  holds, that segment's archived files, and the archived producer snapshots. The archive's
+  side is listed again at every listing (after the live side), so a segment archived and
+  deleted locally since an earlier listing is not missed. A segment the
   archive holds without its `.log` (an archiver stopped mid-copy) is not there.
 - A file is read from the live directory when it is there, else from the archive: the two
   copies of a closed segment are the same bytes, so a segment that local retention deletes
@@ -39,7 +41,8 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from eoslog.fs import FileHandle, FileSystem, RefusesChanges, RefusesWrites
+from eoslog.fs import FileHandle, FileSystem
+from eoslog.fs_readonly import RefusesChanges, RefusesWrites
 from eoslog.log import checkpoints
 from eoslog.log.segment_reads import LOG_SUFFIX, SNAPSHOT_SUFFIX, file_name, parse_file_name
 
@@ -82,12 +85,13 @@ class ArchivedLogFileSystem(RefusesChanges):
     def _archived(self, path: str) -> str:
         return self.archive_root + path.rstrip("/")[len(self.root) :]
 
-    def _archive_holds(self, path: str) -> bool:
-        """Whether the archive shows the partition file `path` (module doc: a segment's files
-        only with its `.log`)."""
+    def _archived_state(self, path: str) -> tuple[bool, bool]:
+        """(whether the archive shows the segment of the partition file `path`, whether it
+        shows the file): a segment's files only with its `.log` (module doc); a snapshot is
+        its own."""
         parsed = parse_file_name(os.path.basename(path))
         if parsed is None:
-            return False
+            return False, False
         base, suffix = parsed
         shown = (
             path
@@ -95,28 +99,51 @@ class ArchivedLogFileSystem(RefusesChanges):
             else os.path.join(os.path.dirname(path), file_name(base, LOG_SUFFIX))
         )
         try:
-            return self.archive.exists(self._archived(shown)) and self.archive.exists(
-                self._archived(path)
-            )
+            segment = self.archive.exists(self._archived(shown))
+            return segment, segment and self.archive.exists(self._archived(path))
         except FileNotFoundError:
+            return False, False
+
+    def _live_segment_holds(self, path: str) -> bool:
+        """Whether the live directory still holds the segment of the segment file `path`
+        (its `.log`): then that file set is the live one, and a file missing from it (a
+        segment with no .txnindex) is missing."""
+        parsed = parse_file_name(os.path.basename(path))
+        if parsed is None or parsed[1] == SNAPSHOT_SUFFIX:
             return False
+        return self.live.exists(
+            os.path.join(os.path.dirname(path), file_name(parsed[0], LOG_SUFFIX))
+        )
+
+    def _archive_holds(self, path: str) -> bool:
+        return self._archived_state(path)[1]
 
     def _either(self, path: str, call: Callable[[FileSystem, str], object]) -> object:
         """call on the live file, else (a partition file the archive holds) on the archived
-        one; the live FileNotFoundError when neither has it."""
+        one; the live FileNotFoundError when neither has it. The archive is asked only when
+        the live directory no longer holds the segment, and listed again only when its listing
+        lacks the segment (archived since it was listed?), never for a file the segment has
+        not (a segment with no .txnindex)."""
         try:
             return call(self.live, path)
         except FileNotFoundError:
-            if self._depth(path) != 2:
+            if self._depth(path) != 2 or self._live_segment_holds(path):
                 raise
-            if not self._archive_holds(path):
-                forget = getattr(self.archive, "forget_listing", None)
-                if forget is None:
+            segment, held = self._archived_state(path)
+            if not held:
+                if segment:
                     raise
-                forget(os.path.dirname(self._archived(path)))  # archived since it was listed?
+                self._forget_archived_listing(os.path.dirname(path))
                 if not self._archive_holds(path):
                     raise
             return call(self.archive, self._archived(path))
+
+    def _forget_archived_listing(self, directory: str) -> None:
+        """Drop what the archive's file system keeps of the directory's listing (eoslog.
+        fs_arrow keeps listings; a local one keeps none)."""
+        forget = getattr(self.archive, "forget_listing", None)
+        if forget is not None:
+            forget(self._archived(directory))
 
     # --- listing ---------------------------------------------------------------------------
 
@@ -141,6 +168,9 @@ class ArchivedLogFileSystem(RefusesChanges):
             return sorted(set(live) | set(self.list_directories(path)))
         if depth != 1:
             return live
+        # Listed again at every open of a view, after the live directory: a segment retention
+        # deleted there since the last listing was archived before, and shows here.
+        self._forget_archived_listing(path)
         archived = self._archive_names(path, self.archive.listdir)
         segments = {
             parsed[0]
@@ -269,8 +299,12 @@ class ArchivedLogFileSystem(RefusesChanges):
         archive holds (module doc)."""
         archived, _ = checkpoints.read_believed_aborted_counts(self.archive, self.archive_root)
         live, _ = checkpoints.read_believed_aborted_counts(self.live, self.root)
+        held = set(self._archive_names(self.root, self.archive.list_directories))
         merged = {}
         for key, counts in live.items():
+            if f"{key[0]}-{key[1]}" not in held:
+                merged[key] = counts  # nothing archived: not a partition directory listed
+                continue
             first = self._first_live_base(key)
             below = [base for base in self._archived_bases(key) if first is None or base < first]
             if not below:

@@ -50,7 +50,7 @@ import pyarrow.fs as pafs
 
 from eoslog import limits
 from eoslog.errors import KafkaStorageError
-from eoslog.fs import RefusesChanges, RefusesWrites
+from eoslog.fs_readonly import RefusesChanges, RefusesWrites
 
 if TYPE_CHECKING:
     import pyarrow as pa
