@@ -341,3 +341,18 @@ def test_a_segment_listed_then_deleted_locally_is_opened_from_the_archive(
     handle = fs.open(os.path.join(directory, name), read_only=True)
     assert handle.pread(len(original) + 1, 0) == original
     handle.close()
+
+
+def test_an_archived_log_of_another_length_is_refused_and_nothing_more_is_copied(
+    live: Live,
+) -> None:
+    archive.archive(live.log.path, live.url)
+    target = live.url.removeprefix("file://")
+    base = tieredlog.segment_bases(target, 0)[1]
+    os.truncate(os.path.join(target, f"{TOPIC}-0", f"{base:020d}.log"), 10)
+    later = tieredlog.segment_bases(target, 0)[2:]
+    for each in later:  # would be copied again if the run went on past the refusal
+        os.unlink(os.path.join(target, f"{TOPIC}-0", f"{each:020d}.log"))
+    with pytest.raises(KafkaStorageError, match="another log under this name"):
+        archive.archive(live.log.path, live.url)
+    assert tieredlog.segment_bases(target, 0)[2:] == []

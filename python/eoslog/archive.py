@@ -24,10 +24,11 @@ whose `.log` is there with the length the source has (objects are published whol
 their length was checked, and a closed segment's `.log` never changes, so an object with that
 name and length is the complete copy; its bytes are checked by every reader, batch CRCs and
 offsets). A `.log` there with another length is refused (KafkaStorageError): the archive holds
-another log under that name, and nothing of the partition is written. A run killed mid-copy
-leaves some objects of the segment without its `.log`, or only a temporary object; the next
-run copies the segment again. Files of the set already there with the source's length are
-kept.
+another log under that name, and the run stops there (nothing more is copied, the checkpoints
+are not rewritten: what the run copied before is whole, and found by the next run). A run
+killed mid-copy leaves some objects of the segment without its `.log`, or only a temporary
+object; the next run copies the segment again. Files of the set already there with the
+source's length are kept.
 
 The archive's checkpoints, written after the segments of a run (its root, as in a log
 directory): `recovery-point-offset-checkpoint` holds each partition's archived end (so damage

@@ -113,6 +113,7 @@ class ArrowStore:
             raise ValueError(f"cannot open {shown}: {message}") from None
         self.root = path.rstrip("/")
         self._shown = fs_arrow.display_path(url)
+        self._made: set[str] = set()  # directories made (on S3 a request each, else none)
 
     @contextlib.contextmanager
     def _named(self, path: str) -> Iterator[None]:
@@ -136,7 +137,10 @@ class ArrowStore:
         temporary = path + TEMPORARY_SUFFIX
         written = 0
         with self._named(path):
-            self._fs.create_dir(os.path.dirname(path), recursive=True)
+            directory = os.path.dirname(path)
+            if directory not in self._made:
+                self._fs.create_dir(directory, recursive=True)
+                self._made.add(directory)
             with self._fs.open_output_stream(temporary) as stream:
                 for chunk in chunks:
                     stream.write(chunk)
