@@ -49,6 +49,8 @@ LAYER_RULES: list[tuple[str, tuple[str, ...]]] = [
     # Tiering reads the files as offline scans do, and writes only the archive.
     ("eoslog.archive", ("eoslog.cli", "eoslog.client", "eoslog.broker", "eoslog.coordinator")),
     ("eoslog.archive_store", ABOVE_CODEC),
+    # The broker's archive pass: above the archiver, under the broker that calls it.
+    ("eoslog.tiering", ("eoslog.cli", "eoslog.client", "eoslog.broker", "eoslog.coordinator")),
     (
         "eoslog.archive_view",
         ("eoslog.cli", "eoslog.client", "eoslog.broker", "eoslog.coordinator", "eoslog.offline"),

@@ -165,7 +165,7 @@ def _archive_partition(
                 raise KafkaStorageError(
                     f"{target}/{log_name} is {present[log_name]} bytes but "
                     f"{segment.path(LOG_SUFFIX)} is {segment.size}: the archive holds another "
-                    "log under this name; nothing more of the partition was copied"
+                    "log under this name; nothing more was copied"
                 )
             continue
         files = [
@@ -254,6 +254,12 @@ def _archived_counts(
             {base: n for base, n in before.by_segment.items() if base < min(first_base, covered_to)}
         )
     return checkpoints.AbortedCounts(covered_to, by_segment)
+
+
+def archived_ends(url: str) -> dict[PartitionKey, int]:
+    """Where the archive at `url` ends, by partition: its recovery-point checkpoint, written
+    after the segments below it (eoslog.tiering)."""
+    return _read_checkpoints(url).ends
 
 
 def _read_checkpoints(url: str) -> _Checkpoints:

@@ -31,16 +31,32 @@ _SCHEMA = spark_schema(False)
 class TieredLog:
     """The log at `path`, its broker open (live) until close()."""
 
-    def __init__(self, path: str, durability: str = "none") -> None:
+    def __init__(
+        self,
+        path: str,
+        durability: str = "none",
+        *,
+        archive: str | None = None,
+        topic_config: dict[str, object] | None = None,
+    ) -> None:
+        """archive, topic_config: eoslog.open's archive, and more of the topic's config."""
         self.path = path
         self.now_ms = 1_800_000_000_000
         self.broker = eoslog.open(
-            path, durability=durability, background=False, clock_ms=lambda: self.now_ms
+            path,
+            durability=durability,
+            background=False,
+            clock_ms=lambda: self.now_ms,
+            archive=archive,
         )
         self.broker.create_topic(
             TOPIC,
             num_partitions=PARTITIONS,
-            config={"segment.bytes": SEGMENT_BYTES, "retention.ms": RETENTION_MS},
+            config={
+                "segment.bytes": SEGMENT_BYTES,
+                "retention.ms": RETENTION_MS,
+                **(topic_config or {}),
+            },
         )
         old, young = self.now_ms, self.now_ms + 2 * RETENTION_MS
         txn = self.broker.producer({"transactional.id": "tiered"})
