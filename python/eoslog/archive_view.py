@@ -8,11 +8,12 @@ a reader sees:
 - A partition directory lists the live files and, for each segment whose `.log` the archive
   holds, that segment's archived files, and the archived producer snapshots. The archive's
   side is listed again at every listing (after the live side), so a segment archived and
-  deleted locally since an earlier listing is not missed. A segment the
-  archive holds without its `.log` (an archiver stopped mid-copy) is not there.
-- A file is read from the live directory when it is there, else from the archive: the two
-  copies of a closed segment are the same bytes, so a segment that local retention deletes
-  between the listing and the open is read from the archive instead, and never missed. The log
+  deleted locally since an earlier listing is not missed. A segment the archive holds without
+  its `.log` (an archiver stopped mid-copy) is not there.
+- A file is read from the live directory while it holds the file's segment, else from the
+  archive: the two copies of a closed segment are the same bytes, so a segment that local
+  retention deletes between the listing and the open is read from the archive instead, and
+  never missed. The log
   is then one run of segments by base offset: no duplicate and no gap at the seam, and the
   aborted transactions are collected from the .txnindex files of both sides (a transaction's
   ABORT marker may lie past the seam from its data).
