@@ -143,6 +143,9 @@ class PartitionLog:
         self._lock = threading.RLock()
         self._segments: list[LogSegment] = loaded.segments
         self._bases = [segment.base_offset for segment in self._segments]
+        # For a tiered topic (config.remote_storage_enable): the end of what the archive holds
+        # (eoslog.tiering sets it); local retention deletes no segment past it.
+        self.archived_end = 0
         self._log_end_offset = loaded.log_end_offset
         self._log_start_offset = loaded.log_start_offset
         self.recovery_report = loaded.report
@@ -698,19 +701,28 @@ class PartitionLog:
             for segment, following in zip(self._segments, self._bases[1:], strict=False)
             if following <= self._log_start_offset
         ]
-        retention_ms = self.config.retention_ms
+        retention_ms, retention_bytes = self.config.local_retention()
         for segment in self._segments[len(doomed) :]:
             if segment.size == 0 or retention_ms < 0:
                 break
             if now - segment.largest_timestamp <= retention_ms:
                 break
             doomed.append(segment)
-        if self.config.retention_bytes >= 0:
+        if retention_bytes >= 0:
             total = sum(segment.size for segment in self._segments)
             for segment in self._segments[len(doomed) : -1]:
-                if total - sum(s.size for s in doomed) - segment.size < self.config.retention_bytes:
+                if total - sum(s.size for s in doomed) - segment.size < retention_bytes:
                     break
                 doomed.append(segment)
+        if self.config.remote_storage_enable:
+            # Never a segment the archive does not hold whole (its end past the archived end),
+            # but those wholly below the log start, whose records are deleted anyway.
+            bases = [*self._bases[1:], self._log_end_offset]
+            doomed = [
+                segment
+                for segment, end in zip(doomed, bases, strict=False)
+                if end <= max(self.archived_end, self._log_start_offset)
+            ]
         return doomed
 
     def _retire(self, segment: LogSegment, now: int) -> None:
