@@ -31,7 +31,10 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 # The modules whose import registers handlers, in the order the server imports them.
-HANDLER_MODULES: list[str] = []
+HANDLER_MODULES: list[str] = [
+    "eoslog.serve.txn_apis",
+    "eoslog.serve.txn_admin_apis",
+]
 
 
 class ProtocolViolation(Exception):
