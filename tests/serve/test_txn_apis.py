@@ -14,7 +14,7 @@ from kio.schema.errors import ErrorCode
 import eoslog
 from eoslog.coordinator.transaction_state import TransactionState
 from eoslog.record import codec
-from tests.serve.wire import answer, nested, request
+from tests.serve.handler_calls import answer, nested, request
 from tests.support import logtools
 
 TXN = "wire-txn"
