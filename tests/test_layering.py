@@ -43,6 +43,11 @@ LAYER_RULES: list[tuple[str, tuple[str, ...]]] = [
     ("eoslog.fs_arrow", ABOVE_CODEC),
     # The partition log is used by the broker and the coordinator, never the other way.
     ("eoslog.log", ("eoslog.cli", "eoslog.client", "eoslog.broker", "eoslog.coordinator")),
+    # The wire front end sits on top of the broker: nothing under it serves the wire.
+    ("eoslog.log", ("eoslog.serve",)),
+    ("eoslog.coordinator", ("eoslog.serve",)),
+    ("eoslog.client", ("eoslog.serve",)),
+    ("eoslog.offline", ("eoslog.serve",)),
     # Offline scans read the files through the log layer alone: no broker, no client.
     ("eoslog.offline", ("eoslog.cli", "eoslog.client", "eoslog.broker", "eoslog.coordinator")),
     # The default clock sits under everything that reads it (the broker and the producer).

@@ -172,6 +172,17 @@ def coming_from_confluent(
     eoslog.open(str(workdir / "data")).close()
 
 
+def other_processes(
+    block: Block, workdir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The record produced through the server is the one the server's consumer prints, and
+    the directory holds it after the broker is closed."""
+    capsys.readouterr()
+    execute(block, workdir, monkeypatch)
+    assert capsys.readouterr().out == "b'user-1' b'/home'\n"
+    assert read_all(workdir / "data", "clicks")[0] == [(b"user-1", b"/home")]
+
+
 def partition_log(
     block: Block, workdir: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -230,6 +241,7 @@ CHECKS: dict[str, Check] = {
     "Transactions (exactly-once writes across partitions)": transactions,
     "Producing and consuming (idempotent producer, consumer)": producing_and_consuming,
     "Coming from confluent-kafka": coming_from_confluent,
+    "Other processes: `eoslog serve`": other_processes,
     "Opening a log directory (the partition log)": partition_log,
     "The Kafka v2 record-batch codec": codec,
     "Offline scans and Spark": offline_scan,

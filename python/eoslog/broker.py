@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Final, TypeVar
 from eoslog.broker_config import BROKER_DEFAULTS as BROKER_DEFAULTS
 from eoslog.broker_config import parse_broker_config
 from eoslog.clock import wall_clock_ms
+from eoslog.coordinator.classic_groups import GroupSettings
 from eoslog.coordinator.group_coordinator import GroupCoordinator
 from eoslog.coordinator.producer_ids import ProducerIdManager
 from eoslog.coordinator.transaction_coordinator import TransactionCoordinator
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from eoslog.client.admin import AdminClient
     from eoslog.client.consumer import Consumer
     from eoslog.client.producer import Producer
+    from eoslog.serve.server import Server
 
 _log = logging.getLogger(__name__)
 _Client = TypeVar("_Client", "Consumer", "Producer")
@@ -113,6 +115,8 @@ class Broker:
         # The consumers and producers this broker made, weakly: close() closes those still
         # alive, so that nothing they hold is dropped without a report.
         self._clients: list[weakref.ref[Consumer | Producer]] = []
+        # The wire listeners serving this broker (serve()); close() closes them first.
+        self._servers: list[Server] = []
         # Set when the directory may hold what a clean open must not trust (a topic creation
         # that could not be undone): close() then writes no clean-shutdown marker.
         self._storage_failure: KafkaStorageError | None = None
@@ -159,6 +163,11 @@ class Broker:
             partition_counts=self.partition_counts,
             clock_ms=self.clock_ms,
             durability=self.durability,
+            settings=GroupSettings(
+                initial_rebalance_delay_ms=self.settings["group.initial.rebalance.delay.ms"],
+                min_session_timeout_ms=self.settings["group.min.session.timeout.ms"],
+                max_session_timeout_ms=self.settings["group.max.session.timeout.ms"],
+            ),
         )
 
     def _open_transaction_coordinator(self, view: bool) -> TransactionCoordinator:
@@ -603,6 +612,22 @@ class Broker:
         self._check_open()
         return AdminClient(self, config)
 
+    def serve(self, address: str = "127.0.0.1:9092") -> Server:
+        """Serve this broker to Kafka clients in other processes over the Kafka wire protocol,
+        from a background thread, until the Server's close() or this broker's (docs/api.md
+        "Wire protocol"); this process keeps its own clients. `address` is "HOST:PORT"
+        (port 0: a free one; Server.address says which); bind a non-loopback host only on
+        purpose. Raises ValueError for a malformed address and OSError when it cannot bind."""
+        from eoslog.serve.server import Server
+
+        with self._lock:
+            self._check_open()
+            if self._closing:  # close() has taken the list of servers to close
+                raise KafkaStorageError(f"broker for {self.path} is closing")
+            server = Server(self, address)
+            self._servers.append(server)
+            return server
+
     def _track(self, client: _Client) -> _Client:
         with self._lock:
             self._clients = [ref for ref in self._clients if ref() is not None]
@@ -729,19 +754,23 @@ class Broker:
         )
 
     def close(self, timeout: float | None = None) -> None:
-        """Close the consumers this broker made that are still open (auto-committing their
-        positions, leaving their groups), then its producers (each aborts an open
-        transaction and flushes within `timeout` seconds, None: no limit; what it cannot
-        write is reported to its delivery callbacks with KafkaError._PURGE_QUEUE, never
-        dropped silently); then flush every log, write the checkpoints and the
-        clean-shutdown marker, release the lock. A broker whose storage failed closes
-        without the marker, so the next open recovers. A client's failure to close is
-        logged, not raised: the broker still closes."""
+        """Close the wire listeners (serve()), then the consumers this broker made that are
+        still open (auto-committing their positions, leaving their groups), then its
+        producers (each aborts an open transaction and flushes within `timeout` seconds,
+        None: no limit; what it cannot write is reported to its delivery callbacks with
+        KafkaError._PURGE_QUEUE, never dropped silently); then flush every log, write the
+        checkpoints and the clean-shutdown marker, release the lock. A broker whose
+        storage failed closes without the marker, so the next open recovers. A client's
+        failure to close is logged, not raised: the broker still closes."""
         with self._lock:
             if self._closed or self._closing:
                 return
             self._closing = True
             clients = [c for c in (ref() for ref in self._clients) if c is not None]
+            servers = list(self._servers)
+        # The listeners first: no request from another process starts while this closes.
+        for server in servers:
+            server.close()
         self._close_clients(clients, timeout)
         with self._lock:
             self._closed = True

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from eoslog import limits
 from eoslog.errors import InvalidConfigError
 from eoslog.log.config import BROKER_KEYS, DAY_MS, LogConfig
 
@@ -30,6 +31,16 @@ BROKER_DEFAULTS: Final[dict[str, int]] = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": 10_000,
     "transactional.id.expiration.ms": 7 * DAY_MS,
     "producer.id.expiration.ms": DAY_MS,
+    # The wire front end's limits (eoslog.serve.connection): the largest request, the
+    # connections open at once, and each connection's read-ahead in requests and bytes.
+    "socket.request.max.bytes": limits.request_bytes_max_default,
+    "max.connections": limits.connections_max_default,
+    "queued.max.requests": limits.queued_requests_max_default,
+    "queued.max.request.bytes": limits.queued_request_bytes_max_default,
+    # Groups with Kafka clients as members (`eoslog serve`, coordinator/classic_groups.py).
+    "group.initial.rebalance.delay.ms": 3000,
+    "group.min.session.timeout.ms": 6000,
+    "group.max.session.timeout.ms": 1_800_000,
 }
 
 _BOOLEAN_KEYS: Final = frozenset({"auto.create.topics.enable"})

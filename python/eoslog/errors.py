@@ -271,6 +271,20 @@ class UnknownMemberIdError(CommitFailedError):
     code = KafkaError.UNKNOWN_MEMBER_ID
 
 
+class FencedInstanceIdError(CommitFailedError):
+    """A commit from a static member (group.instance.id) whose instance another process has
+    joined the group with since (KIP-345): this one is a zombie."""
+
+    code = KafkaError.FENCED_INSTANCE_ID
+
+
+class RebalanceInProgressError(CommitFailedError):
+    """A commit from a member while its group waits for the leader's assignment
+    (CompletingRebalance, a group of Kafka clients whose leader assigns): rejoin, then commit."""
+
+    code = KafkaError.REBALANCE_IN_PROGRESS
+
+
 class InconsistentGroupProtocolError(KafkaException, ValueError):
     """A member joining a group with no assignment strategy in common with its members
     (partition.assignment.strategy)."""

@@ -223,3 +223,21 @@ offset_metadata_bytes_max: Final = 4096
 
 # The longest file name Linux file systems take (NAME_MAX), in bytes.
 file_name_bytes_max: Final = 255
+
+# `eoslog serve` (eoslog.serve; the dotted keys are parsed in broker_config.py).
+# Kafka's socket.request.max.bytes default: the largest request a connection may send.
+request_bytes_max_default: Final = 104_857_600
+# Kafka's max.connections default (no limit short of an int32).
+connections_max_default: Final = 2_147_483_647
+# Kafka's queued.max.requests default (there across the whole broker; eoslog applies it to
+# each connection's read-ahead).
+queued_requests_max_default: Final = 500
+# The bytes a connection may have read ahead of the request being served. Kafka's
+# queued.max.request.bytes defaults to -1 (no limit); eoslog bounds each connection to one
+# largest request by default.
+queued_request_bytes_max_default: Final = 104_857_600
+# The server's worker threads, which run the engine calls that may block (an fsync, a
+# lock). Each call is short (a fetch's long poll waits on the loop, not in a worker).
+serve_worker_threads_max: Final = 16
+# The longest a server's close waits for the requests being served to be answered.
+serve_close_timeout_s: Final = 30.0

@@ -168,7 +168,7 @@ def test_group_deletion_survives_a_reopen(tmp_path: Path) -> None:
         assert broker.admin().list_consumer_groups().result().valid == []
 
 
-def test_list_offsets_earliest_latest_and_by_timestamp(broker: Any) -> None:
+def test_list_offsets_earliest_latest_by_timestamp_and_max_timestamp(broker: Any) -> None:
     broker.create_topic("t", 1)
     producer = broker.producer({"linger.ms": 0})
     for timestamp in (1000, 2000, 3000):
@@ -195,8 +195,10 @@ def test_list_offsets_earliest_latest_and_by_timestamp(broker: Any) -> None:
     assert error_code(admin.list_offsets({missing: OffsetSpec.latest()})[missing]) == (
         KafkaError.UNKNOWN_TOPIC_OR_PART
     )
-    most = admin.list_offsets({tp: OffsetSpec.max_timestamp()})[tp]
-    assert error_code(most) == KafkaError._UNSUPPORTED_FEATURE
+    producer.produce("t", b"v", timestamp=2500)  # the largest timestamp stays at offset 2
+    producer.flush()
+    most = admin.list_offsets({tp: OffsetSpec.max_timestamp()})[tp].result()
+    assert (most.offset, most.timestamp) == (2, 3000)
     producer.close()
 
 

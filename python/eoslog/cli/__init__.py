@@ -27,6 +27,7 @@ import eoslog
 from eoslog import demo
 from eoslog.cli import describe, group_changes, topic_changes  # noqa: F401  (add commands)
 from eoslog.cli.output import BROKEN_PIPE_STATUS, CommandFailed, error_text, json_option
+from eoslog.cli.serve import serve
 from eoslog.cli.topics import groups, topics
 from eoslog.cli.transactions import transactions
 from eoslog.dump_files import dump_files
@@ -170,6 +171,7 @@ commands.add_command(describe.describe)
 commands.add_command(transactions)
 commands.add_command(topics)
 commands.add_command(groups)
+commands.add_command(serve)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -402,8 +402,9 @@ class AdminClient(ClusterCalls):
         watermark (the last stable offset with isolation_level=IsolationLevel.READ_COMMITTED;
         the default is READ_UNCOMMITTED, as confluent's); for_timestamp(ms) the first offset
         whose record's timestamp is >= ms with that timestamp, or offset -1 when there is
-        none (below the bound above). UNKNOWN_TOPIC_OR_PART for a partition the broker does
-        not have; max_timestamp() is refused with _UNSUPPORTED_FEATURE."""
+        none (below the bound above); max_timestamp() the offset of the largest timestamp
+        with that timestamp (offset -1 when none). UNKNOWN_TOPIC_OR_PART for a partition
+        the broker does not have."""
         check_options("list_offsets", kwargs, ("isolation_level", "request_timeout"))
         if not isinstance(topic_partition_offsets, dict):
             raise TypeError(
@@ -436,10 +437,10 @@ class AdminClient(ClusterCalls):
         if spec._value == OffsetSpec.LATEST:
             return ListOffsetsResultInfo(bound, -1, None)
         if spec._value == OffsetSpec.MAX_TIMESTAMP:
-            raise refused(
-                KafkaError._UNSUPPORTED_FEATURE,
-                "eoslog does not look up the offset of the largest timestamp yet",
-            )
+            largest = log.largest_timestamp()
+            if largest is None or largest[1] >= bound or largest[1] < log.log_start_offset:
+                return ListOffsetsResultInfo(-1, -1, None)
+            return ListOffsetsResultInfo(largest[1], largest[0], None)
         found = log.offset_for_timestamp(spec._value)
         if found is None or found[0] >= bound:
             return ListOffsetsResultInfo(-1, -1, None)

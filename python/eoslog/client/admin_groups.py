@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 STATES = {
     GroupState.EMPTY: ConsumerGroupState.EMPTY,
     GroupState.PREPARING_REBALANCE: ConsumerGroupState.PREPARING_REBALANCING,
+    GroupState.COMPLETING_REBALANCE: ConsumerGroupState.COMPLETING_REBALANCING,
     GroupState.STABLE: ConsumerGroupState.STABLE,
 }
 

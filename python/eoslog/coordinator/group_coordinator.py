@@ -14,15 +14,20 @@ on_marker hears of it. At open the state is rebuilt by replaying every partition
 `__consumer_offsets` in log order, markers included, so it is what it was before a crash.
 
 Membership (eoslog.coordinator.group_membership): members join with their subscription and
-strategies, the coordinator assigns, and every change of membership starts a rebalance that
-completes once every member has rejoined. Members are removed after max.poll.interval.ms
-without a poll. Membership lives in memory only: every member is a consumer of this process,
-so none outlives it; a new process starts every group at generation 0 with no members.
+strategies, and every change of membership starts a rebalance that completes once every member
+has rejoined. In-process members (eoslog's Consumer) use the methods here and are removed after
+max.poll.interval.ms without a poll; Kafka clients of `eoslog serve` use `classic`
+(eoslog.coordinator.classic_groups) and are removed after session.timeout.ms without a request.
+Both kinds may share a group (docs/coordinator.md §13). Membership lives in memory only: a new
+process starts every group at generation 0 with no members (a remote member then gets
+UNKNOWN_MEMBER_ID and joins again).
 
 Fencing (KIP-447, §3.5 step 4, §6.3): a commit naming a member id or a generation >= 0 must
 come from a current member at the current generation (else UnknownMemberIdError or
-IllegalGenerationError); a commit naming neither is accepted for a group with no members,
-and, when transactional, for any group (Kafka's backward-compatible rule).
+IllegalGenerationError), and not while a remote leader is assigning (RebalanceInProgressError);
+a commit naming a static member's instance id must come from the member id that instance has
+now (else FencedInstanceIdError, §13.4); a commit naming neither is accepted for a group with
+no members, and, when transactional, for any group (Kafka's backward-compatible rule).
 
 Thread safety: every public method may be called from any thread; state changes serialize
 on one lock, held across an append and its replay so the replay order is the log order (a
@@ -41,6 +46,8 @@ from typing import TYPE_CHECKING, Final, NamedTuple
 from eoslog import crashpoints, limits
 from eoslog.coordinator import log_replay
 from eoslog.coordinator.assignors import ASSIGNORS, Partition
+from eoslog.coordinator.classic_groups import ClassicGroups, GroupSettings
+from eoslog.coordinator.group_membership import NO_GENERATION as NO_GENERATION
 from eoslog.coordinator.group_membership import Group, GroupState, Member
 from eoslog.coordinator.offset_store import OffsetStore, StoredOffset
 from eoslog.coordinator.offsets_log import (
@@ -54,6 +61,7 @@ from eoslog.coordinator.offsets_log import (
     group_partition,
 )
 from eoslog.errors import (
+    FencedInstanceIdError,
     IllegalGenerationError,
     InconsistentGroupProtocolError,
     InvalidConfigError,
@@ -61,6 +69,7 @@ from eoslog.errors import (
     KafkaError,
     KafkaException,
     OffsetMetadataTooLargeError,
+    RebalanceInProgressError,
     UnknownMemberIdError,
     UnstableOffsetCommitError,
 )
@@ -71,7 +80,6 @@ from eoslog.record.types import BatchHeader, Record
 if TYPE_CHECKING:
     from eoslog.log.partition import PartitionLog
 
-NO_GENERATION: Final = -1
 NO_MEMBER: Final = ""
 # How often a waiter for stable offsets looks again if no marker wakes it (a transaction
 # can also end by a timeout abort, which wakes it too; this only bounds a missed wake-up).
@@ -122,6 +130,7 @@ class GroupCoordinator:
         partition_counts: Callable[[], Mapping[str, int]],
         clock_ms: Callable[[], int],
         durability: str,
+        settings: GroupSettings | None = None,
     ) -> None:
         self._offsets_logs = offsets_logs
         self._log_of = log_of
@@ -135,6 +144,10 @@ class GroupCoordinator:
         # producer id -> (epoch, next sequence) of its transactional offset batches here.
         self._sequences: dict[int, tuple[int, int]] = {}
         self._loaded = False
+        # Kafka clients of `eoslog serve` in these groups (the classic protocol over the wire).
+        self.classic = ClassicGroups(
+            self._lock, self._groups, partition_counts, clock_ms, settings or GroupSettings()
+        )
 
     # --- loading ---------------------------------------------------------------------------
 
@@ -266,6 +279,22 @@ class GroupCoordinator:
                     )
             return {p: self._store.committed(group_id, p) for p in wanted}
 
+    def fetch_offsets_marking_unstable(
+        self, group_id: str, partitions: Iterable[Partition] | None
+    ) -> tuple[dict[Partition, StoredOffset | None], frozenset[Partition]]:
+        """OffsetFetch with require_stable as the wire answers it (§6.2): the committed offset
+        of each partition (None: all the group has), and, atomically with them, those of the
+        partitions an open transaction holds offsets for (UNSTABLE_OFFSET_COMMIT each)."""
+        _check_group_id(group_id)
+        with self._lock:
+            if partitions is None:
+                found = self._store.committed_partitions(group_id)
+                offsets: dict[Partition, StoredOffset | None] = dict(found)
+            else:
+                offsets = {p: self._store.committed(group_id, p) for p in partitions}
+            unstable = frozenset(p for p in offsets if self._store.is_unstable(group_id, p))
+            return offsets, unstable
+
     def fetch_stable_offsets(
         self, group_id: str, partitions: Iterable[Partition], timeout_s: float | None
     ) -> dict[Partition, StoredOffset | None]:
@@ -321,18 +350,16 @@ class GroupCoordinator:
             self._expire(group, now)
             if member_id and member_id not in group.members:
                 raise UnknownMemberIdError(f"group {group_id} has no member {member_id}")
-            if not group.common_strategies(strategies) and not (
-                len(group.members) == 1 and member_id in group.members
-            ):
-                raise InconsistentGroupProtocolError(
-                    f"group {group_id}: strategies {list(strategies)} share nothing with its "
-                    "members'"
-                )
             member_id = member_id or f"{client_id}-{uuid.uuid4()}"
             member = Member(member_id, frozenset(topics), strategies, rebalance_timeout_ms, now)
+            if not group.accepts(member):
+                raise InconsistentGroupProtocolError(
+                    f"group {group_id}: strategies {list(strategies)} share nothing with its "
+                    "members' (or its members are Kafka clients of another protocol type)"
+                )
             counts = self._partition_counts()
             group.join(member, now, counts)
-            group.maybe_complete_rebalance(counts)
+            group.maybe_complete_rebalance(counts, now)
             return self._join_result(group, member_id)
 
     def heartbeat(self, group_id: str, member_id: str, generation_id: int) -> bool:
@@ -342,7 +369,7 @@ class GroupCoordinator:
         now = self._clock_ms()
         with self._lock:
             group = self._group_with(group_id, member_id)
-            group.members[member_id].last_poll_ms = now
+            group.members[member_id].last_seen_ms = now
             self._expire(group, now)
             return group.needs_rejoin(member_id, generation_id)
 
@@ -352,8 +379,9 @@ class GroupCoordinator:
             group = self._groups.get(group_id)
             if group is None or member_id not in group.members:
                 return
-            group.remove(member_id, self._clock_ms())
-            group.maybe_complete_rebalance(self._partition_counts())
+            now = self._clock_ms()
+            group.remove(member_id, now)
+            group.maybe_complete_rebalance(self._partition_counts(), now)
 
     def expire_members(self) -> int:
         """Remove, in every group, the members past their max.poll.interval.ms (the broker's
@@ -418,11 +446,7 @@ class GroupCoordinator:
     # --- internals -------------------------------------------------------------------------
 
     def _expire(self, group: Group, now: int) -> int:
-        expired = group.expired_members(now)
-        for member_id in expired:
-            group.remove(member_id, now)
-        group.maybe_complete_rebalance(self._partition_counts())
-        return len(expired)
+        return group.expire(now, self._partition_counts())
 
     def _group_with(self, group_id: str, member_id: str) -> Group:
         group = self._groups.get(group_id)
@@ -445,6 +469,11 @@ class GroupCoordinator:
                     f"group {metadata.group_id} has no generation {metadata.generation_id}"
                 )
             return  # a simple group: offsets without membership (assign() consumers, admin)
+        if group.fenced(metadata.group_instance_id, metadata.member_id):
+            raise FencedInstanceIdError(
+                f"group {metadata.group_id}: instance {metadata.group_instance_id} has another "
+                f"member than {metadata.member_id!r} now"
+            )
         if metadata.generation_id >= 0 or metadata.member_id:
             if metadata.member_id not in group.members:
                 raise UnknownMemberIdError(
@@ -455,6 +484,12 @@ class GroupCoordinator:
                     f"group {metadata.group_id} is at generation {group.generation_id}, not "
                     f"{metadata.generation_id}"
                 )
+            if group.state is GroupState.COMPLETING_REBALANCE:
+                raise RebalanceInProgressError(
+                    f"group {metadata.group_id} waits for its leader's assignment"
+                )
+            # A commit from a member is a sign of life, as in Kafka.
+            group.members[metadata.member_id].last_seen_ms = self._clock_ms()
         elif group.members and not transactional:
             raise UnknownMemberIdError(
                 f"group {metadata.group_id} has members: a commit must name one of them"
@@ -473,18 +508,23 @@ class GroupCoordinator:
             return None
         now = self._clock_ms()
         for item in offsets:
-            self._log_of(item.topic, item.partition)  # UnknownTopicOrPartitionError
-            if item.offset < 0:
-                raise ValueError(f"{item.topic}-{item.partition}: offset {item.offset} < 0")
-            if len(item.metadata.encode()) > limits.offset_metadata_bytes_max:
-                raise OffsetMetadataTooLargeError(
-                    f"{item.topic}-{item.partition}: metadata longer than "
-                    f"{limits.offset_metadata_bytes_max} bytes"
-                )
+            self.check_offset(item)
             key = OffsetCommitKey(metadata.group_id, item.topic, item.partition)
             value = OffsetCommitValue(item.offset, item.metadata, now, item.leader_epoch)
             builder.append(now, encode_offset_key(key), encode_offset_value(value))
         return builder
+
+    def check_offset(self, item: OffsetToCommit) -> None:
+        """Raise what committing `item` would raise for its own sake:
+        UnknownTopicOrPartitionError, OffsetMetadataTooLargeError, ValueError (offset < 0)."""
+        self._log_of(item.topic, item.partition)  # UnknownTopicOrPartitionError
+        if item.offset < 0:
+            raise ValueError(f"{item.topic}-{item.partition}: offset {item.offset} < 0")
+        if len(item.metadata.encode()) > limits.offset_metadata_bytes_max:
+            raise OffsetMetadataTooLargeError(
+                f"{item.topic}-{item.partition}: metadata longer than "
+                f"{limits.offset_metadata_bytes_max} bytes"
+            )
 
     def _replay_appended(
         self, batch: bytes, base_offset: int, producer_id: int, *, transactional: bool

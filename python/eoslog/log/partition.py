@@ -619,6 +619,19 @@ class PartitionLog:
                     return found
             return None
 
+    def largest_timestamp(self) -> tuple[int, int] | None:
+        """The largest record timestamp and the offset it is stamped at (the last offset of
+        the first batch holding it, as the segment's time index records it; Kafka's
+        ListOffsets MAX_TIMESTAMP, KIP-734), or None when no record has a timestamp."""
+        with self._storage(writing=False):
+            found: tuple[int, int] | None = None
+            for segment in self._segments:
+                if segment.max_timestamp >= 0 and (
+                    found is None or segment.max_timestamp > found[0]
+                ):
+                    found = (segment.max_timestamp, segment.offset_of_max_timestamp)
+            return found
+
         # --- retention, truncation, lifecycle --------------------------------------------------
 
     def delete_retained_segments(self) -> int:

@@ -5,7 +5,8 @@ ApiVersions reports exactly this table, so an API with no handler is simply abse
 client never sends it. The message types are kio's, generated from Kafka's own JSON schemas:
 a handler receives the request entity of the version the client sent and returns the
 response entity of the same version (`response_type` gives it), or None when the request
-wants no response (Produce with acks=0).
+wants no response (Produce with acks=0), or a `Later` holding a future of either (a
+Produce waiting for its fsync while the connection's next request starts).
 
 Handlers are coroutines run on the server's event loop. They must not block it: engine calls
 that may wait (an fsync, a lock another thread holds, a wait for new data) go through
@@ -19,8 +20,9 @@ every module named in `HANDLER_MODULES` before it listens.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from kio.index import load_response_schema
@@ -32,6 +34,11 @@ T = TypeVar("T")
 
 # The modules whose import registers handlers, in the order the server imports them.
 HANDLER_MODULES: list[str] = [
+    "eoslog.serve.data_apis",
+    "eoslog.serve.fetch_api",
+    "eoslog.serve.admin_apis",
+    "eoslog.serve.group_apis",
+    "eoslog.serve.offset_apis",
     "eoslog.serve.txn_apis",
     "eoslog.serve.txn_admin_apis",
 ]
@@ -40,6 +47,10 @@ HANDLER_MODULES: list[str] = [
 class ProtocolViolation(Exception):
     """A request no correct client sends (bad framing, an impossible field): the server logs it,
     closes that connection and changes nothing."""
+
+
+async def _no_wait(_generation: int, _timeout_s: float) -> bool:
+    return False
 
 
 @dataclass(slots=True)
@@ -54,6 +65,21 @@ class Context:
     client_id: str | None
     # Runs a blocking engine call on the server's worker threads and awaits its result.
     call: Callable[..., Awaitable[Any]]
+    # wait_for_append(generation, timeout_s): awaits until the broker's AppendSignal
+    # (eoslog.log.append_signal) is past `generation`, timeout_s passes or the server stops;
+    # whether it moved. Waits on the loop, holding no worker thread. The default (for a
+    # Context made outside a server, as in a handler's unit test) does not wait.
+    wait_for_append: Callable[[int, float], Awaitable[bool]] = field(default=_no_wait)
+
+
+@dataclass(frozen=True, slots=True)
+class Later:
+    """A handler's answer that is ready once `response` completes (it returns the response
+    entity, or None for no response). The handler has applied its request when it returns
+    this; what remains (a wait for an fsync) may overlap the next request of the connection,
+    whose effects still come after this one's. Answers still go out in request order."""
+
+    response: asyncio.Future[Any]
 
 
 Handler = Callable[[Context, Any], Awaitable[Any]]
