@@ -15,14 +15,14 @@ import datetime
 from typing import Any, Final
 
 from kio.schema.errors import ErrorCode
-from kio.static.primitive import i32Timedelta
 
 from eoslog.client import admin_transactions
 from eoslog.client.admin_transaction_types import TransactionState
 from eoslog.client.message import TopicPartition
 from eoslog.errors import KafkaException
+from eoslog.serve.messages import NO_THROTTLE, milliseconds, response_module
 from eoslog.serve.registry import Context, api, response_type
-from eoslog.serve.txn_apis import ZERO_THROTTLE, error_code, schema_module
+from eoslog.serve.txn_apis import error_code
 
 # Kafka writes -1 for "no transaction in progress"; kio's datetime field takes a datetime, so
 # the instant one millisecond before the epoch stands for it (written as -1).
@@ -38,7 +38,7 @@ async def describe_producers(ctx: Context, request: Any) -> Any:
     """Each partition's active producers (admin_transactions.producers), or
     UNKNOWN_TOPIC_OR_PARTITION for a partition the broker does not have."""
     respond = response_type(request)
-    schema = schema_module(respond)
+    schema = response_module(int(request.__api_key__), request.__version__)
     topics = []
     for topic in request.topics:
         partitions = []
@@ -65,7 +65,7 @@ async def describe_producers(ctx: Context, request: Any) -> Any:
                 )
             )
         topics.append(schema.TopicResponse(name=topic.name, partitions=tuple(partitions)))
-    return respond(throttle_time=ZERO_THROTTLE, topics=tuple(topics))
+    return respond(throttle_time=NO_THROTTLE, topics=tuple(topics))
 
 
 def _producer_state(schema: Any, state: Any) -> Any:
@@ -91,7 +91,7 @@ async def describe_transactions(ctx: Context, request: Any) -> Any:
     """Each id's state, producer, timeout, start time and partitions, or
     TRANSACTIONAL_ID_NOT_FOUND for an id the coordinator does not hold."""
     respond = response_type(request)
-    schema = schema_module(respond)
+    schema = response_module(int(request.__api_key__), request.__version__)
     states = []
     for transactional_id in request.transactional_ids:
         try:
@@ -106,7 +106,7 @@ async def describe_transactions(ctx: Context, request: Any) -> Any:
                     error_code=error_code(error, request),
                     transactional_id=transactional_id,
                     transaction_state="",
-                    transaction_timeout=ZERO_THROTTLE,
+                    transaction_timeout=NO_THROTTLE,
                     transaction_start_time=NO_START_TIME,
                     producer_id=-1,
                     producer_epoch=-1,
@@ -115,7 +115,7 @@ async def describe_transactions(ctx: Context, request: Any) -> Any:
             )
             continue
         states.append(_description(schema, transactional_id, found))
-    return respond(throttle_time=ZERO_THROTTLE, transaction_states=tuple(states))
+    return respond(throttle_time=NO_THROTTLE, transaction_states=tuple(states))
 
 
 def _description(schema: Any, transactional_id: str, found: Any) -> Any:
@@ -127,9 +127,7 @@ def _description(schema: Any, transactional_id: str, found: Any) -> Any:
         error_code=ErrorCode.none,
         transactional_id=transactional_id,
         transaction_state=found.state.value,
-        transaction_timeout=i32Timedelta.parse(
-            datetime.timedelta(milliseconds=found.transaction_timeout_ms)
-        ),
+        transaction_timeout=milliseconds(found.transaction_timeout_ms),
         transaction_start_time=(
             NO_START_TIME
             if start_ms is None
@@ -154,7 +152,7 @@ async def list_transactions(ctx: Context, request: Any) -> Any:
     A state filter Kafka does not know is echoed back in unknown_state_filters; when state
     filters were given and none is known, nothing matches (Kafka's coordinator)."""
     respond = response_type(request)
-    schema = schema_module(respond)
+    schema = response_module(int(request.__api_key__), request.__version__)
     names = list(request.state_filters)
     known = [_KNOWN_STATES[name] for name in names if name in _KNOWN_STATES]
     unknown = tuple(name for name in names if name not in _KNOWN_STATES)
@@ -174,7 +172,7 @@ async def list_transactions(ctx: Context, request: Any) -> Any:
             ctx.broker.clock_ms(),
         )
     return respond(
-        throttle_time=ZERO_THROTTLE,
+        throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
         unknown_state_filters=unknown,
         transaction_states=tuple(

@@ -33,16 +33,20 @@ Context.call (the server's worker threads), since it may wait for an fsync or an
 
 from __future__ import annotations
 
-import datetime
 import functools
-import importlib
 from typing import Any, Final
 
 from kio.schema.errors import ErrorCode
-from kio.static.primitive import i32Timedelta
 
 from eoslog.coordinator.group_coordinator import ConsumerGroupMetadata, OffsetToCommit
-from eoslog.errors import KafkaException, KafkaStorageError, UnknownTopicOrPartitionError
+from eoslog.errors import (
+    KafkaError,
+    KafkaException,
+    KafkaStorageError,
+    UnknownTopicOrPartitionError,
+)
+from eoslog.serve import messages
+from eoslog.serve.messages import NO_THROTTLE, by_topic, code_of, response_module, to_milliseconds
 from eoslog.serve.registry import Context, api, response_type
 
 # The client transaction version these requests are served at (module docstring).
@@ -53,27 +57,17 @@ NO_PRODUCER_EPOCH: Final = -1
 # INVALID_PRODUCER_EPOCH, which they treat as fenced too.
 _FENCED_SINCE: Final = {22: 4, 24: 2, 25: 2, 26: 2, 28: 99}
 
-ZERO_THROTTLE: Final = i32Timedelta.parse(datetime.timedelta(0))
-
-
-def schema_module(respond: type[Any]) -> Any:
-    """The kio module of a response version, which holds its nested entity classes."""
-    return importlib.import_module(respond.__module__)
-
 
 def error_code(error: KafkaException, request: Any) -> ErrorCode:
     """The Kafka error code answering `request` for `error` (module docstring)."""
-    code = error.error.code()
     if isinstance(error, KafkaStorageError):
         return ErrorCode.not_coordinator
-    if code == ErrorCode.producer_fenced and request.__version__ < _FENCED_SINCE.get(
+    code = code_of(error)
+    if code == KafkaError.PRODUCER_FENCED and request.__version__ < _FENCED_SINCE.get(
         int(request.__api_key__), 0
     ):
-        return ErrorCode.invalid_producer_epoch
-    try:
-        return ErrorCode(code)
-    except ValueError:  # one of librdkafka's local codes: never a broker's answer
-        return ErrorCode.unknown_server_error
+        code = KafkaError.INVALID_PRODUCER_EPOCH
+    return messages.error_code(code)
 
 
 # --- InitProducerId (api key 22) ------------------------------------------------------------
@@ -94,19 +88,19 @@ async def init_producer_id(ctx: Context, request: Any) -> Any:
             expected = None
             if request.__version__ >= 3 and request.producer_id != NO_PRODUCER_ID:
                 expected = (int(request.producer_id), int(request.producer_epoch))
-            timeout_ms = round(request.transaction_timeout.total_seconds() * 1000)
+            timeout_ms = to_milliseconds(request.transaction_timeout)
             producer_id, epoch = await ctx.call(
                 ctx.broker.transactions.init_producer_id, transactional_id, timeout_ms, expected
             )
     except KafkaException as error:
         return respond(
-            throttle_time=ZERO_THROTTLE,
+            throttle_time=NO_THROTTLE,
             error_code=error_code(error, request),
             producer_id=NO_PRODUCER_ID,
             producer_epoch=NO_PRODUCER_EPOCH,
         )
     return respond(
-        throttle_time=ZERO_THROTTLE,
+        throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
         producer_id=producer_id,
         producer_epoch=epoch,
@@ -151,29 +145,17 @@ async def add_partitions_to_txn(ctx: Context, request: Any) -> Any:
         )
         code = await _coordinator_answer(ctx, request, add)
         codes = dict.fromkeys(wanted, code)
-    return respond(
-        throttle_time=ZERO_THROTTLE, results_by_topic_v3_and_below=_by_topic(respond, codes)
+    schema = response_module(24, request.__version__)
+    topics = by_topic(
+        schema.AddPartitionsToTxnTopicResult,
+        request.v3_and_below_topics,
+        [[codes[(t.name, int(p))] for p in t.partitions] for t in request.v3_and_below_topics],
+        lambda partition, code: schema.AddPartitionsToTxnPartitionResult(
+            partition_index=partition, partition_error_code=code
+        ),
+        partitions_field="results_by_partition",
     )
-
-
-def _by_topic(respond: type[Any], codes: dict[tuple[str, int], ErrorCode]) -> tuple[Any, ...]:
-    """AddPartitionsToTxn's results, grouped by topic in the request's order."""
-    topic_result, partition_result = _nested(respond)
-    topics: dict[str, list[Any]] = {}
-    for (topic_name, partition), code in codes.items():
-        topics.setdefault(topic_name, []).append(
-            partition_result(partition_index=partition, partition_error_code=code)
-        )
-    return tuple(
-        topic_result(name=name, results_by_partition=tuple(results))
-        for name, results in topics.items()
-    )
-
-
-def _nested(respond: type[Any]) -> tuple[type[Any], type[Any]]:
-    """The topic and partition result classes of an AddPartitionsToTxn response version."""
-    schema = schema_module(respond)
-    return schema.AddPartitionsToTxnTopicResult, schema.AddPartitionsToTxnPartitionResult
+    return respond(throttle_time=NO_THROTTLE, results_by_topic_v3_and_below=topics)
 
 
 async def _coordinator_answer(
@@ -204,7 +186,7 @@ async def add_offsets_to_txn(ctx: Context, request: Any) -> Any:
         transaction_version=WIRE_TRANSACTION_VERSION,
     )
     code = await _coordinator_answer(ctx, request, add)
-    return response_type(request)(throttle_time=ZERO_THROTTLE, error_code=code)
+    return response_type(request)(throttle_time=NO_THROTTLE, error_code=code)
 
 
 # --- EndTxn (api key 26) --------------------------------------------------------------------
@@ -223,7 +205,7 @@ async def end_txn(ctx: Context, request: Any) -> Any:
         transaction_version=WIRE_TRANSACTION_VERSION,
     )
     code = await _coordinator_answer(ctx, request, end)
-    return response_type(request)(throttle_time=ZERO_THROTTLE, error_code=code)
+    return response_type(request)(throttle_time=NO_THROTTLE, error_code=code)
 
 
 # --- TxnOffsetCommit (api key 28) -----------------------------------------------------------
@@ -261,17 +243,13 @@ async def txn_offset_commit(ctx: Context, request: Any) -> Any:
         offsets,
     )
     code = await _coordinator_answer(ctx, request, commit)
-    schema = schema_module(respond)
-    topics = tuple(
-        schema.TxnOffsetCommitResponseTopic(
-            name=topic.name,
-            partitions=tuple(
-                schema.TxnOffsetCommitResponsePartition(
-                    partition_index=partition.partition_index, error_code=code
-                )
-                for partition in topic.partitions
-            ),
-        )
-        for topic in request.topics
+    schema = response_module(28, request.__version__)
+    topics = by_topic(
+        schema.TxnOffsetCommitResponseTopic,
+        request.topics,
+        [[code] * len(topic.partitions) for topic in request.topics],
+        lambda partition, found: schema.TxnOffsetCommitResponsePartition(
+            partition_index=partition.partition_index, error_code=found
+        ),
     )
-    return respond(throttle_time=ZERO_THROTTLE, topics=topics)
+    return respond(throttle_time=NO_THROTTLE, topics=topics)

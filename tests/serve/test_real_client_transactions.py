@@ -1,0 +1,157 @@
+"""Real Kafka clients transact through `eoslog serve` (issue 18 item 5): confluent-kafka's
+(librdkafka's) transactional producer, kafka-python's and aiokafka's, each against a server in
+front of a Broker in this process. What they commit is what an in-process read_committed
+consumer and `eoslog.scan` of the files see; what they abort is invisible; a second producer
+with the same transactional.id fences the first."""
+
+from __future__ import annotations
+
+import asyncio
+
+import confluent_kafka
+import pytest
+
+import eoslog
+from eoslog.serve.server import Server
+
+TIMEOUT_S = 30.0
+
+
+@pytest.fixture
+def served(broker: eoslog.Broker, server: Server) -> tuple[eoslog.Broker, str]:
+    """The conftest's broker, served, with topic "out" (2 partitions): (broker, address)."""
+    broker.create_topic("out", 2)
+    return broker, server.address
+
+
+def read_committed(broker: eoslog.Broker, partitions: int = 2) -> list[bytes | None]:
+    """Every committed value of "out", partition by partition, in offset order."""
+    consumer = broker.consumer({"auto.offset.reset": "earliest"})
+    consumer.assign([eoslog.TopicPartition("out", p, 0) for p in range(partitions)])
+    found: list[tuple[int, int, bytes | None]] = []
+    while batch := consumer.consume(1000, timeout=0):
+        found.extend((m.partition(), m.offset(), m.value()) for m in batch)
+    consumer.close()
+    return [value for _, _, value in sorted(found)]
+
+
+def scanned(broker: eoslog.Broker) -> list[bytes]:
+    """The committed values `eoslog.scan` finds in the files, by partition and offset."""
+    rows = []
+    for batch in eoslog.scan(broker.path, topics=["out"], isolation_level="read_committed"):
+        table = batch.to_pydict()
+        rows.extend(zip(table["partition"], table["offset"], table["value"], strict=True))
+    return [value for _, _, value in sorted(rows)]
+
+
+def confluent_producer(address: str, transactional_id: str) -> confluent_kafka.Producer:
+    return confluent_kafka.Producer(
+        {"bootstrap.servers": address, "transactional.id": transactional_id, "linger.ms": 0}
+    )
+
+
+def confluent_transaction(
+    producer: confluent_kafka.Producer, values: list[bytes], commit: bool
+) -> None:
+    producer.begin_transaction()
+    for index, value in enumerate(values):
+        producer.produce("out", value, partition=index % 2)
+    if commit:
+        producer.commit_transaction(TIMEOUT_S)
+    else:
+        producer.flush(TIMEOUT_S)
+        producer.abort_transaction(TIMEOUT_S)
+
+
+def test_confluent_kafka_commits_are_read_committed_and_aborts_are_not(
+    served: tuple[eoslog.Broker, str],
+) -> None:
+    broker, address = served
+    producer = confluent_producer(address, "confluent-1")
+    producer.init_transactions(TIMEOUT_S)
+    confluent_transaction(producer, [b"c1", b"c2"], commit=True)
+    confluent_transaction(producer, [b"a1", b"a2"], commit=False)
+    confluent_transaction(producer, [b"c3", b"c4"], commit=True)
+    expected = [b"c1", b"c3", b"c2", b"c4"]  # partition 0, then partition 1
+    assert read_committed(broker) == expected
+    assert scanned(broker) == expected
+    meta = broker.transactions.metadata("confluent-1")
+    assert meta is not None and meta.state.kafka_name == "CompleteCommit"
+
+
+def test_a_second_confluent_producer_with_the_id_fences_the_first(
+    served: tuple[eoslog.Broker, str],
+) -> None:
+    broker, address = served
+    first = confluent_producer(address, "confluent-2")
+    first.init_transactions(TIMEOUT_S)
+    first.begin_transaction()
+    first.produce("out", b"zombie", partition=0)
+    first.flush(TIMEOUT_S)
+    second = confluent_producer(address, "confluent-2")
+    second.init_transactions(TIMEOUT_S)  # aborts what the first left open
+    with pytest.raises(confluent_kafka.KafkaException) as raised:
+        first.commit_transaction(TIMEOUT_S)
+    error = raised.value.args[0]
+    assert error.fatal() and error.code() == confluent_kafka.KafkaError._FENCED
+    confluent_transaction(second, [b"live"], commit=True)
+    assert read_committed(broker) == [b"live"]
+
+
+def kafka_python_has_transactions() -> bool:
+    import kafka
+
+    return "transactional_id" in kafka.KafkaProducer.DEFAULT_CONFIG
+
+
+@pytest.mark.skipif(not kafka_python_has_transactions(), reason="kafka-python has no transactions")
+def test_kafka_python_commits_are_read_committed_and_aborts_are_not(
+    served: tuple[eoslog.Broker, str],
+) -> None:
+    import kafka
+
+    broker, address = served
+    producer = kafka.KafkaProducer(bootstrap_servers=address, transactional_id="kafka-python-1")
+    try:
+        producer.init_transactions()
+        for values, commit in (([b"k1"], True), ([b"k2"], False), ([b"k3"], True)):
+            producer.begin_transaction()
+            for value in values:
+                producer.send("out", value, partition=0)
+            if commit:
+                producer.commit_transaction()
+            else:
+                producer.flush()
+                producer.abort_transaction()
+    finally:
+        producer.close(timeout=TIMEOUT_S)
+    assert read_committed(broker) == [b"k1", b"k3"]
+    assert scanned(broker) == [b"k1", b"k3"]
+
+
+def test_aiokafka_commits_are_read_committed_and_aborts_are_not(
+    served: tuple[eoslog.Broker, str],
+) -> None:
+    import aiokafka
+
+    broker, address = served
+
+    async def run() -> None:
+        producer = aiokafka.AIOKafkaProducer(
+            bootstrap_servers=address, transactional_id="aiokafka-1"
+        )
+        await producer.start()
+        try:
+            for value, commit in ((b"x1", True), (b"x2", False), (b"x3", True)):
+                await producer.begin_transaction()
+                await producer.send_and_wait("out", value, partition=1)
+                if commit:
+                    await producer.commit_transaction()
+                else:
+                    await producer.abort_transaction()
+        finally:
+            await producer.stop()
+
+    asyncio.run(asyncio.wait_for(run(), TIMEOUT_S))
+    assert read_committed(broker) == [b"x1", b"x3"]
+    assert scanned(broker) == [b"x1", b"x3"]
