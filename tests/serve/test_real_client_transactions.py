@@ -7,6 +7,7 @@ with the same transactional.id fences the first."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import confluent_kafka
 import pytest
@@ -155,3 +156,111 @@ def test_aiokafka_commits_are_read_committed_and_aborts_are_not(
     asyncio.run(asyncio.wait_for(run(), TIMEOUT_S))
     assert read_committed(broker) == [b"x1", b"x3"]
     assert scanned(broker) == [b"x1", b"x3"]
+
+
+def consume_some(consumer: confluent_kafka.Consumer, count: int) -> list[confluent_kafka.Message]:
+    """`count` records from the consumer's group assignment; fails the test at the deadline."""
+    got: list[confluent_kafka.Message] = []
+    deadline = time.monotonic() + TIMEOUT_S
+    while len(got) < count:
+        assert time.monotonic() < deadline, f"consumed {len(got)} of {count}"
+        for message in consumer.consume(count - len(got), timeout=0.5):
+            assert message.error() is None, message.error()
+            got.append(message)
+    return got
+
+
+def committed_offset(broker: eoslog.Broker) -> int | None:
+    found = broker.groups.fetch_offsets("copiers", [("in", 0)], require_stable=False)
+    stored = found[("in", 0)]
+    return None if stored is None else stored.offset
+
+
+def test_a_confluent_copier_commits_its_group_offsets_with_its_output_or_neither(
+    served: tuple[eoslog.Broker, str],
+) -> None:
+    """Consume-transform-produce: send_offsets_to_transaction (AddOffsetsToTxn,
+    TxnOffsetCommit with the member's generation) commits the group's offsets with the
+    output; an abort drops both."""
+    broker, address = served
+    broker.create_topic("in", 1)
+    source = broker.producer()
+    for index in range(6):
+        source.produce("in", b"in-%d" % index, partition=0)
+    source.flush()
+    source.close()
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": address,
+            "group.id": "copiers",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+        }
+    )
+    producer = confluent_producer(address, "copier-1")
+    try:
+        consumer.subscribe(["in"])
+        producer.init_transactions(TIMEOUT_S)
+        for commit in (True, False):
+            producer.begin_transaction()
+            for message in consume_some(consumer, 3):
+                producer.produce("out", message.value().upper(), partition=0)
+            producer.send_offsets_to_transaction(
+                consumer.position(consumer.assignment()),
+                consumer.consumer_group_metadata(),
+                TIMEOUT_S,
+            )
+            if commit:
+                producer.commit_transaction(TIMEOUT_S)
+            else:
+                producer.abort_transaction(TIMEOUT_S)
+    finally:
+        consumer.close()
+    assert read_committed(broker) == [b"IN-0", b"IN-1", b"IN-2"]
+    assert committed_offset(broker) == 3
+
+
+def group_consumer(address: str) -> confluent_kafka.Consumer:
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": address,
+            "group.id": "copiers",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+        }
+    )
+    consumer.subscribe(["in"])
+    return consumer
+
+
+def test_offsets_sent_with_a_departed_members_metadata_are_refused_kip_447(
+    served: tuple[eoslog.Broker, str],
+) -> None:
+    """A zombie copier (its member left the group, another took its partitions) cannot commit
+    offsets in a transaction: TxnOffsetCommit fences it by member and generation."""
+    broker, address = served
+    broker.create_topic("in", 1)
+    source = broker.producer()
+    source.produce("in", b"record", partition=0)
+    source.flush()
+    source.close()
+    zombie = group_consumer(address)
+    consume_some(zombie, 1)
+    stale = zombie.consumer_group_metadata()
+    positions = zombie.position(zombie.assignment())
+    zombie.close()  # LeaveGroup
+    successor = group_consumer(address)
+    producer = confluent_producer(address, "copier-2")
+    try:
+        consume_some(successor, 1)  # the group's next generation holds the partition
+        producer.init_transactions(TIMEOUT_S)
+        producer.begin_transaction()
+        with pytest.raises(confluent_kafka.KafkaException) as raised:
+            producer.send_offsets_to_transaction(positions, stale, TIMEOUT_S)
+        assert not raised.value.args[0].fatal()
+        producer.abort_transaction(TIMEOUT_S)
+    finally:
+        successor.close()
+    assert committed_offset(broker) is None
