@@ -13,6 +13,7 @@ from kio.schema.errors import ErrorCode
 
 import eoslog
 from eoslog.coordinator.transaction_state import TransactionState
+from eoslog.errors import KafkaStorageError
 from eoslog.record import codec
 from tests.serve.handler_calls import answer, nested, request
 from tests.support import logtools
@@ -314,3 +315,18 @@ def test_describe_producers_shows_the_open_transaction_of_a_partition(
     assert (state.producer_id, state.producer_epoch, state.last_sequence) == (*producer, 0)
     assert state.current_txn_start_offset == 0
     assert missing.error_code == ErrorCode.unknown_topic_or_partition
+
+
+def test_a_coordinator_write_failing_on_storage_answers_not_coordinator(
+    broker: eoslog.Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kafka's mapping of a failed `__transaction_state` append (docs/coordinator.md §3.8):
+    the client finds the coordinator again and retries."""
+    producer = producer_of(init(broker))
+    add_partitions(broker, producer, {"out": [0]}, 3)
+
+    def fail(*args: object, **options: object) -> None:
+        raise KafkaStorageError("the state partition is fail-stopped")
+
+    monkeypatch.setattr(broker.transactions, "end_transaction", fail)
+    assert end(broker, producer, True) == ErrorCode.not_coordinator

@@ -20,9 +20,8 @@ from eoslog.client import admin_transactions
 from eoslog.client.admin_transaction_types import TransactionState
 from eoslog.client.message import TopicPartition
 from eoslog.errors import KafkaException
-from eoslog.serve.messages import NO_THROTTLE, milliseconds, response_module
+from eoslog.serve.messages import NO_THROTTLE, code_of, error_code, milliseconds, response_module
 from eoslog.serve.registry import Context, api, response_type
-from eoslog.serve.txn_apis import error_code
 
 # Kafka writes -1 for "no transaction in progress"; kio's datetime field takes a datetime, so
 # the instant one millisecond before the epoch stands for it (written as -1).
@@ -50,7 +49,7 @@ async def describe_producers(ctx: Context, request: Any) -> Any:
                 partitions.append(
                     schema.PartitionResponse(
                         partition_index=index,
-                        error_code=error_code(error, request),
+                        error_code=error_code(code_of(error)),
                         error_message=str(error),
                         active_producers=(),
                     )
@@ -103,7 +102,7 @@ async def describe_transactions(ctx: Context, request: Any) -> Any:
         except KafkaException as error:
             states.append(
                 schema.TransactionState(
-                    error_code=error_code(error, request),
+                    error_code=error_code(code_of(error)),
                     transactional_id=transactional_id,
                     transaction_state="",
                     transaction_timeout=NO_THROTTLE,

@@ -34,7 +34,7 @@ Context.call (the server's worker threads), since it may wait for an fsync or an
 from __future__ import annotations
 
 import functools
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from kio.schema.errors import ErrorCode
 
@@ -49,13 +49,18 @@ from eoslog.serve import messages
 from eoslog.serve.messages import NO_THROTTLE, by_topic, code_of, response_module, to_milliseconds
 from eoslog.serve.registry import Context, api, response_type
 
+if TYPE_CHECKING:
+    from eoslog.broker import Broker
+
 # The client transaction version these requests are served at (module docstring).
 WIRE_TRANSACTION_VERSION: Final = 0
 NO_PRODUCER_ID: Final = -1
 NO_PRODUCER_EPOCH: Final = -1
 # The first version of each API whose clients know PRODUCER_FENCED (KIP-588); older ones get
-# INVALID_PRODUCER_EPOCH, which they treat as fenced too.
-_FENCED_SINCE: Final = {22: 4, 24: 2, 25: 2, 26: 2, 28: 99}
+# INVALID_PRODUCER_EPOCH, which they treat as fenced too. TxnOffsetCommit never answers it
+# (Kafka's group coordinator reports a stale producer as INVALID_PRODUCER_EPOCH), so no
+# version of it does here.
+_FENCED_SINCE: Final = {22: 4, 24: 2, 25: 2, 26: 2, 28: 2**15}
 
 
 def error_code(error: KafkaException, request: Any) -> ErrorCode:
@@ -121,12 +126,7 @@ async def add_partitions_to_txn(ctx: Context, request: Any) -> Any:
         for topic in request.v3_and_below_topics
         for partition in topic.partitions
     ]
-    unknown = set()
-    for topic_name, partition in wanted:
-        try:
-            ctx.broker.log(topic_name, partition)
-        except UnknownTopicOrPartitionError:
-            unknown.add((topic_name, partition))
+    unknown = await ctx.call(_unknown_partitions, ctx.broker, wanted)
     if unknown:
         codes = {
             tp: ErrorCode.unknown_topic_or_partition
@@ -156,6 +156,18 @@ async def add_partitions_to_txn(ctx: Context, request: Any) -> Any:
         partitions_field="results_by_partition",
     )
     return respond(throttle_time=NO_THROTTLE, results_by_topic_v3_and_below=topics)
+
+
+def _unknown_partitions(broker: Broker, wanted: list[tuple[str, int]]) -> set[tuple[str, int]]:
+    """The partitions of `wanted` the broker does not have (on a worker thread: the lookup
+    may wait for the broker's lock while a topic is created or deleted)."""
+    unknown = set()
+    for topic_name, partition in wanted:
+        try:
+            broker.log(topic_name, partition)
+        except UnknownTopicOrPartitionError:
+            unknown.add((topic_name, partition))
+    return unknown
 
 
 async def _coordinator_answer(
