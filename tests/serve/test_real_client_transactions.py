@@ -264,3 +264,40 @@ def test_offsets_sent_with_a_departed_members_metadata_are_refused_kip_447(
     finally:
         successor.close()
     assert committed_offset(broker) is None
+
+
+def test_aiokafka_commits_group_offsets_in_a_transaction(
+    served: tuple[eoslog.Broker, str],
+) -> None:
+    """aiokafka's send_offsets_to_transaction (AddOffsetsToTxn, TxnOffsetCommit v0: a group
+    id alone, no member) commits with the transaction, and an abort drops them."""
+    import aiokafka
+    from aiokafka.structs import TopicPartition as AioTopicPartition
+
+    broker, address = served
+    broker.create_topic("in", 1)
+
+    async def run() -> None:
+        producer = aiokafka.AIOKafkaProducer(
+            bootstrap_servers=address, transactional_id="aiokafka-2"
+        )
+        await producer.start()
+        try:
+            for offset, commit in ((3, True), (5, False)):
+                await producer.begin_transaction()
+                await producer.send_and_wait("out", b"o-%d" % offset, partition=0)
+                await producer.send_offsets_to_transaction(
+                    {AioTopicPartition("in", 0): offset}, "aio-copiers"
+                )
+                if commit:
+                    await producer.commit_transaction()
+                else:
+                    await producer.abort_transaction()
+        finally:
+            await producer.stop()
+
+    asyncio.run(asyncio.wait_for(run(), TIMEOUT_S))
+    found = broker.groups.fetch_offsets("aio-copiers", [("in", 0)], require_stable=True)
+    stored = found[("in", 0)]
+    assert stored is not None and stored.offset == 3
+    assert read_committed(broker) == [b"o-3"]
