@@ -301,3 +301,50 @@ def test_aiokafka_commits_group_offsets_in_a_transaction(
     stored = found[("in", 0)]
     assert stored is not None and stored.offset == 3
     assert read_committed(broker) == [b"o-3"]
+
+
+@pytest.mark.skipif(not kafka_python_has_transactions(), reason="kafka-python has no transactions")
+def test_a_second_kafka_python_producer_with_the_id_fences_the_first(
+    served: tuple[eoslog.Broker, str],
+) -> None:
+    import kafka
+    import kafka.errors
+
+    broker, address = served
+    first = kafka.KafkaProducer(bootstrap_servers=address, transactional_id="kafka-python-2")
+    second = kafka.KafkaProducer(bootstrap_servers=address, transactional_id="kafka-python-2")
+    try:
+        first.init_transactions()
+        first.begin_transaction()
+        first.send("out", b"zombie", partition=0).get(TIMEOUT_S)
+        second.init_transactions()  # aborts what the first left open
+        with pytest.raises(
+            (kafka.errors.ProducerFencedError, kafka.errors.InvalidProducerEpochError)
+        ):
+            first.commit_transaction()
+        second.begin_transaction()
+        second.send("out", b"live", partition=0)
+        second.commit_transaction()
+    finally:
+        first.close(timeout=TIMEOUT_S)
+        second.close(timeout=TIMEOUT_S)
+    assert read_committed(broker) == [b"live"]
+
+
+def test_an_idempotent_kafka_python_producer_writes_each_record_once(
+    served: tuple[eoslog.Broker, str],
+) -> None:
+    """InitProducerId without a transactional id: the records carry the producer id it
+    handed out, one producer for the partition."""
+    import kafka
+
+    broker, address = served
+    producer = kafka.KafkaProducer(bootstrap_servers=address, enable_idempotence=True, acks="all")
+    try:
+        futures = [producer.send("out", b"i-%d" % i, partition=0) for i in range(20)]
+        assert [f.get(TIMEOUT_S).offset for f in futures] == list(range(20))
+    finally:
+        producer.close(timeout=TIMEOUT_S)
+    assert read_committed(broker) == [b"i-%d" % i for i in range(20)]
+    (state,) = broker.log("out", 0).active_producers()
+    assert state.producer_id >= 0 and state.last_sequence == 19

@@ -330,3 +330,18 @@ def test_a_coordinator_write_failing_on_storage_answers_not_coordinator(
 
     monkeypatch.setattr(broker.transactions, "end_transaction", fail)
     assert end(broker, producer, True) == ErrorCode.not_coordinator
+
+
+def test_a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced_on_the_wire(
+    broker: eoslog.Broker, clock: logtools.Clock
+) -> None:
+    """The coordinator's timeout pass aborts an Ongoing v1 transaction with an epoch bump
+    (docs/coordinator.md §4.1); the producer's next call is fenced."""
+    producer = producer_of(init(broker, transaction_timeout=datetime.timedelta(seconds=1)))
+    add_partitions(broker, producer, {"out": [0]}, 3)
+    produce(broker, producer, 0, b"late")
+    clock.advance(2_000)
+    assert broker.transactions.abort_timed_out_transactions() == 1
+    assert end(broker, producer, True, version=2) == ErrorCode.producer_fenced
+    assert end(broker, producer, True, version=0) == ErrorCode.invalid_producer_epoch
+    assert read_committed(broker) == []
