@@ -345,3 +345,22 @@ def test_a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced_on_th
     assert end(broker, producer, True, version=2) == ErrorCode.producer_fenced
     assert end(broker, producer, True, version=0) == ErrorCode.invalid_producer_epoch
     assert read_committed(broker) == []
+
+
+def test_list_transactions_v2_keeps_the_ids_a_pattern_matches_whole(
+    broker: eoslog.Broker,
+) -> None:
+    for transactional_id in ("copier-1", "copier-22", "loader-1"):
+        producer_of(init(broker, transactional_id=transactional_id))
+
+    def listed(pattern: str | None) -> object:
+        sent = request(
+            66, 2, state_filters=(), producer_id_filters=(), transactional_id_pattern=pattern
+        )
+        return answer(broker, sent)
+
+    found = listed("copier-[0-9]")
+    assert [t.transactional_id for t in found.transaction_states] == ["copier-1"]  # type: ignore[attr-defined]
+    assert len(listed(None).transaction_states) == 3  # type: ignore[attr-defined]
+    bad = listed("copier-(")
+    assert bad.error_code == ErrorCode.invalid_regular_expression  # type: ignore[attr-defined]

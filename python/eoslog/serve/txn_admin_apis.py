@@ -1,5 +1,5 @@
 """KIP-664's transaction queries over the wire (docs/api.md "Wire protocol"): DescribeProducers
-v0, DescribeTransactions v0 and ListTransactions v0-v1, answered from the same coordinator and
+v0, DescribeTransactions v0 and ListTransactions v0-v2, answered from the same coordinator and
 partition queries as the AdminClient's in-process calls (eoslog.client.admin_transactions), so
 `kafka-transactions.sh` and the Java AdminClient see what `eoslog transactions` sees. Kafka's
 fourth tool, the abort of a hanging transaction, is a WriteTxnMarkers to the partition leader,
@@ -12,16 +12,22 @@ id's or a partition's lock).
 from __future__ import annotations
 
 import datetime
-from typing import Any, Final
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
 
 from kio.schema.errors import ErrorCode
 
 from eoslog.client import admin_transactions
-from eoslog.client.admin_transaction_types import TransactionState
+from eoslog.client.admin_transaction_types import TransactionListing, TransactionState
 from eoslog.client.message import TopicPartition
 from eoslog.errors import KafkaException
 from eoslog.serve.messages import NO_THROTTLE, code_of, error_code, milliseconds, response_module
 from eoslog.serve.registry import Context, api, response_type
+
+if TYPE_CHECKING:
+    from eoslog.broker import Broker
+    from eoslog.coordinator.transaction_state import TransitionTarget
 
 # Kafka writes -1 for "no transaction in progress"; kio's datetime field takes a datetime, so
 # the instant one millisecond before the epoch stands for it (written as -1).
@@ -144,18 +150,29 @@ def _description(schema: Any, transactional_id: str, found: Any) -> Any:
 # --- ListTransactions (api key 66) ----------------------------------------------------------
 
 
-@api(66, 0, 1)
+@api(66, 0, 2)
 async def list_transactions(ctx: Context, request: Any) -> Any:
-    """The ids the coordinator holds, filtered by state, producer id and (v1) how long their
-    transaction has been running, as admin_transactions.listing_filter reads the filters.
-    A state filter Kafka does not know is echoed back in unknown_state_filters; when state
-    filters were given and none is known, nothing matches (Kafka's coordinator)."""
+    """The ids the coordinator holds, filtered by state, producer id, (v1) how long their
+    transaction has been running, as admin_transactions.listing_filter reads the filters, and
+    (v2, KIP-1152) an id pattern the whole id must match (Java's Pattern.matches; Python's re
+    reads the patterns users write the same way), INVALID_REGULAR_EXPRESSION if it does not
+    compile. A state filter Kafka does not know is echoed back in unknown_state_filters; when
+    state filters were given and none is known, nothing matches (Kafka's coordinator)."""
     respond = response_type(request)
     schema = response_module(int(request.__api_key__), request.__version__)
     names = list(request.state_filters)
     known = [_KNOWN_STATES[name] for name in names if name in _KNOWN_STATES]
     unknown = tuple(name for name in names if name not in _KNOWN_STATES)
-    listings = []
+    try:
+        pattern = _id_pattern(getattr(request, "transactional_id_pattern", None))
+    except re.error:
+        return respond(
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.invalid_regular_expression,
+            unknown_state_filters=unknown,
+            transaction_states=(),
+        )
+    listings: list[TransactionListing] = []
     if not names or known:
         keep = admin_transactions.listing_filter(
             {
@@ -164,12 +181,7 @@ async def list_transactions(ctx: Context, request: Any) -> Any:
                 "duration_filter_ms": int(getattr(request, "duration_filter", -1)),
             }
         )
-        listings = await ctx.call(
-            admin_transactions.list_transactions,
-            ctx.broker.transactions,
-            keep,
-            ctx.broker.clock_ms(),
-        )
+        listings = await ctx.call(_listings, ctx.broker, keep, pattern)
     return respond(
         throttle_time=NO_THROTTLE,
         error_code=ErrorCode.none,
@@ -183,3 +195,17 @@ async def list_transactions(ctx: Context, request: Any) -> Any:
             for listing in listings
         ),
     )
+
+
+def _listings(
+    broker: Broker, keep: Callable[[TransitionTarget, int], bool], pattern: re.Pattern[str] | None
+) -> list[TransactionListing]:
+    """admin_transactions.list_transactions, then the id pattern: on a worker thread, so a
+    client's costly pattern never stalls the server's loop."""
+    found = admin_transactions.list_transactions(broker.transactions, keep, broker.clock_ms())
+    return [item for item in found if pattern is None or pattern.fullmatch(item.transactional_id)]
+
+
+def _id_pattern(text: str | None) -> re.Pattern[str] | None:
+    """The compiled id pattern, or None for none (null or empty: every id)."""
+    return re.compile(text) if text else None

@@ -18,7 +18,7 @@ on v1 here, as it moves to v2 only when a broker finalizes the transaction.versi
 InitProducerId is served up to v5 (v3 adds KIP-360's producer id and epoch, with which a
 client bumps its own epoch after an abortable error; v6 is KIP-939's two-phase commit, not
 implemented), AddOffsetsToTxn v0-v4, DescribeProducers and DescribeTransactions v0 and
-ListTransactions v0-v1 (v2's id pattern is not served).
+ListTransactions v0-v2.
 
 Errors are Kafka's codes for eoslog's exceptions (eoslog.errors, eoslog.error_codes), with
 Kafka's two translations: PRODUCER_FENCED goes to a client older than KIP-588's versions as
