@@ -364,13 +364,16 @@ class PartitionLog:
         commit: bool,
         *,
         sync: bool = True,
+        epoch_bumped: bool = True,
     ) -> int:
         """Write a COMMIT or ABORT marker ending the producer's transaction here, as the
         transaction coordinator does (docs/format.md §3; §8.2 item 7, COORDINATOR origin). Returns
         the marker's offset. An ABORT that ends a transaction with data adds its .txnindex
-        entry (§6.2). Under transactions v2 a marker must carry a newer epoch than the
-        transaction's data; the same epoch is accepted only when no transaction is open (a
-        marker sent again after a crash; Kafka's KAFKA-19999). InvalidProducerEpochError or
+        entry (§6.2). Under transactions v2 (`epoch_bumped`) a marker must carry a newer epoch
+        than the transaction's data; the same epoch is accepted only when no transaction is
+        open (a marker sent again after a crash; Kafka's KAFKA-19999). A transaction of a
+        transactions-v1 client (a Kafka client over the wire, docs/coordinator.md §9.4) ends
+        at its data's epoch: `epoch_bumped` false accepts that. InvalidProducerEpochError or
         TransactionCoordinatorFencedError, writing nothing, for a stale marker. Thread-safe;
         durable before it returns under durability "always", and under "commit" unless
         `sync` is false (the coordinator then syncs it before anything that depends on it:
@@ -384,7 +387,8 @@ class PartitionLog:
                 producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
                 entry = producers.entry(producer_id)
                 if (
-                    entry is not None
+                    epoch_bumped
+                    and entry is not None
                     and entry.epoch == producer_epoch
                     and entry.current_txn_first_offset != NO_OFFSET
                 ):
