@@ -4,14 +4,11 @@ writer commits or aborts is what it reads at each isolation level."""
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
 from confluent_kafka import Producer
 
 import eoslog
 from eoslog.broker import Broker
-from eoslog.serve import registry
 from eoslog.serve.server import Server
 from tests.serve import wire
 from tests.serve.clients import DEADLINE_S, confluent_consumer, read_assigned
@@ -73,10 +70,6 @@ def test_confluent_producer_with_acks_all_writes_records_an_in_process_consumer_
 def test_idempotent_confluent_producer_writes_each_record_once(
     broker: Broker, server: Server
 ) -> None:
-    for module in registry.HANDLER_MODULES:
-        importlib.import_module(module)
-    if 22 not in registry.APIS:
-        pytest.skip("InitProducerId (API 22) is eoslog.serve.txn_apis', not served here yet")
     broker.create_topic("events", 3)
     _produce(server.address, "events", **{"enable.idempotence": True})
     assert _read_in_process(broker, "events") == _expected()
