@@ -10,23 +10,25 @@ this repository: it is fetched, pointed at the server and run where it was unpac
 
 kafka-python ships test/integration, whose fixtures use an external broker when KAFKA_URI is
 set (KafkaFixture(external=True)); KAFKA_VERSION selects the broker features the tests expect.
-The sdist leaves out three files those fixtures import, so the script writes small stand-ins of
-its own into the scratch copy: test/__init__.py (so that `test` is the suite, not the standard
+The sdist leaves out two files those fixtures need, so the script writes stand-ins of its own
+into the scratch copy: test/__init__.py (so that `test` is the suite, not the standard
 library's package) and test/service.py (ExternalService, the handle an external broker gets; a
 SpawnedService that refuses, as no broker process is started). KAFKA_ROOT names an empty
 directory (the fixtures check that a Kafka installation exists even for an external broker).
 KAFKA_VERSION defaults to the version kafka-python infers from eoslog's ApiVersions, so the
-suite expects what the server presents; `--kafka-version 4.2.0` asks for more.
+suite expects what the server presents; `--kafka-version 4.2.0` asks for more. Their pytest
+options (pytest-timeout's) are dropped; SUITE_SECONDS bounds the run.
 
 aiokafka's and confluent-kafka's sdists ship no tests (aiokafka's live in its repository and
 start brokers with docker; confluent-kafka's sdist carries only the kafkatest verifiable
 clients), which the table reports.
 
-The server is `eoslog serve DIR --listen 127.0.0.1:0` in a subprocess, over a fresh directory;
-its address is read from the line it prints and it is stopped with SIGTERM at the end. The
-output is one line per failing test with the reason docs/api.md "Wire protocol" gives for it
-(KNOWN_FAILURES below), then the table of pass rates. Not part of `make test`: it needs PyPI,
-takes minutes, and its outcome depends on the clients' releases.
+The server is `broker.serve("127.0.0.1:0")` of a fresh directory in this process, opened with
+the broker settings kafka-python's own test brokers use (SUITE_BROKER_CONFIG); the suite runs
+in a subprocess, so every request crosses the wire. The output is one line per failing test
+with its reason (tests/client_suites/known_failures.py, as docs/api.md "Wire protocol" lists
+them), then the table of pass rates. Not part of `make test`: it needs PyPI, takes a few
+minutes, and its outcome moves with the clients' releases.
 """
 
 from __future__ import annotations
@@ -35,7 +37,6 @@ import argparse
 import importlib.metadata
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tarfile
@@ -46,10 +47,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.client_suites.known_failures import KNOWN_FAILURES
+import eoslog
+from tests.client_suites.known_failures import reason
 
 CLIENTS = ("kafka-python", "aiokafka", "confluent-kafka")
-SERVE_START_SECONDS = 60
+# The broker settings of kafka-python's own test brokers (its servers/resources kafka.properties):
+# the suite's groups use 3 s sessions, and its topics default to four partitions.
+SUITE_BROKER_CONFIG = {
+    "group.min.session.timeout.ms": 1000,
+    "group.initial.rebalance.delay.ms": 0,
+    "num.partitions": 4,
+}
 SUITE_SECONDS = 1800
 _PIP_DOWNLOAD = (
     *(sys.executable, "-m", "pip", "download", "-q"),
@@ -120,21 +128,13 @@ def unpack(sdist: Path, scratch: Path) -> Path:
 
 @contextmanager
 def eoslog_serve(directory: Path) -> Iterator[str]:
-    """`eoslog serve` over `directory` on a free loopback port; yields HOST:PORT."""
-    command = [str(Path(sys.executable).with_name("eoslog")), "serve", str(directory)]
-    process = subprocess.Popen(
-        [*command, "--listen", "127.0.0.1:0"], stdout=subprocess.PIPE, text=True
-    )
+    """Broker.serve of a fresh directory on a free loopback port, in this process (the suite
+    runs in a subprocess, so everything crosses the wire); yields HOST:PORT."""
+    broker = eoslog.open(str(directory), config=SUITE_BROKER_CONFIG)
     try:
-        assert process.stdout is not None
-        line = process.stdout.readline()  # "eoslog serve: listening on HOST:PORT (DIR)"
-        if "listening on" not in line:
-            raise SystemExit(f"eoslog serve did not start: {line!r}")
-        yield line.split("listening on ", 1)[1].split()[0]
+        yield broker.serve("127.0.0.1:0").address
     finally:
-        process.send_signal(signal.SIGTERM)
-        if process.wait(timeout=SERVE_START_SECONDS) != 0:
-            print(f"eoslog serve exited with {process.returncode}", file=sys.stderr)
+        broker.close()
 
 
 def inferred_kafka_version(address: str) -> str:
@@ -183,7 +183,6 @@ def kafka_python_suite(source: Path, address: str, args: argparse.Namespace) -> 
     )
     report = source / "junit.xml"
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    # Their pyproject asks for pytest-timeout's options; a hang is caught by SUITE_SECONDS.
     command += ["-o", "addopts=", "-o", "log_level=WARNING", "--junitxml", str(report)]
     command += ["-k", args.k] if args.k else []
     subprocess.run(
@@ -218,8 +217,7 @@ def print_report(outcomes: list[Outcome]) -> None:
     for outcome in outcomes:
         for name, message in outcome.failed:
             test = name.rsplit("::", 1)[-1]
-            reason = KNOWN_FAILURES.get(test.split("[", 1)[0], f"UNCLASSIFIED: {message}")
-            print(f"{outcome.client} {test}: {reason}")
+            print(f"{outcome.client} {test}: {reason(test, message)}")
     print()
     print("| client | version | passed | failed | skipped | pass rate | note |")
     print("|---|---|---:|---:|---:|---:|---|")
