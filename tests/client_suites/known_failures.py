@@ -25,6 +25,10 @@ KNOWN_FAILURES: Final = {
     "test_describe_configs_broker_resource_returns_configs": (
         f"{_NOT_SERVED}: listener configs (advertised.listeners) among the BROKER resource's"
     ),
+    "test_kafka_version_infer": (
+        f"{_NOT_SERVED}: kafka-python infers 3.8 from eoslog's ApiVersions (the APIs and "
+        "versions Kafka 4 adds are not served); passes at the default KAFKA_VERSION"
+    ),
     "test_ssl_handshake": f"{_OWN_BROKER} with an SSL listener (ignores KAFKA_URI)",
     "test_legacy_kafka_client_ssl": f"{_OWN_BROKER} with an SSL listener (ignores KAFKA_URI)",
 }
