@@ -41,6 +41,7 @@ LAYER_RULES: list[tuple[str, tuple[str, ...]]] = [
     ("eoslog.fs_overlay", ABOVE_CODEC),
     # Object storage through pyarrow, read-only: a file system under the log like the others.
     ("eoslog.fs_arrow", ABOVE_CODEC),
+    ("eoslog.fs_readonly", ABOVE_CODEC),
     # The partition log is used by the broker and the coordinator, never the other way.
     ("eoslog.log", ("eoslog.cli", "eoslog.client", "eoslog.broker", "eoslog.coordinator")),
     # The wire front end sits on top of the broker: nothing under it serves the wire.
@@ -50,6 +51,15 @@ LAYER_RULES: list[tuple[str, tuple[str, ...]]] = [
     ("eoslog.offline", ("eoslog.serve",)),
     # Offline scans read the files through the log layer alone: no broker, no client.
     ("eoslog.offline", ("eoslog.cli", "eoslog.client", "eoslog.broker", "eoslog.coordinator")),
+    # Tiering reads the files as offline scans do, and writes only the archive.
+    ("eoslog.archive", ("eoslog.cli", "eoslog.client", "eoslog.broker", "eoslog.coordinator")),
+    ("eoslog.archive_store", ABOVE_CODEC),
+    # The broker's archive pass: above the archiver, under the broker that calls it.
+    ("eoslog.tiering", ("eoslog.cli", "eoslog.client", "eoslog.broker", "eoslog.coordinator")),
+    (
+        "eoslog.archive_view",
+        ("eoslog.cli", "eoslog.client", "eoslog.broker", "eoslog.coordinator", "eoslog.offline"),
+    ),
     # The default clock sits under everything that reads it (the broker and the producer).
     ("eoslog.clock", ABOVE_CODEC),
     # The coordinators serve the broker and the clients; they know neither.

@@ -37,13 +37,8 @@ DELETED_BELOW = 40
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[seaweed.SeaweedServer]:
-    assert WEED is not None
-    started = seaweed.SeaweedServer(WEED, str(tmp_path_factory.mktemp("seaweed")))
-    try:
-        started.wait_ready(BUCKET)
+    with seaweed.serving(str(tmp_path_factory.mktemp("seaweed")), BUCKET) as started:
         yield started
-    finally:
-        started.stop()
 
 
 class Stored(NamedTuple):

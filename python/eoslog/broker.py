@@ -19,6 +19,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Final, TypeVar
 
+from eoslog import tiering
 from eoslog.broker_config import BROKER_DEFAULTS as BROKER_DEFAULTS
 from eoslog.broker_config import parse_broker_config
 from eoslog.clock import wall_clock_ms
@@ -79,6 +80,7 @@ class Broker:
         clock_ms: Callable[[], int] | None = None,
         background: bool = True,
         view: bool = False,
+        archive: str | None = None,
     ) -> None:
         if durability not in DURABILITY_MODES:
             raise ValueError(f"durability must be one of {DURABILITY_MODES}, not {durability!r}")
@@ -91,6 +93,8 @@ class Broker:
             fs = self._own_fs = PosixFileSystem(self.path)
         self.fs: FileSystem = fs
         self.clock_ms = clock_ms or wall_clock_ms
+        # Where the maintenance pass archives the tiered topics (eoslog.tiering), or None.
+        self.archive_url = archive
         self.settings, self.default_log_config = parse_broker_config(config or {})
         self._lock = threading.RLock()
         # Serializes the writers of the checkpoint files and the clean-shutdown marker (each
@@ -645,6 +649,8 @@ class Broker:
         with self._lock:
             self._check_open()
             logs = list(self._logs.values())
+        if self.archive_url is not None:
+            tiering.archive_pass(self.path, self.archive_url, logs)
         for log in logs:
             log.delete_retained_segments()
             log.rebuild_suspect_indexes()
@@ -851,9 +857,12 @@ def open(
     fs: FileSystem | None = None,
     clock_ms: Callable[[], int] | None = None,
     background: bool = True,
+    archive: str | None = None,
 ) -> Broker:
     """Open (creating if missing) a log directory; LogDirLockedError if another live process
-    owns it. fs and clock_ms are seams for tests (a recording file system, a driven clock)."""
+    owns it. fs and clock_ms are seams for tests (a recording file system, a driven clock).
+    archive: a path or URL the maintenance pass copies the segments of topics with
+    `remote.storage.enable` to (eoslog.tiering; docs/api.md "Command line", eoslog archive)."""
     return Broker(
         path,
         durability=durability,
@@ -861,4 +870,5 @@ def open(
         fs=fs,
         clock_ms=clock_ms,
         background=background,
+        archive=archive,
     )

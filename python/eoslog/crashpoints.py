@@ -17,6 +17,8 @@ Topic changes have their own points (TOPIC_CHANGE_POINTS), met only when a topic
 partitions.made (new partition directories made, eoslog.meta not yet renamed),
 partitions.committed (eoslog.meta names the new count, recovery points not yet written),
 records.deleted (delete_records' log start durable, the segments below it not yet deleted).
+`eoslog archive` has one (ARCHIVE_POINTS): archive.copy, before each chunk of a file it copies
+to the archive is written (eoslog.archive).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ POINTS: Final = (
     "offsets.commit.after",
 )
 TOPIC_CHANGE_POINTS: Final = ("partitions.made", "partitions.committed", "records.deleted")
+ARCHIVE_POINTS: Final = ("archive.copy",)
 ENV: Final = "EOSLOG_CRASH_AT"
 
 
@@ -48,7 +51,7 @@ def _parse(setting: str | None) -> tuple[str, int] | None:
     if not setting:
         return None
     name, _, count = setting.rpartition(":")
-    known = (*POINTS, *TOPIC_CHANGE_POINTS)
+    known = (*POINTS, *TOPIC_CHANGE_POINTS, *ARCHIVE_POINTS)
     if name not in known or not count.isdigit() or int(count) < 1:
         raise ValueError(f"{ENV}={setting!r}: expected <point>:<n> with a point of {known}")
     return name, int(count)

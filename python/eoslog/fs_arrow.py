@@ -44,18 +44,16 @@ import threading
 import urllib.parse
 from collections import OrderedDict
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, NamedTuple
 
 import pyarrow.fs as pafs
 
 from eoslog import limits
 from eoslog.errors import KafkaStorageError
+from eoslog.fs_readonly import RefusesChanges, RefusesWrites
 
 if TYPE_CHECKING:
-    import mmap
-
     import pyarrow as pa
-    from typing_extensions import Buffer
 
 
 def is_url(path: str) -> bool:
@@ -101,19 +99,17 @@ def _without_secrets(parts: urllib.parse.SplitResult) -> str:
     return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
-def _read_only(path: str) -> NoReturn:
-    raise OSError(errno.EROFS, "offline scans of object storage only read", path)
-
-
 class _Listing(NamedTuple):
     names: list[str]
     directories: frozenset[str]
     sizes: dict[str, int]
 
 
-class ArrowFileSystem:
+class ArrowFileSystem(RefusesChanges):
     """The read-only FileSystem of a pyarrow.fs.FileSystem (module doc). `prefix` is what a
     display path has before the pyarrow path (`s3://`)."""
+
+    refusal = "offline scans of object storage only read"
 
     def __init__(self, filesystem: pafs.FileSystem, prefix: str) -> None:
         self.filesystem = filesystem
@@ -179,6 +175,12 @@ class ArrowFileSystem:
     def listdir(self, path: str) -> list[str]:
         return list(self._listing(path).names)
 
+    def forget_listing(self, path: str) -> None:
+        """Drop the kept listing of the directory `path`: the next call lists it again (a
+        reader that knows an object was added since: eoslog.archive_view)."""
+        with self._lock:
+            self._listings.pop(path, None)
+
     def list_directories(self, path: str) -> list[str]:
         return sorted(self._listing(path).directories)
 
@@ -209,7 +211,7 @@ class ArrowFileSystem:
         self, path: str, *, create: bool = False, read_only: bool = False, exclusive: bool = False
     ) -> ArrowFile:
         if create or not read_only:
-            _read_only(path)
+            self._refuse(path)
         parent = self._listed_parent(path)
         name = os.path.basename(path)
         if parent is not None and name in parent.directories:
@@ -284,32 +286,13 @@ class ArrowFileSystem:
                 _, dropped = self._kept.popitem(last=False)
                 self._kept_bytes -= len(dropped)
 
-    # --- what scans never do ------------------------------------------------------------
 
-    def mkdir(self, path: str) -> None:
-        _read_only(path)
-
-    def rmdir(self, path: str) -> None:
-        _read_only(path)
-
-    def unlink(self, path: str) -> None:
-        _read_only(path)
-
-    def rename(self, source: str, target: str) -> None:
-        _read_only(source)
-
-    def sync_dir(self, path: str) -> None:
-        _read_only(path)
-
-    def lock(self, path: str) -> NoReturn:
-        _read_only(path)
-
-
-class ArrowFile:
+class ArrowFile(RefusesWrites):
     """A read-only handle of one object; its size is the object's when it was listed or
     opened."""
 
     __slots__ = ("_closed", "_fs", "_path", "_size")
+    refusal = "offline scans of object storage only read"
 
     def __init__(self, fs: ArrowFileSystem, path: str, size: int) -> None:
         self._fs = fs
@@ -329,21 +312,7 @@ class ArrowFile:
             raise OSError(errno.EBADF, os.strerror(errno.EBADF), self._path)
         return self._fs.read(self._path, self._size, size, offset)
 
-    def pwrite(self, data: Buffer, offset: int) -> None:
-        _read_only(self._path)
-
-    def truncate(self, size: int) -> None:
-        _read_only(self._path)
-
-    def sync(self) -> None:
-        _read_only(self._path)
-
-    def map(self, size: int) -> mmap.mmap:
-        _read_only(self._path)
-
-    def map_read(self, size: int) -> mmap.mmap:
-        # Nothing outside the owner maps (partition_view): a scan only preads.
-        raise OSError(errno.ENOTSUP, "objects are read with pread, never mapped", self._path)
+    # map_read (RefusesWrites): nothing outside the owner maps (partition_view).
 
     def close(self) -> None:
         # The object stays open in the file system for the next handle of it.

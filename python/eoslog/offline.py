@@ -14,10 +14,15 @@ The directory is a local path or a URL (located): `file://` is the local file sy
 scheme (`s3://`, `gs://`, `hdfs://`) is opened read-only through pyarrow (eoslog.fs_arrow), and
 everything above reads it exactly as a local directory. A ScanRange keeps the path as given, so
 a Spark task opens the same store itself.
+
+A log whose older segments `eoslog archive` copied elsewhere (eoslog.archive) is read as one
+log with `archive=URL`: the live directory over the archive (eoslog.archive_view), planned and
+read exactly as one directory. A ScanRange keeps the archive's URL too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import re
@@ -28,8 +33,10 @@ from typing import Final, NamedTuple
 import pyarrow as pa
 
 from eoslog import fs_arrow, limits
+from eoslog.archive_view import ArchivedLogFileSystem
 from eoslog.arguments import names
 from eoslog.errors import (
+    KafkaException,
     KafkaStorageError,
     OffsetOutOfRangeError,
     UnknownTopicOrPartitionError,
@@ -63,7 +70,8 @@ OffsetSpec = str | int | Mapping[str, Mapping[int | str, int]] | None
 class ScanRange(NamedTuple):
     """The records [start, stop) of one partition of the log directory `path` (a local path or
     a URL, as given to the planner: see located). aborted: the aborted transactions overlapping
-    the range (read_committed), or None (read_uncommitted)."""
+    the range (read_committed), or None (read_uncommitted). archive: the URL of the archive the
+    log's older segments were copied to (read over the directory: located), or None."""
 
     path: str
     topic: str
@@ -71,6 +79,7 @@ class ScanRange(NamedTuple):
     start: int
     stop: int
     aborted: tuple[AbortedTxn, ...] | None
+    archive: str | None = None
 
     @property
     def records_max(self) -> int:
@@ -78,12 +87,20 @@ class ScanRange(NamedTuple):
         return self.stop - self.start
 
 
-def located(path: str, fs: FileSystem | None = None) -> tuple[FileSystem, str]:
+def located(
+    path: str, fs: FileSystem | None = None, archive: str | None = None
+) -> tuple[FileSystem, str]:
     """(the file system, the directory's path in it) of a log directory named by a local path
     or a URL. `file://` URLs are local paths; a URL of another scheme is opened with pyarrow
     (fs_arrow.open_url, its options and credentials in the URL) unless `fs` is given, which then
-    reads the URL's display path (no credentials, no options). ValueError for a URL that cannot
-    be opened, or a `file://` URL naming another host."""
+    reads the URL's display path (no credentials, no options). With `archive` (a path or URL
+    located the same way) and no `fs`, the file system is the directory over that archive
+    (eoslog.archive_view). ValueError for a URL that cannot be opened, or a `file://` URL
+    naming another host."""
+    if archive is not None and fs is None:
+        live, root = located(path)
+        stored, stored_root = located(archive)
+        return ArchivedLogFileSystem(live, root, stored, stored_root), root
     if not fs_arrow.is_url(path):
         return fs or PosixFileSystem(), path
     parts = urllib.parse.urlsplit(path)
@@ -103,15 +120,17 @@ def list_partitions(
     pattern: str | None = None,
     partitions: Iterable[tuple[str, int]] | None = None,
     fs: FileSystem | None = None,
+    archive: str | None = None,
 ) -> list[tuple[str, int]]:
     """The (topic, partition) pairs to scan, sorted: the partitions of `topics`, of the
     topics whose whole name matches the regular expression `pattern` (internal topics
     excepted), or exactly `partitions`. UnknownTopicOrPartitionError for a named topic or
     partition with no directory; KafkaStorageError when `path` is no directory; ValueError
-    unless exactly one of the three is given. Only `path` itself is listed."""
+    unless exactly one of the three is given. Only `path` itself is listed (and the archive's
+    root, with `archive`)."""
     if sum(choice is not None for choice in (topics, pattern, partitions)) != 1:
         raise ValueError("give exactly one of topics, pattern and partitions")
-    fs, path = located(path, fs)
+    fs, path = located(path, fs, archive)
     found: set[tuple[str, int]] = set()
     try:
         names = fs.list_directories(path)
@@ -221,15 +240,16 @@ def plan_partition(
     records_per_range: int | None = None,
     fs: FileSystem | None = None,
     log_starts: Mapping[tuple[str, int], checkpoints.LogStart] | None = None,
+    archive: str | None = None,
 ) -> list[ScanRange]:
     """The ranges covering what one partition holds now between the resolved start and end
     (see plan_ranges), cut at offset-index entries into pieces of about records_per_range."""
     if isolation_level not in ISOLATION_LEVELS:
         raise ValueError(f"isolation_level must be one of {ISOLATION_LEVELS}")
-    fs, root = located(path, fs)
+    fs, root = located(path, fs, archive)
     directory = os.path.join(root, f"{topic}-{partition}")
     log_start = (log_starts or {}).get((topic, partition))
-    with PartitionView(fs, directory, topic, partition, log_start) as view:
+    with _naming_archived(fs), PartitionView(fs, directory, topic, partition, log_start) as view:
         committed = isolation_level == "read_committed"
         latest = view.last_stable_offset if committed else view.log_end_offset
         start = _resolve(view, _offset_for(start_offsets, topic, partition, EARLIEST), latest)
@@ -250,7 +270,7 @@ def plan_partition(
         cuts = view.split_offsets(start, stop, records_per_range) if records_per_range else []
     bounds = [start, *cuts, stop]
     return [
-        ScanRange(path, topic, partition, low, high, aborted)
+        ScanRange(path, topic, partition, low, high, aborted, archive)
         for low, high in itertools.pairwise(bounds)
     ]
 
@@ -266,14 +286,16 @@ def plan_ranges(
     end_timestamp: int | None = None,
     records_per_range: int | None = None,
     fs: FileSystem | None = None,
+    archive: str | None = None,
 ) -> list[ScanRange]:
     """plan_partition for each (topic, partition), with the owner's checkpointed log start
     offsets. Start offsets default to the earliest, end offsets to the latest: the last
     stable offset under read_committed (the view's LSO, computed from the files), the log
     end otherwise. Timestamps (ms) narrow the range to records from the first with timestamp
     >= start_timestamp up to, not including, the first with timestamp >= end_timestamp.
-    Every range keeps `path` as given (a URL with its options, for the readers to open)."""
-    fs, root = located(path, fs)
+    Every range keeps `path` as given (a URL with its options, for the readers to open), and
+    `archive` (the log's archive: located)."""
+    fs, root = located(path, fs, archive)
     try:
         log_starts, _ = checkpoints.read_believed_log_starts(fs, root)
     except OSError:
@@ -293,6 +315,7 @@ def plan_ranges(
                 records_per_range=records_per_range,
                 fs=fs,
                 log_starts=log_starts,
+                archive=archive,
             )
         )
     return ranges
@@ -316,11 +339,11 @@ def read_range(
     fail_on_data_loss (the default, as Spark's Kafka source) raises OffsetOutOfRangeError
     before yielding anything; otherwise the lost offsets are skipped and the range is read
     from the first offset still held."""
-    fs, root = located(scan_range.path, fs)
+    fs, root = located(scan_range.path, fs, scan_range.archive)
     topic, partition = scan_range.topic, scan_range.partition
     directory = os.path.join(root, f"{topic}-{partition}")
     aborted = None if scan_range.aborted is None else list(scan_range.aborted)
-    with PartitionView(fs, directory, topic, partition) as view:
+    with _naming_archived(fs), PartitionView(fs, directory, topic, partition) as view:
         if fail_on_data_loss and view.log_start_offset > scan_range.start:
             lost_end = min(view.log_start_offset, scan_range.stop)
             raise OffsetOutOfRangeError(
@@ -339,6 +362,21 @@ def read_range(
             decompressed_bytes_max=decompressed_bytes_max,
         )
         yield from _gathered(columns.to_arrow(topic, partition) for columns in decoded)
+
+
+@contextlib.contextmanager
+def _naming_archived(fs: FileSystem) -> Iterator[None]:
+    """A typed error reading a split log names the archived object it read, not only its path
+    in the directory (ArchivedLogFileSystem.naming_archived)."""
+    try:
+        yield
+    except KafkaException as error:
+        if not isinstance(fs, ArchivedLogFileSystem):
+            raise
+        text = fs.naming_archived(str(error))
+        if text == str(error):
+            raise
+        raise type(error)(text) from None
 
 
 def _gathered(pieces: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -384,6 +422,7 @@ def scan(
     verify_crc: bool = True,
     fail_on_data_loss: bool = True,
     decompressed_bytes_max: int = limits.decompressed_batch_bytes_max,
+    archive: str | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Read a log directory without opening it: pyarrow.RecordBatches in the Spark Kafka
     source's schema (docs/api.md "Spark"), partition after partition in offset order.
@@ -412,6 +451,10 @@ def scan(
     limits.decompressed_batch_bytes_max, covers every batch eoslog appends; raise it (up to
     limits.decompressed_batch_bytes_ceiling) to read batches other writers compressed harder.
 
+    archive: the path or URL (as `path`) of the archive `eoslog archive` copied the log's older
+    segments to (eoslog.archive): the scan reads the directory and the archive as one log, each
+    segment from the directory while it is there, else from the archive.
+
     A damaged end of a partition's log is left out only where the owner's recovery would
     cut it (a torn tail: after an unclean stop, above the recovery point, nothing valid after
     it); anywhere else damage is an error naming the file and the byte, never records
@@ -428,7 +471,7 @@ def scan(
         pattern = ".*"
     # One file system for the whole scan: on object storage its listings and reads are kept
     # (eoslog.fs_arrow), so reading a range re-asks nothing planning asked.
-    fs, _ = located(path)
+    fs, _ = located(path, archive=archive)
     pairs = list_partitions(path, topics, pattern=pattern, partitions=partitions, fs=fs)
     ranges = plan_ranges(
         path,
@@ -439,6 +482,7 @@ def scan(
         start_timestamp=start_timestamp,
         end_timestamp=end_timestamp,
         fs=fs,
+        archive=archive,
     )
     for scan_range in ranges:
         yield from read_range(

@@ -10,7 +10,9 @@ source: subscribe / assign / subscribePattern, isolationLevel, startingOffsets /
 endingOffsets, startingTimestamp / endingTimestamp, includeHeaders, minPartitions,
 maxRecordsPerPartition, failOnDataLoss (default true: a task whose planned records the owner's
 retention deleted before it read them fails the query with OffsetOutOfRangeError; false: the
-lost records are skipped).
+lost records are skipped), and eoslog's own `archive` (the path or URL `eoslog archive` copied
+the log's older segments to: the directory and the archive are read as one log,
+eoslog.archive_view).
 
 Filter pushdown (PySpark >= 4.1 with spark.sql.python.filterPushdown.enabled): predicates on
 partition and offset narrow the plan and are handled here; predicates on timestamp move the
@@ -69,6 +71,7 @@ class ScanOptions:
     min_partitions: int | None
     records_per_partition_max: int | None
     fail_on_data_loss: bool
+    archive: str | None = None  # where `eoslog archive` copied the older segments
 
     @classmethod
     def parse(cls, options: dict[str, str]) -> ScanOptions:
@@ -105,6 +108,7 @@ class ScanOptions:
             min_partitions=_optional_int(lowered.get("minpartitions")),
             records_per_partition_max=_optional_int(lowered.get("maxrecordsperpartition")),
             fail_on_data_loss=_flag(lowered.get("failondataloss", "true")),
+            archive=lowered.get("archive") or None,
         )
 
 
@@ -220,7 +224,7 @@ def plan(options: ScanOptions, pushed: Pushed) -> list[offline.ScanRange]:
     and timestamps resolved, split for minPartitions / maxRecordsPerPartition."""
     # One file system for planning: on object storage it keeps its listings and reads
     # (eoslog.fs_arrow). Each task opens options.path again from its ScanRange.
-    fs, _ = offline.located(options.path)
+    fs, _ = offline.located(options.path, archive=options.archive)
     pairs = offline.list_partitions(
         options.path, options.topics, pattern=options.pattern, partitions=options.assigned, fs=fs
     )
@@ -241,6 +245,7 @@ def plan(options: ScanOptions, pushed: Pushed) -> list[offline.ScanRange]:
             end_timestamp=options.end_timestamp,
             records_per_range=records_per_range,
             fs=fs,
+            archive=options.archive,
         )
         return [narrowed for r in planned if (narrowed := _narrow(r, pushed)) is not None]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -30,21 +30,6 @@ from tests.support import logtools
 
 TS = logtools.TS
 TXN = "copier-0"
-TOPICS = ("a", "b")
-
-
-@pytest.fixture
-def root(tmp_path: os.PathLike[str]) -> str:
-    return os.path.join(tmp_path, "data")
-
-
-@pytest.fixture
-def broker(root: str, clock: logtools.Clock) -> Iterator[eoslog.Broker]:
-    opened = eoslog.open(root, background=False, clock_ms=clock)
-    for topic in TOPICS:
-        opened.create_topic(topic, 2)
-    yield opened
-    opened.close()
 
 
 def produce(
@@ -226,6 +211,30 @@ def test_the_state_outlives_broker_level_retention(
         assert again.transactions.init_producer_id(TXN, 60_000) == (producer_id, epoch + 1)
 
 
+def crash_before_markers(
+    monkeypatch: pytest.MonkeyPatch,
+    root: str,
+    tmp_path: os.PathLike[str],
+    end: Callable[[], object],
+) -> str:
+    """Run `end` (an EndTxn) with a crash at its first marker append, and return a copy of the
+    directory as a kill -9 there would leave it (the files as they are)."""
+
+    class Crash(Exception):
+        pass
+
+    def crash(*args: object, **options: object) -> int:
+        raise Crash
+
+    monkeypatch.setattr(PartitionLog, "append_marker", crash)
+    with pytest.raises(Crash):
+        end()
+    monkeypatch.undo()
+    copy = os.path.join(tmp_path, "copy")
+    shutil.copytree(root, copy, ignore=shutil.ignore_patterns(".lock"))
+    return copy
+
+
 @pytest.mark.parametrize("commit", [True, False])
 def test_an_end_interrupted_after_prepare_is_finished_at_the_next_open(
     root: str,
@@ -240,19 +249,12 @@ def test_an_end_interrupted_after_prepare_is_finished_at_the_next_open(
     broker.transactions.add_partitions(TXN, *producer, [("a", 0), ("b", 1)])
     produce(broker.log("a", 0), producer, 0, [b"a"])
     produce(broker.log("b", 1), producer, 0, [b"b"])
-
-    class Crash(Exception):
-        pass
-
-    def crash(*args: object, **options: object) -> int:
-        raise Crash
-
-    monkeypatch.setattr(PartitionLog, "append_marker", crash)
-    with pytest.raises(Crash):
-        broker.transactions.end_transaction(TXN, *producer, commit)
-    monkeypatch.undo()
-    copy = os.path.join(tmp_path, "copy")
-    shutil.copytree(root, copy, ignore=shutil.ignore_patterns(".lock"))
+    copy = crash_before_markers(
+        monkeypatch,
+        root,
+        tmp_path,
+        lambda: broker.transactions.end_transaction(TXN, *producer, commit),
+    )
     with eoslog.open(copy, background=False, clock_ms=clock) as again:
         meta = again.transactions.metadata(TXN)
         assert meta is not None

@@ -5,6 +5,7 @@ object edits the tests need."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -12,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from typing import Final
 
 import pyarrow.fs as pafs
@@ -137,3 +139,17 @@ class SeaweedServer:
                     filesystem.open_output_stream(f"{target}/{relative}") as out,
                 ):
                     shutil.copyfileobj(file, out, 1 << 20)
+
+
+@contextlib.contextmanager
+def serving(directory: str, bucket: str) -> Iterator[SeaweedServer]:
+    """A server with its data in `directory` and `bucket` made, stopped on exit (the S3 tests'
+    module fixture)."""
+    executable = binary()
+    assert executable is not None, "the tests skip without a weed binary"
+    started = SeaweedServer(executable, directory)
+    try:
+        started.wait_ready(bucket)
+        yield started
+    finally:
+        started.stop()

@@ -1,8 +1,8 @@
 """The eoslog command line: `eoslog demo`, `eoslog dump-log FILE...`,
-`eoslog verify PATH...`, `eoslog repair FILE --truncate-at POSITION`, and the operations on an
-offline log directory, named after Kafka's tools: `eoslog transactions DIR ...`
-(kafka-transactions.sh), `eoslog topics DIR ...` (kafka-topics.sh), `eoslog groups DIR ...`
-(kafka-consumer-groups.sh).
+`eoslog verify PATH...`, `eoslog repair FILE --truncate-at POSITION`, `eoslog archive DIR URL`,
+and the operations on an offline log directory, named after Kafka's tools:
+`eoslog transactions DIR ...` (kafka-transactions.sh), `eoslog topics DIR ...`
+(kafka-topics.sh), `eoslog groups DIR ...` (kafka-consumer-groups.sh).
 
 Exit status: 0 done (verify: no damage found, warnings allowed); 1 the command ran and found
 damage (verify, dump-log) or refused to change anything (repair, abort: a live directory, or
@@ -25,7 +25,7 @@ import click
 
 import eoslog
 from eoslog import demo
-from eoslog.cli import describe, group_changes, topic_changes  # noqa: F401  (add commands)
+from eoslog.cli import archive_command, describe, group_changes, topic_changes  # noqa: F401
 from eoslog.cli.output import BROKEN_PIPE_STATUS, CommandFailed, error_text, json_option
 from eoslog.cli.serve import serve
 from eoslog.cli.topics import groups, topics
@@ -168,6 +168,7 @@ def repair(file: str, truncate_at: int) -> int:
 
 
 commands.add_command(describe.describe)
+commands.add_command(archive_command.archive)
 commands.add_command(transactions)
 commands.add_command(topics)
 commands.add_command(groups)

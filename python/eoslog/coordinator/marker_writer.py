@@ -51,10 +51,13 @@ class MarkerWriter:
         marker_epoch: int,
         commit: bool,
         coordinator_epoch: int | None = None,
+        *,
+        epoch_bumped: bool = True,
     ) -> int:
         """Append the marker ending `producer_id`'s transaction at `marker_epoch` to `log`;
         its offset. It carries this coordinator's epoch, or `coordinator_epoch` when given (an
         admin's abort of a producer no transactional id owns, Kafka's AbortTransaction).
+        `epoch_bumped` false: a transactions-v1 end, whose marker carries the data's epoch.
         Raises what PartitionLog.append_marker raises (a stale epoch:
         InvalidProducerEpochError or TransactionCoordinatorFencedError)."""
         if crashpoints.ARMED:  # a call saved per marker when no point is armed
@@ -66,6 +69,7 @@ class MarkerWriter:
             commit,
             # Under "always" every append is durable at once; under "commit" sync() does it.
             sync=self._durability == "always",
+            epoch_bumped=epoch_bumped,
         )
         if self._durability == "commit":
             with self._lock:
@@ -96,15 +100,27 @@ class MarkerWriter:
             raise
 
 
-def marker_applied(log: PartitionLog, producer_id: int, marker_epoch: int) -> bool:
+def marker_applied(
+    log: PartitionLog, producer_id: int, marker_epoch: int, *, epoch_bumped: bool = True
+) -> bool:
     """Whether the marker at `marker_epoch` already reached `log`, as recovery can tell: the
     producer's entry there is past it, or at it with a newer transaction open. Only data
     of a later transaction carries the marker's epoch (every TV2 end bumps the epoch), and
     the coordinator writes every marker of an end before the producer learns that epoch; a
-    partition file is durable as a prefix, so that data survives only with the marker."""
+    partition file is durable as a prefix, so that data survives only with the marker.
+
+    A transactions-v1 end (`epoch_bumped` false) marks data at its own epoch: its marker is
+    applied when the entry is past that epoch or at it with nothing open. No later
+    transaction's data can be open at that epoch while the end's Prepare* is the id's last
+    durable record: the first add of a v1 transaction is fsynced with the Complete* record
+    before it (TransactionCoordinator.add_partitions)."""
     entry = log.producer_state.entry(producer_id)
     if entry is None:
         return False
+    if not epoch_bumped:
+        return entry.epoch > marker_epoch or (
+            entry.epoch == marker_epoch and entry.current_txn_first_offset == NO_OFFSET
+        )
     return entry.epoch > marker_epoch or (
         entry.epoch == marker_epoch and entry.current_txn_first_offset != NO_OFFSET
     )

@@ -42,6 +42,7 @@ from eoslog.coordinator.transaction_decisions import (
     check_transaction_timeout,
     decide_add_partitions,
     decide_end_txn,
+    decide_end_txn_v1,
     decide_init_producer_id,
     decided_end_failed,
     fence_ongoing_transaction,
@@ -206,7 +207,10 @@ class TransactionCoordinator:
             for topic, partition in meta.partitions:
                 with contextlib.suppress(UnknownTopicOrPartitionError):  # a deleted topic: done
                     logs.append(self._log_of(topic, partition))
-            if not any(_still_open(log, meta.producer_id, meta.producer_epoch) for log in logs):
+            bumped = meta.client_transaction_version >= TRANSACTION_VERSION_EPOCH_BUMP
+            if not any(
+                _still_open(log, meta.producer_id, meta.producer_epoch, bumped) for log in logs
+            ):
                 previous_producer_id = meta.producer_id
                 meta.complete_transition(meta.prepare_complete(self._clock_ms()))
                 del self._by_producer[previous_producer_id]
@@ -271,7 +275,7 @@ class TransactionCoordinator:
         if meta.state is S.ONGOING and meta.producer_epoch == epoch:
             if partition not in meta.partitions:  # its AddPartitions record was lost
                 target = meta.prepare_add_partitions(
-                    [partition], self._clock_ms(), TRANSACTION_VERSION_EPOCH_BUMP
+                    [partition], self._clock_ms(), meta.client_transaction_version
                 )
                 self._persist(meta, target)
             return
@@ -347,10 +351,14 @@ class TransactionCoordinator:
         producer_id: int,
         producer_epoch: int,
         partitions: Iterable[PartitionKey],
+        *,
+        transaction_version: int = TRANSACTION_VERSION_EPOCH_BUMP,
     ) -> None:
         """Add partitions to the open transaction, or open one (§3.3; the implicit add of
         transactions v2). UnknownTopicOrPartitionError, adding nothing, for a partition the
-        broker does not have."""
+        broker does not have. `transaction_version` below 2: a Kafka client's explicit
+        AddPartitionsToTxn (v0-v3), whose transaction will end at its own epoch (EndTxn
+        below v5)."""
         _check_transactional_id(transactional_id)
         added = frozenset(partitions)
         for topic, partition in added:
@@ -363,14 +371,19 @@ class TransactionCoordinator:
                 producer_epoch=producer_epoch,
                 partitions=added,
                 now_ms=self._clock_ms(),
-                client_transaction_version=TRANSACTION_VERSION_EPOCH_BUMP,
+                client_transaction_version=transaction_version,
             )
-            if decision.persist is not None and meta.state not in _IN_PROGRESS:
+            opens = decision.persist is not None and meta.state not in _IN_PROGRESS
+            if opens:
                 self._check_room_for_transaction(meta)
             # Not fsynced of its own: the Prepare* record that ends the transaction makes it
             # durable. Data written meanwhile may reach the disk without it; after a power
-            # loss load() ends such an orphan (_end_unaccounted_transactions).
-            self._persist(meta, decision.persist, sync=False)
+            # loss load() ends such an orphan (_end_unaccounted_transactions). A v1
+            # transaction's opening add is the exception: its data carries the epoch of the
+            # id's last end, so that end's deferred Complete* must be durable before it, or
+            # recovery, finding that Prepare* last, would end the new data with its marker.
+            v1_opens = opens and transaction_version < TRANSACTION_VERSION_EPOCH_BUMP
+            self._persist(meta, decision.persist, sync=v1_opens)
 
     def _check_room_for_transaction(self, meta: TransactionMetadata) -> None:
         """TooManyOpenTransactionsError, abandoning meta's prepared transition (nothing is
@@ -387,11 +400,19 @@ class TransactionCoordinator:
             )
 
     def end_transaction(
-        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        *,
+        transaction_version: int = TRANSACTION_VERSION_EPOCH_BUMP,
     ) -> tuple[int, int]:
         """EndTxn under transactions v2 (§3.6): Prepare* persisted, the markers written, then
         Complete* persisted. Returns the (producer id, epoch) the producer uses next: every
-        end bumps the epoch, so nothing from this transaction can land in the next.
+        end bumps the epoch, so nothing from this transaction can land in the next. With
+        `transaction_version` below 2 (a Kafka client's EndTxn v0-v4) the v1 rules apply
+        (decide_end_txn_v1) and the epoch is kept.
         KafkaStorageError before Prepare* is durable (not retriable): the end was not
         decided and the id stays Ongoing. KafkaStorageError once it is (a marker could not
         be written, F6), retriable: the outcome is the decision, and the same call repeated
@@ -403,18 +424,32 @@ class TransactionCoordinator:
                 self._finish_unfinished_end(meta)
             except KafkaStorageError as error:
                 if is_own_decided_end(
-                    meta, producer_id=producer_id, producer_epoch=producer_epoch, commit=commit
+                    meta,
+                    producer_id=producer_id,
+                    producer_epoch=producer_epoch,
+                    commit=commit,
+                    client_transaction_version=transaction_version,
                 ):  # this call's end, decided by an earlier attempt of it
                     raise decided_end_failed(error, commit=commit) from error
                 raise
-            decision = decide_end_txn(
-                meta,
-                producer_id=producer_id,
-                producer_epoch=producer_epoch,
-                commit=commit,
-                now_ms=self._clock_ms(),
-                new_producer_id=self._producer_ids.generate,
-            )
+            if transaction_version < TRANSACTION_VERSION_EPOCH_BUMP:
+                decision = decide_end_txn_v1(
+                    meta,
+                    producer_id=producer_id,
+                    producer_epoch=producer_epoch,
+                    commit=commit,
+                    client_transaction_version=transaction_version,
+                    now_ms=self._clock_ms(),
+                )
+            else:
+                decision = decide_end_txn(
+                    meta,
+                    producer_id=producer_id,
+                    producer_epoch=producer_epoch,
+                    commit=commit,
+                    now_ms=self._clock_ms(),
+                    new_producer_id=self._producer_ids.generate,
+                )
             if decision.persist is None:
                 return decision.producer_id, decision.producer_epoch  # a retry of a finished end
             # A failure up to here leaves the id Ongoing: the end was not decided (F1, F2).
@@ -777,15 +812,20 @@ class TransactionCoordinator:
 
     def _write_markers(self, meta: TransactionMetadata, recovering: bool) -> None:
         commit = meta.state is S.PREPARE_COMMIT
+        bumped = meta.client_transaction_version >= TRANSACTION_VERSION_EPOCH_BUMP
         for topic, partition in sorted(meta.partitions):
             try:
                 log = self._log_of(topic, partition)
             except UnknownTopicOrPartitionError:
                 continue  # a deleted topic counts as done (§3.7 step 2)
-            if recovering and marker_applied(log, meta.producer_id, meta.producer_epoch):
+            if recovering and marker_applied(
+                log, meta.producer_id, meta.producer_epoch, epoch_bumped=bumped
+            ):
                 continue
             try:
-                self._markers.write(log, meta.producer_id, meta.producer_epoch, commit)
+                self._markers.write(
+                    log, meta.producer_id, meta.producer_epoch, commit, epoch_bumped=bumped
+                )
             except (InvalidProducerEpochError, TransactionCoordinatorFencedError):
                 return
         # The end is decided once Prepare* is durable (Kafka's EndTxn answers then too).
@@ -807,13 +847,13 @@ def _check_transactional_id(transactional_id: object) -> None:
         raise InvalidRequestError(f"invalid transactional id {transactional_id!r}")
 
 
-def _still_open(log: PartitionLog, producer_id: int, marker_epoch: int) -> bool:
+def _still_open(log: PartitionLog, producer_id: int, marker_epoch: int, bumped: bool) -> bool:
     """Whether the producer's transaction in `log` still waits for the marker at
     `marker_epoch`: its data is there and no marker ended it."""
     entry = log.producer_state.entry(producer_id)
     if entry is None or entry.current_txn_first_offset == NO_OFFSET:
         return False
-    return not marker_applied(log, producer_id, marker_epoch)
+    return not marker_applied(log, producer_id, marker_epoch, epoch_bumped=bumped)
 
 
 def _records(state_log: PartitionLog) -> Iterator[tuple[bytes, bytes | None]]:

@@ -1,4 +1,4 @@
-"""What the coordinator does with InitProducerId, AddPartitionsToTxn and a TV2 EndTxn, decided
+"""What the coordinator does with InitProducerId, AddPartitionsToTxn and EndTxn, decided
 on one transactional id's metadata (docs/coordinator.md §3.2, §3.3, §3.6, §9.3).
 
 Each `decide_*` function either raises the Kafka error the client gets, changing nothing, or
@@ -299,13 +299,82 @@ def decide_end_txn(
     return Decision(target, *target.answer())
 
 
+# --- EndTxn under transactions V0/V1 (§3.6; the clients that speak EndTxn below v5) ----------
+
+# (state, commit?) -> outcome for the current producer at its current epoch: the end keeps the
+# epoch, so a retry looks like the call itself. Kafka's endTransactionWithTV1, as
+# docs/coordinator.md §3.6 tabulates it; PrepareEpochFence is never seen here (a fence is
+# replaced by its abort under the id's lock).
+END_TXN_TV1: Final[Mapping[tuple[TransactionState, bool], EndOutcome]] = MappingProxyType(
+    {
+        (S.ONGOING, True): _E,  # "BUMP" to the Prepare* state; the epoch stays (prepare_end)
+        (S.ONGOING, False): _E,
+        (S.COMPLETE_COMMIT, True): _N,
+        (S.COMPLETE_ABORT, False): _N,
+        (S.COMPLETE_COMMIT, False): _ITS,
+        (S.COMPLETE_ABORT, True): _ITS,
+        (S.PREPARE_COMMIT, True): _CT,
+        (S.PREPARE_ABORT, False): _CT,
+        (S.PREPARE_COMMIT, False): _ITS,
+        (S.PREPARE_ABORT, True): _ITS,
+        (S.EMPTY, True): _ITS,
+        (S.EMPTY, False): _ITS,
+    }
+)
+
+
+def decide_end_txn_v1(
+    meta: TransactionMetadata,
+    *,
+    producer_id: int,
+    producer_epoch: int,
+    commit: bool,
+    client_transaction_version: int,
+    now_ms: int,
+) -> Decision:
+    """An EndTxn below v5 (transactions v0/v1): checks in Kafka's order, the producer id
+    (InvalidProducerIdMappingError), the epoch (ProducerFencedError), a pending transition
+    (ConcurrentTransactionsError), then the END_TXN_TV1 row. The end keeps the epoch: the
+    client, which never learns a new one, goes on with the same producer id and epoch."""
+    _check_live_state(meta)
+    if producer_id != meta.producer_id:
+        raise InvalidProducerIdMappingError(f"{meta.transactional_id}: producer {producer_id}")
+    if producer_epoch != meta.producer_epoch:
+        raise ProducerFencedError(
+            f"{meta.transactional_id}: epoch {producer_epoch} is not {meta.producer_epoch}"
+        )
+    _check_not_pending(meta)
+    outcome = END_TXN_TV1[(meta.state, commit)]
+    if outcome is EndOutcome.NONE:
+        return Decision(None, meta.producer_id, meta.producer_epoch)
+    if outcome is not EndOutcome.BUMP:
+        where = f"{meta.transactional_id}: {'commit' if commit else 'abort'} in {meta.state.name}"
+        if outcome is EndOutcome.INVALID_STATE:
+            raise InvalidTxnStateError(where)
+        raise ConcurrentTransactionsError(f"{where}: still completing")
+    state = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
+    target = meta.prepare_end(state, client_transaction_version, NO_PRODUCER_ID, now_ms)
+    return Decision(target, target.producer_id, target.producer_epoch)
+
+
 def is_own_decided_end(
-    meta: TransactionMetadata, *, producer_id: int, producer_epoch: int, commit: bool
+    meta: TransactionMetadata,
+    *,
+    producer_id: int,
+    producer_epoch: int,
+    commit: bool,
+    client_transaction_version: int = TRANSACTION_VERSION_EPOCH_BUMP,
 ) -> bool:
     """Whether the end left in Prepare* is the one this EndTxn asks for, decided by an
     earlier attempt of the same call: the matching Prepare* at the epoch after the
-    request's (a RETRY, §3.6)."""
+    request's (a RETRY, §3.6), or at the request's own epoch for a v0/v1 EndTxn."""
     wanted = TransactionState.PREPARE_COMMIT if commit else TransactionState.PREPARE_ABORT
+    if client_transaction_version < TRANSACTION_VERSION_EPOCH_BUMP:
+        return (
+            meta.state is wanted
+            and meta.producer_id == producer_id
+            and meta.producer_epoch == producer_epoch
+        )
     return meta.state is wanted and epoch_kind(meta, producer_id, producer_epoch) is EpochKind.RETRY
 
 

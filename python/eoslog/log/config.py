@@ -14,6 +14,9 @@ from eoslog.errors import InvalidConfigError
 DAY_MS: Final = 24 * 60 * 60 * 1000
 # Long.MAX_VALUE: a message.timestamp.{before,after}.max.ms that turns its check off.
 TIMESTAMP_LIMIT_OFF_MS: Final = (1 << 63) - 1
+# Kafka's -2 for local.retention.ms|bytes: the same as retention.ms|bytes.
+LOCAL_RETENTION_AS_TOTAL: Final = -2
+_FLAGS: Final = {"remote_storage_enable"}
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,13 @@ class LogConfig:
     # default, Kafka's) turns the check off.
     timestamp_before_max_ms: int = TIMESTAMP_LIMIT_OFF_MS
     timestamp_after_max_ms: int = TIMESTAMP_LIMIT_OFF_MS
+    # Tiered storage (KIP-405's names; eoslog.tiering): a broker opened with an archive copies
+    # this topic's archivable segments there at each maintenance pass, and local retention
+    # (local.retention.ms|bytes; -2, the default: retention.ms|bytes) deletes only segments
+    # the archive holds.
+    remote_storage_enable: bool = False
+    local_retention_ms: int = LOCAL_RETENTION_AS_TOTAL
+    local_retention_bytes: int = LOCAL_RETENTION_AS_TOTAL
     # Derived: whether an append checks CreateTime record timestamps against the range above
     # (eoslog.log.timestamps), i.e. a limit is on (not Long.MAX_VALUE) on a CreateTime topic.
     # Computed once here, so an append with nothing to check makes no call for it.
@@ -50,12 +60,26 @@ class LogConfig:
 
     def to_properties(self) -> dict[str, int | str]:
         """Kafka's property names and values, as list_topics reports them."""
-        return {
-            key: ("LogAppendTime" if self.log_append_time else "CreateTime")
-            if field == "log_append_time"
-            else getattr(self, field)
-            for key, field in TOPIC_KEYS.items()
-        }
+        return {key: self._property(field) for key, field in TOPIC_KEYS.items()}
+
+    def _property(self, field: str) -> int | str:
+        value = getattr(self, field)
+        if field == "log_append_time":
+            return "LogAppendTime" if value else "CreateTime"
+        if field in _FLAGS:
+            return "true" if value else "false"
+        return int(value)
+
+    def local_retention(self) -> tuple[int, int]:
+        """(ms, bytes) local retention applies: local.retention.* for a tiered topic (-2:
+        retention.*), retention.* otherwise."""
+        if not self.remote_storage_enable:
+            return self.retention_ms, self.retention_bytes
+        ms, size = self.local_retention_ms, self.local_retention_bytes
+        return (
+            self.retention_ms if ms == LOCAL_RETENTION_AS_TOTAL else ms,
+            self.retention_bytes if size == LOCAL_RETENTION_AS_TOTAL else size,
+        )
 
     def with_properties(self, properties: Mapping[str, object]) -> LogConfig:
         """These settings overridden by Kafka-named properties; InvalidConfigError for an
@@ -81,6 +105,9 @@ TOPIC_KEYS: Final = {
     "message.timestamp.type": "log_append_time",
     "message.timestamp.before.max.ms": "timestamp_before_max_ms",
     "message.timestamp.after.max.ms": "timestamp_after_max_ms",
+    "remote.storage.enable": "remote_storage_enable",
+    "local.retention.ms": "local_retention_ms",
+    "local.retention.bytes": "local_retention_bytes",
 }
 # Broker-level names (eoslog.open config) that set the default of a topic-level field.
 BROKER_KEYS: Final = {
@@ -108,6 +135,8 @@ _RANGES: Final = {
     "timestamp_before_max_ms": (0, (1 << 63) - 1),
     "timestamp_after_max_ms": (0, (1 << 63) - 1),
     "max_message_bytes": (0, limits.batch_bytes_max),
+    "local_retention_ms": (LOCAL_RETENTION_AS_TOTAL, (1 << 63) - 1),
+    "local_retention_bytes": (LOCAL_RETENTION_AS_TOTAL, (1 << 63) - 1),
 }
 
 
@@ -116,6 +145,11 @@ def _parse(key: str, field: str, value: object) -> object:
         if value not in ("CreateTime", "LogAppendTime"):
             raise InvalidConfigError(f"{key} must be CreateTime or LogAppendTime, not {value!r}")
         return value == "LogAppendTime"
+    if field in _FLAGS:
+        flag = {"true": True, "false": False}.get(str(value).lower())
+        if flag is None or not isinstance(value, bool | str):
+            raise InvalidConfigError(f"{key} must be true or false, not {value!r}")
+        return flag
     try:
         number = int(value)  # type: ignore[call-overload]
     except (TypeError, ValueError):

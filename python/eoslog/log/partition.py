@@ -143,6 +143,9 @@ class PartitionLog:
         self._lock = threading.RLock()
         self._segments: list[LogSegment] = loaded.segments
         self._bases = [segment.base_offset for segment in self._segments]
+        # For a tiered topic (config.remote_storage_enable): the end of what the archive holds
+        # (eoslog.tiering sets it); local retention deletes no segment past it.
+        self.archived_end = 0
         self._log_end_offset = loaded.log_end_offset
         self._log_start_offset = loaded.log_start_offset
         self.recovery_report = loaded.report
@@ -361,13 +364,16 @@ class PartitionLog:
         commit: bool,
         *,
         sync: bool = True,
+        epoch_bumped: bool = True,
     ) -> int:
         """Write a COMMIT or ABORT marker ending the producer's transaction here, as the
         transaction coordinator does (docs/format.md §3; §8.2 item 7, COORDINATOR origin). Returns
         the marker's offset. An ABORT that ends a transaction with data adds its .txnindex
-        entry (§6.2). Under transactions v2 a marker must carry a newer epoch than the
-        transaction's data; the same epoch is accepted only when no transaction is open (a
-        marker sent again after a crash; Kafka's KAFKA-19999). InvalidProducerEpochError or
+        entry (§6.2). Under transactions v2 (`epoch_bumped`) a marker must carry a newer epoch
+        than the transaction's data; the same epoch is accepted only when no transaction is
+        open (a marker sent again after a crash; Kafka's KAFKA-19999). A transaction of a
+        transactions-v1 client (a Kafka client over the wire, docs/coordinator.md §9.4) ends
+        at its data's epoch: `epoch_bumped` false accepts that. InvalidProducerEpochError or
         TransactionCoordinatorFencedError, writing nothing, for a stale marker. Thread-safe;
         durable before it returns under durability "always", and under "commit" unless
         `sync` is false (the coordinator then syncs it before anything that depends on it:
@@ -381,7 +387,8 @@ class PartitionLog:
                 producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
                 entry = producers.entry(producer_id)
                 if (
-                    entry is not None
+                    epoch_bumped
+                    and entry is not None
                     and entry.epoch == producer_epoch
                     and entry.current_txn_first_offset != NO_OFFSET
                 ):
@@ -698,19 +705,28 @@ class PartitionLog:
             for segment, following in zip(self._segments, self._bases[1:], strict=False)
             if following <= self._log_start_offset
         ]
-        retention_ms = self.config.retention_ms
+        retention_ms, retention_bytes = self.config.local_retention()
         for segment in self._segments[len(doomed) :]:
             if segment.size == 0 or retention_ms < 0:
                 break
             if now - segment.largest_timestamp <= retention_ms:
                 break
             doomed.append(segment)
-        if self.config.retention_bytes >= 0:
+        if retention_bytes >= 0:
             total = sum(segment.size for segment in self._segments)
             for segment in self._segments[len(doomed) : -1]:
-                if total - sum(s.size for s in doomed) - segment.size < self.config.retention_bytes:
+                if total - sum(s.size for s in doomed) - segment.size < retention_bytes:
                     break
                 doomed.append(segment)
+        if self.config.remote_storage_enable:
+            # Never a segment the archive does not hold whole (its end past the archived end),
+            # but those wholly below the log start, whose records are deleted anyway.
+            bases = [*self._bases[1:], self._log_end_offset]
+            doomed = [
+                segment
+                for segment, end in zip(doomed, bases, strict=False)
+                if end <= max(self.archived_end, self._log_start_offset)
+            ]
         return doomed
 
     def _retire(self, segment: LogSegment, now: int) -> None:

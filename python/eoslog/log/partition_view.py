@@ -193,6 +193,11 @@ class PartitionView:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    @property
+    def segment_bases(self) -> list[int]:
+        """The base offsets of the view's segments, oldest first (segment(n) is the n-th)."""
+        return list(self._bases)
+
     def segment(self, number: int) -> SegmentFiles:
         found = self._segments.get(number)
         if found is None:

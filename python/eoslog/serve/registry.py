@@ -39,6 +39,8 @@ HANDLER_MODULES: list[str] = [
     "eoslog.serve.admin_apis",
     "eoslog.serve.group_apis",
     "eoslog.serve.offset_apis",
+    "eoslog.serve.txn_apis",
+    "eoslog.serve.txn_admin_apis",
 ]
 
 
