@@ -136,6 +136,9 @@ def test_kafka_python_admin_reads_the_kafka_types_of_topic_and_broker_configs(
         "message.timestamp.type": "STRING",
         "message.timestamp.before.max.ms": "LONG",
         "message.timestamp.after.max.ms": "LONG",
+        "remote.storage.enable": "BOOLEAN",
+        "local.retention.ms": "LONG",
+        "local.retention.bytes": "LONG",
     }
     assert topic["retention.ms"]["value"] == "60000"
     settings = described["broker"]["0"]
