@@ -8,6 +8,7 @@ import time
 
 import aiokafka
 import kafka
+from kafka.admin import ConfigResource, ConfigResourceType
 
 import eoslog
 from eoslog.broker import Broker
@@ -106,3 +107,42 @@ def test_aiokafka_produces_and_reads_back_with_assign(broker: Broker, server: Se
     got = asyncio.run(asyncio.wait_for(_aiokafka_round_trip(server.address, values), DEADLINE_S))
     assert got == values
     assert _in_process_values(broker, "ak", RECORDS) == values
+
+
+def test_kafka_python_admin_reads_the_kafka_types_of_topic_and_broker_configs(
+    broker: Broker, server: Server
+) -> None:
+    broker.create_topic("typed", 1, {"retention.ms": "60000"})
+    admin = kafka.KafkaAdminClient(bootstrap_servers=server.address)
+    try:
+        described = admin.describe_configs(
+            [
+                ConfigResource(ConfigResourceType.TOPIC, "typed"),
+                ConfigResource(ConfigResourceType.BROKER, "0"),
+            ],
+            config_filter="all",
+        )
+    finally:
+        admin.close()
+    topic = described["topic"]["typed"]
+    assert {name: entry["config_type"] for name, entry in topic.items()} == {
+        "segment.bytes": "INT",
+        "segment.ms": "LONG",
+        "segment.index.bytes": "INT",
+        "index.interval.bytes": "INT",
+        "retention.ms": "LONG",
+        "retention.bytes": "LONG",
+        "max.message.bytes": "INT",
+        "message.timestamp.type": "STRING",
+        "message.timestamp.before.max.ms": "LONG",
+        "message.timestamp.after.max.ms": "LONG",
+        "remote.storage.enable": "BOOLEAN",
+        "local.retention.ms": "LONG",
+        "local.retention.bytes": "LONG",
+    }
+    assert topic["retention.ms"]["value"] == "60000"
+    settings = described["broker"]["0"]
+    assert settings["auto.create.topics.enable"]["config_type"] == "BOOLEAN"
+    assert settings["log.retention.check.interval.ms"]["config_type"] == "LONG"
+    assert settings["group.min.session.timeout.ms"]["config_type"] == "INT"
+    assert "UNKNOWN" not in {entry["config_type"] for entry in settings.values()}

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Final
 
+from eoslog.broker_config import BROKER_DEFAULTS
 from eoslog.client.admin_types import (
     AlterConfigOpType,
     ConfigEntry,
@@ -27,6 +28,7 @@ from eoslog.client.admin_types import (
 )
 from eoslog.client.message import TopicPartition
 from eoslog.errors import KafkaError, KafkaException
+from eoslog.log.config import BROKER_KEYS
 from eoslog.serve.data_apis import NO_TOPIC_ID
 from eoslog.serve.messages import NO_THROTTLE, build, by_topic, code_of, error_code, response_module
 from eoslog.serve.registry import Context, api
@@ -35,7 +37,31 @@ if TYPE_CHECKING:
     from eoslog.broker import Broker
     from eoslog.client.admin import AdminClient
 
-# Kafka's DescribeConfigs config_type: UNKNOWN (eoslog does not keep the types of configs).
+# DescribeConfigs' config_type (v3+): the types Kafka's ConfigDefs give the topic configs eoslog
+# keeps (log/config.py TOPIC_KEYS, whose broker-level names map through BROKER_KEYS) and the
+# broker's own settings (broker_config.BROKER_DEFAULTS); UNKNOWN (0) for any other name.
+_CONFIG_BOOLEAN: Final = 1
+_CONFIG_STRING: Final = 2
+_CONFIG_INT: Final = 3
+_CONFIG_LONG: Final = 5
+_CONFIG_TYPES: Final = {
+    "segment.bytes": _CONFIG_INT,
+    "segment.ms": _CONFIG_LONG,
+    "segment.index.bytes": _CONFIG_INT,
+    "index.interval.bytes": _CONFIG_INT,
+    "retention.ms": _CONFIG_LONG,
+    "retention.bytes": _CONFIG_LONG,
+    "max.message.bytes": _CONFIG_INT,
+    "message.timestamp.type": _CONFIG_STRING,
+    "message.timestamp.before.max.ms": _CONFIG_LONG,
+    "message.timestamp.after.max.ms": _CONFIG_LONG,
+    "remote.storage.enable": _CONFIG_BOOLEAN,
+    "local.retention.ms": _CONFIG_LONG,
+    "local.retention.bytes": _CONFIG_LONG,
+    "auto.create.topics.enable": _CONFIG_BOOLEAN,
+    "log.retention.check.interval.ms": _CONFIG_LONG,
+    "queued.max.request.bytes": _CONFIG_LONG,
+}
 _CONFIG_TYPE_UNKNOWN: Final = 0
 _UNKNOWN_TOPIC_ID: Final = 100
 
@@ -270,9 +296,18 @@ def _config(module: Any, entry: ConfigEntry) -> Any:
         config_source=entry.source.value,
         is_sensitive=entry.is_sensitive,
         synonyms=(),
-        config_type=_CONFIG_TYPE_UNKNOWN,
+        config_type=_config_type(entry.name),
         documentation=None,
     )
+
+
+def _config_type(name: str) -> int:
+    """Kafka's type of a config eoslog describes; the broker settings not in the table are
+    Kafka INTs (partition counts, segment sizes, timeouts in ms, connection limits)."""
+    key = BROKER_KEYS.get(name, name)
+    if key in _CONFIG_TYPES:
+        return _CONFIG_TYPES[key]
+    return _CONFIG_INT if key in BROKER_DEFAULTS else _CONFIG_TYPE_UNKNOWN
 
 
 def _alter_configs(admin: AdminClient, request: Any) -> list[Outcome]:
