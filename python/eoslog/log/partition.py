@@ -521,15 +521,21 @@ class PartitionLog:
 
     def _sync_unsynced(self) -> None:
         with self._lock:
-            segments = list(self._unsynced)
             active = self._segments[-1]
-            self._unsynced = {active}
-        crashpoints.hit("fsync.before")
-        for segment in sorted(segments, key=lambda s: s.base_offset):
-            # The active segment's indexes are rebuilt by recovery (LogSegment.flush); one
-            # rolled meanwhile had them synced by the roll.
-            segment.flush(indexes=segment is not active)
-        crashpoints.hit("fsync.after")
+            segments = None  # the active segment alone: a commit's usual case
+            if len(self._unsynced) > 1 or active not in self._unsynced:
+                segments, self._unsynced = list(self._unsynced), {active}
+        if crashpoints.ARMED:  # two calls saved per sync when no point is armed
+            crashpoints.hit("fsync.before")
+        if segments is None:
+            active.flush(indexes=False)
+        else:
+            for segment in sorted(segments, key=lambda s: s.base_offset):
+                # The active segment's indexes are rebuilt by recovery (LogSegment.flush);
+                # one rolled meanwhile had them synced by the roll.
+                segment.flush(indexes=segment is not active)
+        if crashpoints.ARMED:
+            crashpoints.hit("fsync.after")
 
     def _storage(self, writing: bool) -> _StorageGuard:
         """Turn an I/O error into KafkaStorageError; a write error also stops the partition."""
