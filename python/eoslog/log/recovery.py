@@ -92,10 +92,7 @@ class RecoveryReport:
     clean_shutdown: bool
     segments_recovered: int = 0
     bytes_truncated: int = 0
-    # How many of the bytes_truncated were zeros alone after the log's end: the space an
-    # open log under "commit" and "always" extends its active segment by (docs/design.md
-    # "Durability"), not data.
-    zeros_cut: int = 0
+    zeros_cut: int = 0  # of those, zeros alone past the log end (design.md "Durability")
     truncated_file: str | None = None
     truncated_at: int | None = None
     indexes_rebuilt: list[str] = field(default_factory=list)
@@ -609,13 +606,12 @@ def _apply_cut(
     segment = cut.segment
     file_size = segment.log.size()
     if cut.position < file_size:
-        zeros = zero_tail(segment.log, cut.position, file_size)
+        if zero_tail(segment.log, cut.position, file_size):  # not data: preallocated space
+            report.zeros_cut += file_size - cut.position
         segment.log.truncate(cut.position)
         report.bytes_truncated += file_size - cut.position
         report.truncated_file = segment.path(LOG_SUFFIX)
         report.truncated_at = cut.position
-        if zeros:
-            report.zeros_cut += file_size - cut.position
     segment.size = segment.allocated = cut.position
     index = segments.index(segment)
     for later in segments[index + 1 :]:
