@@ -66,7 +66,8 @@ def eoslog_producer(
 ) -> harness.Contender:
     """eoslog's Producer on a fresh broker per run: `produce()` per record (poll(0) every
     POLL_EVERY) then `flush()`, or `produce_batch(values)` then `flush()`; `transactional`:
-    `produce()` per record in transactions of TXN_RECORDS (init_transactions() untimed).
+    `produce()` per record in transactions of TXN_RECORDS (init_transactions() untimed), or
+    with `batch` too `produce_batch()` of each transaction's TXN_RECORDS values.
     `confluent_layer`: the same producer made as a confluent-kafka user makes it,
     eoslog.confluent.Producer({"eoslog.dir": ...}), on the same prepared directory.
     Checked: the records landed (every run), read_committed reads them all (warm-up)."""
@@ -113,8 +114,13 @@ def eoslog_producer(
         produce = producer.produce
         for start in range(0, len(values), TXN_RECORDS):
             producer.begin_transaction()
-            for value in values[start : start + TXN_RECORDS]:
-                produce(PRODUCE_TOPIC, value)
+            if batch:
+                producer.produce_batch(
+                    PRODUCE_TOPIC, values[start : start + TXN_RECORDS], partition=0
+                )
+            else:
+                for value in values[start : start + TXN_RECORDS]:
+                    produce(PRODUCE_TOPIC, value)
             producer.commit_transaction()
 
     def check(state: tuple[Any, Any], _: object) -> None:

@@ -192,8 +192,8 @@ READ_BANDWIDTH = (
 # --- transactions (txn_bench.py) ----------------------------------------------------------------
 
 TXN_TITLE = (
-    "eoslog transaction benchmarks: transactional produce(), single-record transaction latency, "
-    "read_committed with aborted data"
+    "eoslog transaction benchmarks: transactional produce() and produce_batch(), single-record "
+    "transaction latency (alone, under load, at a fixed rate), read_committed with aborted data"
 )
 TXN_METHOD = """\
 Three sections, each with its contenders alternating in this process round by round:
@@ -206,15 +206,19 @@ linger.ms 100), with the broker's durability "none" and "commit" (the commit fsy
 confluent-kafka's transactional producer on librdkafka's in-process mock cluster \
 (`test.mock.num.brokers=1`, transactional.id set, init_transactions() outside the timing; begin, \
 `produce()` per record (poll(0) on BufferError), commit_transaction() every 1,000 records: the \
-commit flushes, so it is inside the timing; batch.num.messages 1000, linger.ms 5). SQLite WAL \
+commit flushes, so it is inside the timing; batch.num.messages 1000, linger.ms 5). eoslog \
+`produce_batch()` of each transaction's 1,000 values (durability "none") beside it. SQLite WAL \
 synchronous=NORMAL, `executemany` of 1,000-row transactions (as in producer_bench.py). A fresh \
 log directory / mock cluster / file per run.
 - latency: single-record transactions (begin_transaction(), produce() of one 100 B record, \
 commit_transaction(); linger.ms 0), each timed alone, with durability "none" and "commit"; their \
 anchors: SQLite's single-row transaction (`BEGIN`, one `INSERT` of the same 100 B value, \
 `COMMIT`; WAL, synchronous=NORMAL beside "none" and FULL beside "commit"), and the physical \
-limit, a 4 KiB `os.write` append + `os.fdatasync` to a file in the same directory tree. p50 / \
-p99 / p99.9 per round.
+limit, a 4 KiB `os.write` append + `os.fdatasync` to a file in the same directory tree; and \
+the idempotent (not transactional) `produce()` + `flush()` of one record beside SQLite NORMAL. \
+In the same rounds, the "none" transaction again with a second thread producing 1,000-record \
+batches to another topic of its broker, and at fixed rates, each transaction measured from its \
+scheduled start (corrected for coordinated omission). p50 / p99 / p99.9 per round.
 - read: the read_committed variant of the standard workload: N records produced with \
 `produce_batch()` in 1,000-record transactions, every third transaction aborted (a fresh broker, \
 durability "none", segment.bytes 32 MiB). Read from offset 0 under read_committed: \
@@ -247,6 +251,21 @@ TXN_LATENCY = (
 )
 TXN_LATENCY_RATIOS = (
     "Ratios of p99s (eoslog ÷ anchor, per round, taken in the same round; median, min – max):"
+)
+TXN_LOAD_TITLE = "Single-record transaction latency under load and at a fixed rate"
+TXN_LOAD = (
+    "In the rounds of the section above, {samples:,} transactions per contender and round "
+    "(after the warm-up). Under load: a second thread of the process produces {batch:,}-record "
+    "batches of the same 100 B value to another topic of the same broker (an idempotent "
+    "producer, `produce_batch()` then `flush()`, in a loop) while the transactions are timed; "
+    "the two threads share the GIL and the machine's 2 cores. At a fixed rate: transaction i is "
+    "due at start + i / rate (the wait before it is slept, its last 200 µs spun) and its latency "
+    "runs from when it was due to when commit_transaction() returned, so a transaction that "
+    "starts late because an earlier one ran long counts that wait (coordinated omission "
+    "corrected). A rate is sustained when every round achieved 99% of it."
+)
+TXN_LOAD_RATIOS = (
+    "p99 ÷ the closed-loop, unloaded p99 of the same durability (same round; median, min – max):"
 )
 TXN_READ_TITLE = "read_committed with 1/3 of transactions aborted"
 TXN_READ = (

@@ -292,19 +292,37 @@ TXN_PRODUCE_NONE = "eoslog produce() txn none"
 TXN_PRODUCE_COMMIT = "eoslog produce() txn commit"
 CONFLUENT_TRANSACTIONAL = "confluent-kafka transactional (mock)"
 TXN_SQLITE = "SQLite WAL NORMAL"
-TXN_PRODUCE_CONTENDERS = (TXN_PRODUCE_NONE, TXN_PRODUCE_COMMIT, CONFLUENT_TRANSACTIONAL, TXN_SQLITE)
+TXN_PRODUCE_BATCH = "eoslog produce_batch() txn none"
+TXN_PRODUCE_CONTENDERS = (
+    TXN_PRODUCE_NONE,
+    TXN_PRODUCE_COMMIT,
+    TXN_PRODUCE_BATCH,
+    CONFLUENT_TRANSACTIONAL,
+    TXN_SQLITE,
+)
 TXN_LATENCY_NONE = 'eoslog txn "none"'
 TXN_LATENCY_COMMIT = 'eoslog txn "commit"'
 TXN_LATENCY_FSYNC = "4 KiB write + fdatasync"
 TXN_LATENCY_SQLITE_NORMAL = "SQLite WAL NORMAL, one row"
 TXN_LATENCY_SQLITE_FULL = "SQLite WAL FULL, one row"
+TXN_LATENCY_FLUSH = 'eoslog produce() + flush(), idempotent, "none"'
 TXN_LATENCY_CONTENDERS = (
     TXN_LATENCY_NONE,
     TXN_LATENCY_SQLITE_NORMAL,
+    TXN_LATENCY_FLUSH,
     TXN_LATENCY_COMMIT,
     TXN_LATENCY_SQLITE_FULL,
     TXN_LATENCY_FSYNC,
 )
+# Latency under load (a second thread producing 1,000-record batches meanwhile) and at fixed
+# rates (durability, transactions/s), measured from each transaction's scheduled start.
+TXN_LATENCY_LOADED = 'eoslog txn "none", batches produced meanwhile'
+TXN_LATENCY_RATES = (("none", 1_000), ("none", 5_000), ("none", 10_000), ("commit", 1_000))
+TXN_LATENCY_AT_RATE = {
+    (durability, rate): f'eoslog txn "{durability}" at {rate:,}/s'
+    for durability, rate in TXN_LATENCY_RATES
+}
+TXN_LOAD_CONTENDERS = (TXN_LATENCY_LOADED, *TXN_LATENCY_AT_RATE.values())
 # The "commit" bound's allowance beside its two fsyncs (docs/bench.md: 2 × (4 KiB write +
 # fdatasync p99) + 50 µs).
 TXN_LATENCY_COMMIT_SLACK_US = 50.0
@@ -346,6 +364,13 @@ TXN_PRODUCE_TARGETS = [
         ours=TXN_PRODUCE_COMMIT,
         peer=TXN_PRODUCE_NONE,
     ),
+    Target(
+        "transactional produce_batch(), 1,000-record transactions",
+        f"÷ {CONFLUENT_TRANSACTIONAL}",
+        10.0,
+        ours=TXN_PRODUCE_BATCH,
+        peer=CONFLUENT_TRANSACTIONAL,
+    ),
 ]
 # docs/bench.md's latency rows, each the per-round ratio of p99s measured in the same round.
 _TXN_NONE = 'single-record transaction, "none"'
@@ -356,6 +381,13 @@ TXN_LATENCY_TARGETS = [
     Target(_TXN_COMMIT, "p99 ÷ (2 × fsync p99 + 50 µs)", 1.0, "×", "≤"),
     Target(_TXN_COMMIT, f"p99 ÷ {TXN_LATENCY_SQLITE_FULL} p99 (stretch)", 1.0, "×", "≤"),
 ]
+TXN_FLUSH_TARGET = Target(
+    'idempotent produce() + flush(), "none"',
+    f"p99 ÷ {TXN_LATENCY_SQLITE_NORMAL} p99",
+    1.0,
+    "×",
+    "≤",
+)
 TXN_CALLS_TARGET = Target(_TXN_NONE, "Python function calls (cProfile)", 100, "calls", "≤")
 TXN_CALLS_COUNT = 500  # transactions counted per round
 _TXN_ABORTED = "aborted data present"

@@ -36,14 +36,20 @@ from scenarios import (
     TXN_ABORT_EVERY,
     TXN_CALLS_COUNT,
     TXN_CALLS_TARGET,
+    TXN_FLUSH_TARGET,
+    TXN_LATENCY_AT_RATE,
     TXN_LATENCY_COMMIT,
     TXN_LATENCY_COMMIT_SLACK_US,
     TXN_LATENCY_CONTENDERS,
+    TXN_LATENCY_FLUSH,
     TXN_LATENCY_FSYNC,
+    TXN_LATENCY_LOADED,
     TXN_LATENCY_NONE,
     TXN_LATENCY_SQLITE_FULL,
     TXN_LATENCY_SQLITE_NORMAL,
     TXN_LATENCY_TARGETS,
+    TXN_LOAD_CONTENDERS,
+    TXN_PRODUCE_BATCH,
     TXN_PRODUCE_COMMIT,
     TXN_PRODUCE_CONTENDERS,
     TXN_PRODUCE_NONE,
@@ -57,6 +63,7 @@ from scenarios import (
 from workload import VALUE_BYTES, make_values, write_transactions
 
 PACKAGES = ("eoslog", "confluent-kafka", "numpy", "pyarrow")
+RATE_SUSTAINED = 0.99  # a fixed-rate run kept its rate if every round achieved 99% of it
 
 
 def measure_produce(args: argparse.Namespace, root: str) -> Section:
@@ -68,6 +75,15 @@ def measure_produce(args: argparse.Namespace, root: str) -> Section:
         ),
         contenders_producer.eoslog_producer(
             TXN_PRODUCE_COMMIT, root, values, "commit", transactional=True, config=config
+        ),
+        contenders_producer.eoslog_producer(
+            TXN_PRODUCE_BATCH,
+            root,
+            values,
+            "none",
+            batch=True,
+            transactional=True,
+            config=config,
         ),
         contenders_producer.confluent_producer(CONFLUENT_TRANSACTIONAL, values, transactional=True),
         contenders_producer.sqlite_insert(TXN_SQLITE, root, values, "NORMAL"),
@@ -88,7 +104,7 @@ def measure_produce(args: argparse.Namespace, root: str) -> Section:
         "",
         *(
             f"- {ours} ÷ {peer}: {median_spread(runs.speedup(ours, peer), x)}"
-            for ours in (TXN_PRODUCE_NONE, TXN_PRODUCE_COMMIT)
+            for ours in (TXN_PRODUCE_NONE, TXN_PRODUCE_COMMIT, TXN_PRODUCE_BATCH)
             for peer in (CONFLUENT_TRANSACTIONAL, TXN_SQLITE)
         ),
     ]
@@ -96,19 +112,30 @@ def measure_produce(args: argparse.Namespace, root: str) -> Section:
     return Section(prose.TXN_PRODUCE_TITLE, lines, targets)
 
 
-def measure_latency(args: argparse.Namespace, root: str) -> Section:
+def measure_latency(args: argparse.Namespace, root: str) -> list[Section]:
+    """The single-record latency section and the under-load / fixed-rate one, from one
+    alternation of all their contenders (so every ratio's two sides share a round)."""
     value = make_values(1)[0]
     samples = args.latency_samples
+    load_rates: list[float] = []
     sides = [
         contenders_txn.transaction_latency(TXN_LATENCY_NONE, root, value, "none", samples),
         contenders_txn.sqlite_transaction_latency(
             TXN_LATENCY_SQLITE_NORMAL, root, value, "NORMAL", samples
         ),
+        contenders_txn.produce_flush_latency(TXN_LATENCY_FLUSH, root, value, "none", samples),
         contenders_txn.transaction_latency(TXN_LATENCY_COMMIT, root, value, "commit", samples),
         contenders_txn.sqlite_transaction_latency(
             TXN_LATENCY_SQLITE_FULL, root, value, "FULL", samples
         ),
         contenders_txn.fsync_latency(TXN_LATENCY_FSYNC, root, samples),
+        contenders_txn.transaction_latency(
+            TXN_LATENCY_LOADED, root, value, "none", samples, load=load_rates
+        ),
+        *(
+            contenders_txn.transaction_latency(name, root, value, durability, samples, rate=rate)
+            for (durability, rate), name in TXN_LATENCY_AT_RATE.items()
+        ),
     ]
     # The runs warm up inside (LATENCY_WARMUP calls each); the disk is quiet before each.
     runs = harness.alternate(sides, args.rounds, args.timer, quiet=True, warmup=False)
@@ -117,21 +144,19 @@ def measure_latency(args: argparse.Namespace, root: str) -> Section:
     def p99(name: str) -> list[float]:
         return [float(percentiles[1]) for percentiles in found[name]]
 
-    def ratios(ours: list[float], anchors: list[float]) -> list[float]:
-        return [a / b for a, b in zip(ours, anchors, strict=True)]
-
     commit_bound = [2 * fsync + TXN_LATENCY_COMMIT_SLACK_US for fsync in p99(TXN_LATENCY_FSYNC)]
-    none_ratio = ratios(p99(TXN_LATENCY_NONE), p99(TXN_LATENCY_SQLITE_NORMAL))
-    commit_ratio = ratios(p99(TXN_LATENCY_COMMIT), commit_bound)
-    commit_full = ratios(p99(TXN_LATENCY_COMMIT), p99(TXN_LATENCY_SQLITE_FULL))
+    none_ratio = harness.per_round(p99(TXN_LATENCY_NONE), p99(TXN_LATENCY_SQLITE_NORMAL))
+    flush_ratio = harness.per_round(p99(TXN_LATENCY_FLUSH), p99(TXN_LATENCY_SQLITE_NORMAL))
+    commit_ratio = harness.per_round(p99(TXN_LATENCY_COMMIT), commit_bound)
+    commit_full = harness.per_round(p99(TXN_LATENCY_COMMIT), p99(TXN_LATENCY_SQLITE_FULL))
     lines = [
-        prose.TXN_LATENCY.format(samples=samples, warmup=contenders_txn.LATENCY_WARMUP),
-        "",
-        *harness.table(["contender", "p50", "p99", "p99.9"], rows),
-        "",
-        prose.TXN_LATENCY_RATIOS,
-        "",
+        *_percentile_table(
+            prose.TXN_LATENCY.format(samples=samples, warmup=contenders_txn.LATENCY_WARMUP),
+            rows,
+            prose.TXN_LATENCY_RATIOS,
+        ),
         f'- "none" ÷ {TXN_LATENCY_SQLITE_NORMAL}: {median_spread(none_ratio, x)}',
+        f"- produce() + flush() ÷ {TXN_LATENCY_SQLITE_NORMAL}: {median_spread(flush_ratio, x)}",
         f'- "commit" ÷ (2 × fsync + {TXN_LATENCY_COMMIT_SLACK_US:g} µs): '
         f"{median_spread(commit_ratio, x)} (the bound: {median_spread(commit_bound, us)})",
         f'- "commit" ÷ {TXN_LATENCY_SQLITE_FULL}: {median_spread(commit_full, x)}',
@@ -148,9 +173,47 @@ def measure_latency(args: argparse.Namespace, root: str) -> Section:
                 strict=True,
             )
         ),
+        TXN_FLUSH_TARGET.row(flush_ratio),
         TXN_CALLS_TARGET.row(calls),
     ]
-    return Section(prose.TXN_LATENCY_TITLE, lines, targets)
+    latency = Section(prose.TXN_LATENCY_TITLE, lines, targets)
+    return [latency, _load_section(runs, samples, load_rates)]
+
+
+def _percentile_table(intro: str, rows: list[list[str]], ratios: str) -> list[str]:
+    """A section's paragraph, its percentile table and the heading of its ratio list."""
+    return [intro, "", *harness.table(["contender", "p50", "p99", "p99.9"], rows), "", ratios, ""]
+
+
+def _load_section(runs: harness.Runs, samples: int, load_rates: list[float]) -> Section:
+    """Latency beside a producing thread and at fixed rates, each p99 against the unloaded
+    closed-loop p99 of its durability in the same round; the rate each run achieved."""
+    found, rows = harness.latency_rows(runs, TXN_LOAD_CONTENDERS)
+    closed = harness.latency_rows(runs, (TXN_LATENCY_NONE, TXN_LATENCY_COMMIT))[0]
+    closed_loop = {"none": TXN_LATENCY_NONE, "commit": TXN_LATENCY_COMMIT}
+
+    def p99_ratio(name: str, anchor: str) -> str:
+        mine = [float(p[1]) for p in found[name]]
+        theirs = [float(p[1]) for p in closed[anchor]]
+        return median_spread(harness.per_round(mine, theirs), x)
+
+    lines = [
+        *_percentile_table(
+            prose.TXN_LOAD.format(samples=samples, batch=contenders_txn.LOAD_BATCH),
+            rows,
+            prose.TXN_LOAD_RATIOS,
+        ),
+        f"- {TXN_LATENCY_LOADED}: {p99_ratio(TXN_LATENCY_LOADED, TXN_LATENCY_NONE)}; the "
+        f"load thread produced {median_spread(load_rates, harness.millions)} records/s",
+    ]
+    for (durability, rate), name in TXN_LATENCY_AT_RATE.items():
+        achieved = [contenders_txn.achieved_rate(ns, rate) for ns in runs[name].values]
+        kept = "sustained" if min(achieved) >= RATE_SUSTAINED * rate else "not sustained"
+        lines.append(
+            f"- {name}: {p99_ratio(name, closed_loop[durability])}; achieved "
+            f"{median_spread(achieved, '{:,.0f}/s'.format)} ({kept})"
+        )
+    return Section(prose.TXN_LOAD_TITLE, lines, [])
 
 
 def measure_read(args: argparse.Namespace, root: str) -> Section:
@@ -214,7 +277,7 @@ def measure(args: argparse.Namespace, root: str) -> Report:
     if "produce" in args.paths:
         sections.append(measure_produce(args, root))
     if "latency" in args.paths:
-        sections.append(measure_latency(args, root))
+        sections += measure_latency(args, root)
     if "read" in args.paths:
         sections.append(measure_read(args, root))
     if args.profile:

@@ -24,6 +24,10 @@ class SegmentCore:
     created_ms: int
     last_modified_ms: int
     bytes_since_last_index_entry: int
+    # The .log's length on disk (>= size, zeros past size), and how far an append that
+    # reaches it extends the file ahead (0: not at all).
+    allocated: int
+    preallocate_bytes: int
     # The .log's MappedLog (eoslog.log.mapped_log); its `handle` is written through.
     _log_file: _LogFile
     # The topic's LogConfig: segment.bytes, segment.ms and index.interval.bytes are read from

@@ -27,7 +27,13 @@ from eoslog.coordinator import offsets_log, transaction_log
 from eoslog.coordinator.transaction_state import TransactionState
 from eoslog.errors import KafkaException
 from eoslog.fs import FileHandle, PosixFileSystem
-from eoslog.log.segment_check import SEGMENT_LOG_NAME, SegmentWalk, WalkStop, find_resumption
+from eoslog.log.segment_check import (
+    SEGMENT_LOG_NAME,
+    SegmentWalk,
+    WalkStop,
+    find_resumption,
+    zero_tail,
+)
 from eoslog.log.segment_reads import offset_from_file_name
 from eoslog.progress import Advance, byte_progress
 from eoslog.record import codec, control, layout
@@ -178,6 +184,15 @@ def _walk_printing(
                 f"({stop.description}): a torn tail, which the next unclean open cuts"
             )
             emit(options, "tornTail", {**torn, "description": stop.description}, text)
+            return status
+        if zero_tail(handle, stop.position, size):
+            zeros = {"byte": stop.position, "bytes": size - stop.position}
+            text = (
+                f"The log ends at byte {stop.position} of {name}: {size - stop.position} zero "
+                "bytes follow (space an open log extends its active segment by ahead of its "
+                "appends; cut at its close)"
+            )
+            emit(options, "zeroTail", zeros, text)
             return status
         status = 1
         _print_damaged_batch(handle, size, stop, options)

@@ -211,6 +211,13 @@ lookup_first_read_bytes: Final = 8 * 1024
 # pwrite costs 1.5-13 us here, copying 16 KiB under 1 us).
 join_parts_bytes_max: Final = 16 * 1024
 
+# Under durability "commit" and "always" an append that reaches the end of the active segment's
+# .log first extends the file by this much (with zeros; capped at segment.bytes), so the
+# fdatasyncs of the appends after it need not make a new file length durable (Kafka's
+# `preallocate`, done in steps). Measured on the 2-core VM (ext4 on virtio): a 170 B write +
+# fdatasync to each of two files, p50 365 us appending against 260-300 us inside the file.
+preallocate_bytes: Final = 1024 * 1024
+
 # Recovery and index rebuilds read a segment in pieces of this size: large enough that a scan
 # runs at memory speed, small enough to keep memory flat for 1 GiB segments.
 recovery_chunk_bytes: Final = 8 * 1024 * 1024

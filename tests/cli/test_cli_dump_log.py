@@ -240,6 +240,29 @@ def test_a_batch_whose_crc_fails_is_shown_invalid_and_the_dump_carries_on(tmp_pa
     assert f"valid batches resume at byte {positions[2]}" in "\n".join(lines)
 
 
+def test_zeros_after_the_last_batch_are_where_the_log_ends_not_damage(tmp_path: Path) -> None:
+    """An open log under durability "commit" extends its active segment ahead with zeros."""
+    path = tmp_path / f"{SEGMENT}.log"
+    _segment(path, 2)
+    end = path.stat().st_size
+    path.write_bytes(path.read_bytes() + bytes(4096))
+    status, lines = _dump(str(path))
+    assert status == 0
+    assert [line.split()[1] for line in lines if line.startswith("baseOffset:")] == ["0", "1"]
+    ending = [line for line in lines if line.startswith(f"The log ends at byte {end} of ")]
+    assert len(ending) == 1 and ": 4096 zero bytes follow" in ending[0]
+
+
+def test_zeros_followed_by_anything_else_are_damage(tmp_path: Path) -> None:
+    path = tmp_path / f"{SEGMENT}.log"
+    _segment(path, 2)
+    end = path.stat().st_size
+    path.write_bytes(path.read_bytes() + bytes(4096) + b"\x01")
+    status, lines = _dump(str(path))
+    assert status == 1
+    assert f"Damage at byte {end}: " in "\n".join(lines)
+
+
 # Over eoslog.progress.PROGRESS_BYTES_MIN (16 MiB): 20 one-MiB batches.
 _LARGE_BATCHES = 20
 

@@ -152,6 +152,25 @@ def test_a_torn_tail_is_an_error_after_a_clean_shutdown_and_a_warning_after_a_cr
     _opens(root)
 
 
+def test_zeros_ending_the_log_are_an_error_after_a_clean_shutdown_and_nothing_after_a_crash(
+    root: Path,
+) -> None:
+    """An open log under "commit" or "always" runs its active segment ahead in zeros, which
+    a clean close cuts and the next unclean open cuts."""
+    segments = sorted((root / "t-1").glob("*.log"))
+    size = segments[-1].stat().st_size
+    with open(segments[-1], "ab") as log:
+        log.write(bytes(4096))
+    line = _reported(root, segments[-1], "error")
+    assert line.endswith(f"eoslog repair {segments[-1]} --truncate-at {size}")
+    (root / ".kafka_cleanshutdown").unlink()  # as a kill -9 leaves it
+    status, lines = _verify(root)
+    assert status == 0
+    assert not [line for line in lines if str(segments[-1]) in line and "warning" in line]
+    _opens(root)
+    assert segments[-1].stat().st_size == size
+
+
 def test_a_wrong_offset_index_entry_is_damage_naming_its_byte_and_how_to_rebuild(
     root: Path,
 ) -> None:

@@ -212,6 +212,25 @@ class Batch:
     compression: int
 
 
+def _log_bytes(data: bytes) -> bytes:
+    """A .log's bytes up to where its log ends: an open log under "commit" runs its active
+    segment's file ahead in zeros, and a batch length of 0 is where the log ends (the
+    unclean variant is stopped with them in place)."""
+    position = 0
+    while position + 12 <= len(data):
+        length = int.from_bytes(data[position + 8 : position + 12], "big")
+        if length == 0:
+            return data[:position] if data.count(0, position) == len(data) - position else data
+        position += 12 + length
+    return data
+
+
+def _data_cut(report: Any) -> int:
+    """The bytes an open cut that were not zeros alone past the log's end (the space an open
+    log under "commit" runs its active segment ahead in, which every unclean stop leaves)."""
+    return int(report.bytes_truncated - report.zeros_cut)
+
+
 def read_layout(root: str) -> dict[str, list[Batch]]:
     """Partition directory name -> its batches in offset order (every segment)."""
     from eoslog.record import codec
@@ -224,7 +243,7 @@ def read_layout(root: str) -> dict[str, list[Batch]]:
         batches = []
         for name in sorted(n for n in os.listdir(path) if n.endswith(".log")):
             with open(os.path.join(path, name), "rb") as file:
-                data = file.read()
+                data = _log_bytes(file.read())
             for position, header in codec.iter_headers(data):
                 batches.append(
                     Batch(
@@ -385,10 +404,10 @@ def attempt(root: str, expected_records: int, view: bool = False) -> dict[str, A
         for topic, partition in user_partitions():
             log = broker.log(topic, partition)
             seen.log_end[partition_key(topic, partition)] = log.log_end_offset
-            seen.cuts[partition_key(topic, partition)] = log.recovery_report.bytes_truncated
+            seen.cuts[partition_key(topic, partition)] = _data_cut(log.recovery_report)
         for directory in INTERNAL_TOPICS:
             log = broker.log(directory, 0)
-            seen.cuts[f"{directory}-0"] = log.recovery_report.bytes_truncated
+            seen.cuts[f"{directory}-0"] = _data_cut(log.recovery_report)
         for topic, partition in user_partitions():
             _read_partition(broker, topic, partition, seen, expected_records + READ_SLACK)
         seen.phase = "offsets"

@@ -14,12 +14,12 @@ reports (the partition's segment .log bytes), read from the directory's files.
 from __future__ import annotations
 
 import json
-import os
 from typing import Final
 
 import click
 
-from eoslog.cli.output import Row, json_option, partitions_of, reading_admin, show
+from eoslog.broker import Broker
+from eoslog.cli.output import Row, json_option, partitions_of, reading_broker, show
 from eoslog.cli.topics import (
     GROUP_COLUMNS,
     PARTITION_COLUMNS,
@@ -39,7 +39,6 @@ from eoslog.cli.transactions import (
 from eoslog.client.admin import AdminClient
 from eoslog.client.admin_types import ConfigResource, ResourceType
 from eoslog.client.message import TopicPartition
-from eoslog.log.segment_reads import LOG_SUFFIX, parse_file_name
 
 _SIZE_COLUMNS: Final = ("SizeBytes", "Segments")
 _TRANSACTION_COLUMNS: Final = (
@@ -62,12 +61,13 @@ _TRANSACTION_COLUMNS: Final = (
 @max_transaction_timeout_option
 @json_option
 def describe(directory: str, max_transaction_timeout: int, as_json: bool) -> None:
-    with reading_admin(directory) as admin:
+    with reading_broker(directory) as broker:
+        admin = broker.admin()
         now_ms = wall_clock_ms()  # after the open: a live owner may begin one while it runs
         partitions = partitions_of(admin)
         hanging = hanging_rows(admin, partitions, now_ms, max_transaction_timeout)
         parts: dict[str, list[Row]] = {
-            "partitions": _partitions(admin, directory, partitions),
+            "partitions": _partitions(broker, admin, partitions),
             "topic_configs": _topic_configs(admin, sorted({tp.topic for tp in partitions})),
             **_groups(admin),
             "transactions": _transactions(admin, now_ms),
@@ -92,25 +92,16 @@ def describe(directory: str, max_transaction_timeout: int, as_json: bool) -> Non
         show(title, columns, parts[name], as_json=False)
 
 
-def _partitions(admin: AdminClient, directory: str, partitions: list[TopicPartition]) -> list[Row]:
-    """partition_rows with each partition's segment count and .log bytes."""
+def _partitions(broker: Broker, admin: AdminClient, partitions: list[TopicPartition]) -> list[Row]:
+    """partition_rows with each partition's segment count and bytes, as kafka-log-dirs.sh sums
+    them: the logs' bytes (an open log under "commit" or "always" runs its active segment's
+    file ahead in zeros, which are not counted)."""
     rows = partition_rows(admin, partitions)
     for row, tp in zip(rows, partitions, strict=True):
-        row["SizeBytes"], row["Segments"] = _segment_bytes(directory, tp)
+        segments = broker.log(tp.topic, tp.partition).segments
+        row["SizeBytes"] = sum(segment.size for segment in segments)
+        row["Segments"] = len(segments)
     return rows
-
-
-def _segment_bytes(directory: str, tp: TopicPartition) -> tuple[int, int]:
-    """(bytes, count) of the partition's segment .log files, as kafka-log-dirs.sh sums them.
-    The directory is locked by this process, so no file comes or goes while it is listed."""
-    total = count = 0
-    with os.scandir(os.path.join(directory, f"{tp.topic}-{tp.partition}")) as entries:
-        for entry in entries:
-            parsed = parse_file_name(entry.name)
-            if parsed is not None and parsed[1] == LOG_SUFFIX:
-                total += entry.stat().st_size
-                count += 1
-    return total, count
 
 
 def _topic_configs(admin: AdminClient, topics: list[str]) -> list[Row]:

@@ -82,8 +82,16 @@ def _check_log_directory(directory: str) -> None:
 @contextmanager
 def reading_admin(directory: str) -> Iterator[AdminClient]:
     """The AdminClient of the log directory as it is on disk now, for a command that only
+    reads (reading_broker's broker.admin())."""
+    with reading_broker(directory) as broker:
+        yield broker.admin()
+
+
+@contextmanager
+def reading_broker(directory: str) -> Iterator[Broker]:
+    """A read-only view of the log directory as it is on disk now, for a command that only
     reads: no lock is taken and nothing is written, so the directory may be owned by a live
-    process (docs/api.md "Command line"). The broker behind it opens the directory through an
+    process (docs/api.md "Command line"). The broker opens the directory through an
     eoslog.fs_overlay.OverlayFileSystem, which keeps in memory whatever the open would change
     (recovery of a tail being written, checkpoints). A file the owner deletes while the open
     lists and reads the directory makes the open fail; it is then tried again."""
@@ -105,7 +113,7 @@ def reading_admin(directory: str) -> Iterator[AdminClient]:
                 raise
             continue
         try:
-            yield broker.admin()
+            yield broker
         finally:
             broker.close()
             overlay.close()

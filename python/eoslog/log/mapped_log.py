@@ -12,8 +12,10 @@ lives as long as its caller keeps it. So no file is ever cut below a mapping a v
   tried again at the next remap.
 - A mapping is never closed while a view of it lives: mmap.close() refuses then
   (BufferError), and every close here is such an attempt.
-- eoslog shrinks a .log in three places only: recovery at open (before any read, so nothing
-  is mapped), repair_truncate (offline), and truncate_to, which calls shrink(). shrink
+- eoslog shrinks a .log in four places only: recovery at open (before any read, so nothing
+  is mapped), repair_truncate (offline), LogSegment.cut_preallocation (roll and close), which
+  cuts only the zeros past the log end, where no mapping reaches, and truncate_to, which
+  calls shrink(). shrink
   first closes every mapping it can. If all closed, no view exists and none can be made
   meanwhile (mapping waits on the same lock), so the file is cut in place. If a view is alive,
   that file (inode) is never shrunk: the kept prefix goes to a temp file, which is synced,

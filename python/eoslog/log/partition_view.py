@@ -356,9 +356,18 @@ class PartitionView:
         return found
 
     def _log_grew(self) -> bool:
-        """Whether the last segment's .log is longer now than when the view was taken: only
-        then may a .txnindex hold an entry past the view's end."""
-        return bool(self._handles) and self._handles[-1][1].size() > self._sizes[-1]
+        """Whether the last segment's .log holds more now than when the view was taken: only
+        then may a .txnindex hold an entry past the view's end. It is longer, or a batch
+        length now stands where the view's log ended: an owner under "commit" or "always"
+        appends inside the zeros it extended the file by (docs/design.md "Durability")."""
+        if not self._handles:
+            return False
+        handle = self._handles[-1][1]
+        if handle.size() > self._sizes[-1]:
+            return True
+        end = self.segment(len(self._handles) - 1).size
+        length = handle.pread(4, end + layout.BATCH_LENGTH_OFFSET)
+        return len(length) == 4 and length != bytes(4)
 
     def _logged_batch(self, offset: int) -> LoggedBatch | None:
         """The batch holding `offset` in the view, as entry checks read it."""

@@ -60,6 +60,7 @@ from eoslog.log.checkpoints import AbortedCounts, LogStart
 from eoslog.log.config import LogConfig
 from eoslog.log.repair import repair_truncate as repair_truncate  # the call refusals name
 from eoslog.log.segment import LogSegment, first_offset_violation
+from eoslog.log.segment_check import zero_tail
 from eoslog.log.segment_reads import (
     DELETED_SUFFIX,
     INDEX_SUFFIX,
@@ -91,6 +92,7 @@ class RecoveryReport:
     clean_shutdown: bool
     segments_recovered: int = 0
     bytes_truncated: int = 0
+    zeros_cut: int = 0  # of those, zeros alone past the log end (design.md "Durability")
     truncated_file: str | None = None
     truncated_at: int | None = None
     indexes_rebuilt: list[str] = field(default_factory=list)
@@ -604,11 +606,13 @@ def _apply_cut(
     segment = cut.segment
     file_size = segment.log.size()
     if cut.position < file_size:
+        if zero_tail(segment.log, cut.position, file_size):  # not data: preallocated space
+            report.zeros_cut += file_size - cut.position
         segment.log.truncate(cut.position)
         report.bytes_truncated += file_size - cut.position
         report.truncated_file = segment.path(LOG_SUFFIX)
         report.truncated_at = cut.position
-    segment.size = cut.position
+    segment.size = segment.allocated = cut.position
     index = segments.index(segment)
     for later in segments[index + 1 :]:
         later.delete()

@@ -91,7 +91,7 @@ class LogSegment(SegmentReads, SegmentCore):
         self.config = config
         self.created_ms = created_ms
         self._log_file = MappedLog(fs, self.path(LOG_SUFFIX))
-        self.size = self.log.size()
+        self.size = self.allocated = self.log.size()
         self.offset_index = OffsetIndex(
             fs,
             self.path(INDEX_SUFFIX),
@@ -146,11 +146,25 @@ class LogSegment(SegmentReads, SegmentCore):
     # --- roll ------------------------------------------------------------------------------
 
     def on_become_inactive(self) -> None:
-        """On roll: the final time-index entry, then trim the indexes to their entries."""
+        """On roll: the .log cut back to its end (cut_preallocation), the final time-index
+        entry, then trim the indexes to their entries."""
         self.active = False
+        self.cut_preallocation()
         self._append_final_time_entry()
         self.offset_index.trim_to_valid_size()
         self.time_index.trim_to_valid_size()
+
+    def cut_preallocation(self) -> None:
+        """Cut the .log back to `size` where appends extended it ahead with zeros (the
+        native core's _make_room), and make that durable. The roll calls it before a later
+        segment exists and close before the clean-shutdown marker is written, so only the
+        last segment of a log that was not closed cleanly ever ends in zeros: recovery cuts
+        them as it cuts a torn tail, while anywhere else they would read as damage. No view
+        a read returned reaches past `size`, so the cut is made in place."""
+        if self.allocated > self.size:
+            self.log.truncate(self.size)
+            self.allocated = self.size
+            self.log.sync()
 
     def _append_final_time_entry(self) -> None:
         """The time-index entry for the largest timestamp (roll, close). Finding that largest
@@ -344,7 +358,7 @@ class LogSegment(SegmentReads, SegmentCore):
         if removed:
             # Never cuts under a view a read returned: the file may be replaced instead.
             self._log_file.shrink(position)
-            self.size = position
+            self.size = self.allocated = position
         self.offset_index.resize(self.config.segment_index_bytes)
         self.time_index.resize(self.config.segment_index_bytes)
         self.bytes_since_last_index_entry = 0
@@ -466,6 +480,7 @@ class LogSegment(SegmentReads, SegmentCore):
         """Final time-index entry (active segment), then trim the indexes and make the trim
         durable: a clean-shutdown marker written after close vouches for these files, and
         a clean open believes their lengths."""
+        self.cut_preallocation()
         if self.active:
             self._append_final_time_entry()
         self.offset_index.trim_to_valid_size()

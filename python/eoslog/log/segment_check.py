@@ -171,6 +171,20 @@ class SegmentWalk:
         )
 
 
+def zero_tail(handle: FileHandle, start: int, end: int) -> bool:
+    """Whether the bytes in [start, end) are all zeros, read a chunk at a time: the space an
+    owner extended an active segment by ahead of its appends under durability "commit" and
+    "always" (eoslog._ext.segment_core's preallocation), where the log ends, as a batch
+    length of 0 says."""
+    position = start
+    while position < end:
+        chunk = handle.pread(min(CHECK_CHUNK_BYTES, end - position), position)
+        if not chunk or chunk.count(0) != len(chunk):
+            return False
+        position += len(chunk)
+    return True
+
+
 def find_resumption(handle: FileHandle, start: int, end: int) -> int | None:
     """The first position in (start, end) where a whole batch with a valid CRC lies, found
     in windows of two chunks that step by one chunk (so every batch up to a chunk long is

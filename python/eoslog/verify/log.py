@@ -7,10 +7,11 @@ batch is larger), never the file.
 Damage is judged as the owner's recovery judges it (eoslog.log.recovery's table, through the
 same rule, recovery.may_cut, and the facts an open has: the recovery point and the
 clean-shutdown marker): bad bytes at the end of the log that an unclean open would cut are a
-torn tail, a warning; anything else is an error (reads there fail, and an open that rescans
-the segment refuses it), reported with the `eoslog repair` command that cuts it away and what
-that cut discards. After damage the walk carries on from
-the next valid batch, so one bad byte does not hide the rest of the file.
+torn tail, a warning (zeros alone there, what an open log under "commit" or "always" extends
+its active segment by, are where the log ends: nothing is reported); anything else is an
+error (reads there fail, and an open that rescans the segment refuses it), reported with the
+`eoslog repair` command that cuts it away and what that cut discards. After damage the walk
+carries on from the next valid batch, so one bad byte does not hide the rest of the file.
 
 Read-only and lock-free: it may run while the owner appends (the last segment is walked up
 to the size it had when opened, and its tail may then be a torn one).
@@ -34,6 +35,7 @@ from eoslog.log.segment_check import (
     WalkStop,
     continuity_problem,
     find_resumption,
+    zero_tail,
 )
 from eoslog.log.segment_reads import LOG_SUFFIX, file_name, parse_file_name
 from eoslog.record import codec
@@ -168,7 +170,8 @@ class PartitionWalk:
             resume = find_resumption(handle, walk.stop.position, size)
             next_offset = walk.next_offset if walk.next_offset is not None else floor
             assert next_offset is not None, "a walk from the segment start knows its offset"
-            self._report_stop(number, size, walk.stop, resume, next_offset)
+            zeros = resume is None and zero_tail(handle, walk.stop.position, size)
+            self._report_stop(number, size, walk.stop, resume, next_offset, zeros)
             if resume is None:
                 break
             floor = walk.next_offset
@@ -176,10 +179,19 @@ class PartitionWalk:
         return walk.next_offset if self.report.errors == errors_before else None
 
     def _report_stop(
-        self, number: int, size: int, stop: WalkStop, resume: int | None, next_offset: int
+        self,
+        number: int,
+        size: int,
+        stop: WalkStop,
+        resume: int | None,
+        next_offset: int,
+        zeros: bool,
     ) -> None:
         """Where the valid batches stop: damage in the middle (valid batches resume later) is
-        an error; at the end it is a torn tail if an open would cut it (recovery.may_cut)."""
+        an error; at the end it is a torn tail if an open would cut it (recovery.may_cut),
+        and nothing at all if only zeros follow there (`zeros`: the space an open log under
+        "commit" or "always" extends its active segment by, which the next unclean open
+        cuts)."""
         path = self.log_path(number)
         if resume is not None:
             text = (
@@ -195,6 +207,8 @@ class PartitionWalk:
         later_data = self._data_after(number)
         durable_to = self.facts.durable_to(self.fs)
         if may_cut(durable_to, next_offset, stop.discontinuous or later_data):
+            if zeros:
+                return
             text = (
                 f"{what}: a torn tail, which the next unclean open cuts (offsets from "
                 f"{next_offset} on)"
