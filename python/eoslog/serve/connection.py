@@ -33,6 +33,7 @@ from kio.index import load_request_schema
 from kio.serial import entity_reader, entity_writer
 
 from eoslog.serve import registry
+from eoslog.serve.frame_check import check_sizes
 from eoslog.serve.messages import build, error_code, milliseconds, response_module
 from eoslog.serve.security import Session
 
@@ -106,6 +107,7 @@ def parse_request(frame: bytes) -> tuple[registry.Api, Any, Any] | memoryview:
     request_type = _REQUEST_TYPES.get((key, version))
     if request_type is None:
         request_type = _REQUEST_TYPES[(key, version)] = load_request_schema(key, version)
+    check_sizes(request_type, frame)  # before kio sizes a buffer from a count
     try:
         header, used = entity_reader(request_type.__header_schema__)(frame, 0)
         request, _ = entity_reader(request_type)(frame, used)

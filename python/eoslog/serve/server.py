@@ -218,6 +218,10 @@ class Server:
             session=session,
         )
 
+    def connections_open(self) -> int:
+        """How many client connections are open now (for tests and monitoring)."""
+        return len(self._connections)
+
     def fetches_waiting(self) -> int:
         """How many Fetch requests are waiting for data now (for tests and monitoring)."""
         return self._waiters.waiting
