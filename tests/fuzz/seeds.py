@@ -157,6 +157,7 @@ SEEDS = {
     "meta": meta_seeds,
     "internal_records": internal_record_seeds,
     "wire_stream": wire_seeds.wire_seeds,
+    "wire_stream_sasl": wire_seeds.wire_sasl_seeds,
 }
 assert set(SEEDS) == set(TARGETS), "every target has seeds"
 

@@ -407,6 +407,7 @@ TARGETS: dict[str, Target] = {
         Target("meta", meta),
         Target("internal_records", internal_records),
         Target("wire_stream", wire_target.wire_stream),
+        Target("wire_stream_sasl", wire_target.wire_stream_sasl),
     )
 }
 

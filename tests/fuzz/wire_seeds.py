@@ -107,3 +107,21 @@ def built_streams() -> Iterator[bytes]:
 def wire_seeds() -> Iterator[bytes]:
     yield from built_streams()
     yield from captured_streams()
+
+
+def _sasl_prefix(password: bytes) -> bytes:
+    """ApiVersions, SaslHandshake(PLAIN) and SaslAuthenticate with `password` for "fuzz"."""
+    versions = wire.request_type(18, 3)(client_software_name="f", client_software_version="1")
+    handshake = wire.request_type(17, 1)(mechanism="PLAIN")
+    authenticate = wire.request_type(36, 2)(auth_bytes=b"\0fuzz\0" + password)
+    return b"".join(
+        wire.frame(request, -100 - n)
+        for n, request in enumerate((versions, handshake, authenticate))
+    )
+
+
+def wire_sasl_seeds() -> Iterator[bytes]:
+    """The wire seeds, alone and after a SASL exchange with a wrong password."""
+    for seed in [*built_streams(), *captured_streams()]:
+        yield seed
+        yield (_sasl_prefix(b"not-the-password") + seed)[:SEED_BYTES_MAX]

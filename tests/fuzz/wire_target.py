@@ -12,12 +12,17 @@ The client sends the input, half-closes and reads until the server closes. Oracl
   as long as it asks (a Fetch's max_wait, a JoinGroup's rebalance, a SyncGroup);
 - a stream whose first request does not parse changes nothing: every topic's partitions,
   log start and end offsets are as before.
+
+The wire_stream_sasl target sends the same streams to a SASL_PLAINTEXT listener of the same
+broker whose one user's password is random (no input holds it): whatever the bytes, the
+server closes the connection in time, raises nothing, and the log never changes.
 """
 
 from __future__ import annotations
 
 import atexit
 import logging
+import os
 import shutil
 import socket
 import struct
@@ -41,7 +46,10 @@ HANG_S = INPUT_TIMEOUT_S / 2
 # size prefix is hostile and must be refused before it is read.
 CONFIG = {"socket.request.max.bytes": 1 << 20, "queued.max.request.bytes": 1 << 20}
 
-_served: list[tuple[Broker, Server]] = []
+SASL_USER = "fuzz"
+_SASL_PASSWORD = os.urandom(16).hex()  # no input can hold it
+
+_served: list[tuple[Broker, Server, Server]] = []
 _failures: list[str] = []
 
 
@@ -54,8 +62,9 @@ class _ServerErrors(logging.Handler):
         )
 
 
-def served() -> tuple[Broker, Server]:
-    """The broker and server every input of this process talks to."""
+def served() -> tuple[Broker, Server, Server]:
+    """The broker and its servers (PLAINTEXT, SASL_PLAINTEXT) every input of this process
+    talks to."""
     if not _served:
         directory = Path(tempfile.mkdtemp(prefix="eoslog-fuzz-wire-"))
         broker = eoslog.open(str(directory / "log"), "none", CONFIG)
@@ -68,6 +77,8 @@ def served() -> tuple[Broker, Server]:
         producer.commit_transaction()
         producer.close()
         server = broker.serve("127.0.0.1:0")
+        users = {"sasl.plain.users": {SASL_USER: _SASL_PASSWORD}}
+        sasl_server = broker.serve("SASL_PLAINTEXT://127.0.0.1:0", users)
         for name in ("eoslog.serve", "asyncio"):
             logger = logging.getLogger(name)
             logger.addHandler(_ServerErrors(logging.ERROR))
@@ -78,7 +89,7 @@ def served() -> tuple[Broker, Server]:
             shutil.rmtree(directory, ignore_errors=True)
 
         atexit.register(close)
-        _served.append((broker, server))
+        _served.append((broker, server, sasl_server))
     return _served[0]
 
 
@@ -143,7 +154,7 @@ def _connections_end(server: Server, open_before: int) -> bool:
 
 
 def wire_stream(data: bytes) -> None:
-    broker, server = served()
+    broker, server, _ = served()
     served_keys = requests_served(data, CONFIG["socket.request.max.bytes"])
     before = state(broker) if not served_keys else None
     open_before = server.connections_open()
@@ -154,9 +165,26 @@ def wire_stream(data: bytes) -> None:
         raise FuzzFinding(f"the server neither answered nor closed within {HANG_S} s")
     if not may_wait and not _connections_end(server, open_before):
         raise FuzzFinding("a connection the client closed is still open on the server")
+    _raise_failures()
+    if before is not None and state(broker) != before:
+        raise FuzzFinding("a stream whose first request does not parse changed the log")
+
+
+def wire_stream_sasl(data: bytes) -> None:
+    broker, _, server = served()
+    before = state(broker)
+    open_before = server.connections_open()
+    if not _exchange(server.address, data, HANG_S):
+        raise FuzzFinding(f"the SASL listener neither answered nor closed within {HANG_S} s")
+    if not _connections_end(server, open_before):
+        raise FuzzFinding("a connection the client closed is still open on the server")
+    _raise_failures()
+    if state(broker) != before:
+        raise FuzzFinding("a client that never authenticated changed the log")
+
+
+def _raise_failures() -> None:
     if _failures:
         failures = list(_failures)
         _failures.clear()
         raise FuzzFinding(f"the server raised: {failures[0]}")
-    if before is not None and state(broker) != before:
-        raise FuzzFinding("a stream whose first request does not parse changed the log")
