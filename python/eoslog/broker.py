@@ -616,19 +616,27 @@ class Broker:
         self._check_open()
         return AdminClient(self, config)
 
-    def serve(self, address: str = "127.0.0.1:9092") -> Server:
+    def serve(
+        self, address: str = "127.0.0.1:9092", config: Mapping[str, object] | None = None
+    ) -> Server:
         """Serve this broker to Kafka clients in other processes over the Kafka wire protocol,
         from a background thread, until the Server's close() or this broker's (docs/api.md
         "Wire protocol"); this process keeps its own clients. `address` is "HOST:PORT"
-        (port 0: a free one; Server.address says which); bind a non-loopback host only on
-        purpose. Raises ValueError for a malformed address and OSError when it cannot bind."""
+        (port 0: a free one; Server.address says which), optionally prefixed by the
+        listener's protocol as in Kafka's `listeners` ("SASL_SSL://0.0.0.0:9093"); `config`
+        holds its TLS files and SASL users (eoslog.serve.security). A non-loopback host
+        without TLS or SASL logs a warning. Raises ValueError for a malformed address,
+        InvalidConfigError for a bad config and OSError when it cannot bind."""
+        from eoslog.serve.security import security, split_listener
         from eoslog.serve.server import Server
 
+        protocol, address = split_listener(address)
+        settings = security(protocol, config)
         with self._lock:
             self._check_open()
             if self._closing:  # close() has taken the list of servers to close
                 raise KafkaStorageError(f"broker for {self.path} is closing")
-            server = Server(self, address)
+            server = Server(self, address, settings)
             self._servers.append(server)
             return server
 

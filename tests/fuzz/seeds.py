@@ -16,7 +16,7 @@ from eoslog.coordinator import offsets_log, transaction_log
 from eoslog.log import checkpoints
 from eoslog.record import compression
 
-from . import partition_target
+from . import partition_target, wire_seeds
 from .inputs import CLEAN_SHUTDOWN, DROP_RECOVERY_POINT, FIX_CRC, FROM_CLIENT
 from .targets import NATIVE_CODEC, TARGETS
 
@@ -156,6 +156,8 @@ SEEDS = {
     "checkpoint": checkpoint_seeds,
     "meta": meta_seeds,
     "internal_records": internal_record_seeds,
+    "wire_stream": wire_seeds.wire_seeds,
+    "wire_stream_sasl": wire_seeds.wire_sasl_seeds,
 }
 assert set(SEEDS) == set(TARGETS), "every target has seeds"
 

@@ -34,7 +34,7 @@ from eoslog.log.time_index import TimeIndex
 from eoslog.log.txn_index import TransactionIndex
 from eoslog.record import compression, primitives, status
 
-from . import partition_target
+from . import partition_target, wire_target
 from .inputs import (
     BATCH_BYTES_MAX,
     FIX_CRC,
@@ -406,6 +406,8 @@ TARGETS: dict[str, Target] = {
         Target("checkpoint", checkpoint, (KafkaException, ValueError)),
         Target("meta", meta),
         Target("internal_records", internal_records),
+        Target("wire_stream", wire_target.wire_stream),
+        Target("wire_stream_sasl", wire_target.wire_stream_sasl),
     )
 }
 

@@ -22,10 +22,10 @@ RECORDS = 500
 
 
 class Served:
-    def __init__(self, directory: Path) -> None:
-        command = [sys.executable, "-m", "eoslog", "serve", str(directory), "--listen"]
+    def __init__(self, directory: Path, *options: str, listen: str = "127.0.0.1:0") -> None:
+        command = [sys.executable, "-m", "eoslog", "serve", str(directory), "--listen", listen]
         self.process = subprocess.Popen(
-            [*command, "127.0.0.1:0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            [*command, *options], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
@@ -119,3 +119,37 @@ def test_serve_with_a_malformed_listen_address_is_a_usage_error(tmp_path: Path) 
     done = _run_serve(tmp_path / "log", "9092")
     assert done.returncode == 2
     assert "HOST:PORT" in done.stderr
+
+
+def test_serve_with_sasl_users_serves_only_a_client_with_a_password_in_the_file(
+    tmp_path: Path,
+) -> None:
+    users = tmp_path / "users"
+    users.write_text("alice:alice-secret\n")
+    served = Served(
+        tmp_path / "log", "--sasl-users", str(users), listen="SASL_PLAINTEXT://127.0.0.1:0"
+    )
+    try:
+        producer = Producer(
+            {
+                "bootstrap.servers": served.address,
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "PLAIN",
+                "sasl.username": "alice",
+                "sasl.password": "alice-secret",
+            }
+        )
+        producer.produce("acked", value=b"v")
+        assert producer.flush(DEADLINE_S) == 0
+    finally:
+        assert served.stop(signal.SIGTERM) == 0
+    assert _values_in(tmp_path / "log") == [b"v"]
+
+
+def test_serve_sasl_without_users_is_a_usage_error_before_the_directory_is_made(
+    tmp_path: Path,
+) -> None:
+    done = _run_serve(tmp_path / "log", "SASL_PLAINTEXT://127.0.0.1:0")
+    assert done.returncode == 2
+    assert "sasl.plain.users" in done.stderr
+    assert not (tmp_path / "log").exists()

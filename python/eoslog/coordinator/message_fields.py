@@ -75,12 +75,20 @@ class Reader:
         return self._error(f"{self._what}: {problem} (at byte {self._position})")
 
     def take(self, size: int) -> bytes:
+        start = self._position
+        self.skip(size)
+        return self._data[start : self._position]
+
+    def skip(self, size: int) -> None:
+        """take() without the copy (a request's record bytes, walked past)."""
         end = self._position + size
         if size < 0 or end > len(self._data):
             raise self.corrupt(f"truncated: {size} more bytes needed")
-        chunk = self._data[self._position : end]
         self._position = end
-        return chunk
+
+    @property
+    def position(self) -> int:
+        return self._position
 
     def fixed(self, kind: struct.Struct) -> int:
         value: int = kind.unpack(self.take(kind.size))[0]

@@ -15,7 +15,9 @@ not an error).
 A request whose size is negative or past `socket.request.max.bytes`, whose header or body does
 not parse, or that names an API or version the server does not serve (other than ApiVersions,
 which gets Kafka's UNSUPPORTED_VERSION answer at version 0) closes the connection with a log
-line; nothing of it has been applied.
+line; nothing of it has been applied. So does any request but ApiVersions, SaslHandshake and
+SaslAuthenticate on a SASL listener before the client has authenticated
+(eoslog.serve.security), and the answer to a failed SASL step is the connection's last.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ from kio.index import load_request_schema
 from kio.serial import entity_reader, entity_writer
 
 from eoslog.serve import registry
+from eoslog.serve.frame_check import check_sizes
 from eoslog.serve.messages import build, error_code, milliseconds, response_module
+from eoslog.serve.security import Session
 
 if TYPE_CHECKING:
     from eoslog.serve.server import Server
@@ -103,6 +107,7 @@ def parse_request(frame: bytes) -> tuple[registry.Api, Any, Any] | memoryview:
     request_type = _REQUEST_TYPES.get((key, version))
     if request_type is None:
         request_type = _REQUEST_TYPES[(key, version)] = load_request_schema(key, version)
+    check_sizes(request_type, frame)  # before kio sizes a buffer from a count
     try:
         header, used = entity_reader(request_type.__header_schema__)(frame, 0)
         request, _ = entity_reader(request_type)(frame, used)
@@ -146,6 +151,7 @@ class Connection:
         # (Server.close waits for it).
         self.idle = asyncio.Event()
         self.idle.set()
+        self._session = Session(server.security)
 
     async def run(self) -> None:
         """Serve the connection until the client closes it, it breaks a rule, or the server
@@ -234,6 +240,9 @@ class Connection:
             self.idle.clear()
             answer = await self._answer(frame)
             await self._answers.put(answer)
+            if self._session.closing:  # a failed SASL step: its answer is the last
+                log.warning("closing the connection from %s: SASL failed", self.peer)
+                return
 
     async def _write_answers(self) -> None:
         """Write the answers in request order, each once it is ready."""
@@ -262,7 +271,9 @@ class Connection:
         if isinstance(parsed, memoryview):
             return parsed
         api, header, request = parsed
-        context = self._server.context(self.peer, header.client_id)
+        if not self._session.allows(api.key):
+            raise _Refused(f"API {api.key} before SASL authentication")
+        context = self._server.context(self.peer, header.client_id, self._session)
         try:
             response = await api.handler(context, request)
         except registry.ProtocolViolation as violation:

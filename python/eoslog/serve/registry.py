@@ -29,6 +29,7 @@ from kio.index import load_response_schema
 
 if TYPE_CHECKING:
     from eoslog.broker import Broker
+    from eoslog.serve.security import Session
 
 T = TypeVar("T")
 
@@ -41,6 +42,7 @@ HANDLER_MODULES: list[str] = [
     "eoslog.serve.offset_apis",
     "eoslog.serve.txn_apis",
     "eoslog.serve.txn_admin_apis",
+    "eoslog.serve.sasl_apis",
 ]
 
 
@@ -70,6 +72,8 @@ class Context:
     # whether it moved. Waits on the loop, holding no worker thread. The default (for a
     # Context made outside a server, as in a handler's unit test) does not wait.
     wait_for_append: Callable[[int, float], Awaitable[bool]] = field(default=_no_wait)
+    # The connection's SASL state (eoslog.serve.security); None outside a server.
+    session: Session | None = None
 
 
 @dataclass(frozen=True, slots=True)

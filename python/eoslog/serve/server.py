@@ -25,6 +25,7 @@ from eoslog.client.metadata import NODE_ID
 from eoslog.serve import registry
 from eoslog.serve.address import advertised, split_address
 from eoslog.serve.connection import Connection
+from eoslog.serve.security import Security, Session, is_loopback
 
 if TYPE_CHECKING:
     from eoslog.broker import Broker
@@ -120,8 +121,15 @@ class Server:
     """A Kafka listener in front of `broker`, serving from a background thread until
     close(). Create with Broker.serve(); `address` is the "host:port" bound."""
 
-    def __init__(self, broker: Broker, address: str) -> None:
+    def __init__(self, broker: Broker, address: str, security: Security | None = None) -> None:
         host, port = split_address(address)
+        self.security = security or Security()
+        if not self.security.sasl and self.security.tls is None and not is_loopback(host):
+            log.warning(
+                "eoslog serve: %s is not a loopback address and the listener has neither TLS "
+                "nor SASL: anyone who reaches it can read and write the log",
+                address,
+            )
         for module in registry.HANDLER_MODULES:
             importlib.import_module(module)
         settings = broker.settings
@@ -166,7 +174,9 @@ class Server:
         asyncio.set_event_loop(self._loop)
         try:
             self._listener = self._loop.run_until_complete(
-                asyncio.start_server(self._accept, host, port, reuse_address=True)
+                asyncio.start_server(
+                    self._accept, host, port, reuse_address=True, ssl=self.security.tls
+                )
             )
             self._waiters = AppendWaiters(self.broker.append_signal, self._loop)
         except BaseException as error:
@@ -193,7 +203,9 @@ class Server:
         finally:
             self._connections.pop(connection, None)
 
-    def context(self, peer: str, client_id: str | None) -> registry.Context:
+    def context(
+        self, peer: str, client_id: str | None, session: Session | None = None
+    ) -> registry.Context:
         return registry.Context(
             broker=self.broker,
             node_id=NODE_ID,
@@ -203,7 +215,12 @@ class Server:
             client_id=client_id,
             call=self.call,
             wait_for_append=self._waiters.wait,
+            session=session,
         )
+
+    def connections_open(self) -> int:
+        """How many client connections are open now (for tests and monitoring)."""
+        return len(self._connections)
 
     def fetches_waiting(self) -> int:
         """How many Fetch requests are waiting for data now (for tests and monitoring)."""
