@@ -139,9 +139,15 @@ def eoslog_producer(
     return harness.Contender(name, run, prepare, finish, check)
 
 
-def confluent_producer(name: str, values: list[bytes], transactional: bool) -> harness.Contender:
+def confluent_producer(
+    name: str,
+    values: list[bytes],
+    transactional: bool,
+    cluster: dict[str, object] | None = None,
+) -> harness.Contender:
     """confluent-kafka's producer on librdkafka's in-process mock cluster (a fresh one per
-    run, created untimed): idempotent `produce()` per record (poll(0) every POLL_EVERY and on
+    run, created untimed), or on the `cluster` its settings name (serve_bench.py: an
+    `eoslog serve` address): idempotent `produce()` per record (poll(0) every POLL_EVERY and on
     BufferError) then `flush()`; or transactional, begin / produce / commit_transaction() every
     TXN_RECORDS (the commit flushes, inside the timing). The mock does not filter
     read_committed: the check is the delivery reports (every run)."""
@@ -150,7 +156,7 @@ def confluent_producer(name: str, values: list[bytes], transactional: bool) -> h
         from confluent_kafka import Producer
 
         settings: dict[str, object] = {
-            "test.mock.num.brokers": 1,
+            **(cluster or {"test.mock.num.brokers": 1}),
             "batch.num.messages": BATCH_RECORDS,
             "linger.ms": 5,
         }
