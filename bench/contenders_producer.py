@@ -186,11 +186,12 @@ def confluent_producer(
             if transactional:
                 producer.begin_transaction()
             for i, value in enumerate(values[start : start + step]):
-                try:
-                    produce(PRODUCE_TOPIC, value, on_delivery=count)
-                except BufferError:
-                    producer.poll(0.01)
-                    produce(PRODUCE_TOPIC, value, on_delivery=count)
+                while True:  # a full queue (a slower cluster) drains by poll()
+                    try:
+                        produce(PRODUCE_TOPIC, value, on_delivery=count)
+                        break
+                    except BufferError:
+                        producer.poll(0.01)
                 if not transactional and i % POLL_EVERY == 0:
                     producer.poll(0)
             if transactional:
