@@ -535,8 +535,9 @@ SERVE = Area(
     "serve",
     rounds=3,
     sizes=(
-        Size("records", 200_000, 20_000, "records per produce run and in the fetched topic"),
+        Size("records", 200_000, 20_000, "records per produce run"),
         Size("latency-samples", 500, 100, "single-record transactions per latency round"),
+        Size("fetch-records", 25_000, 10_000, "records of the fetched topic (read 8 times a run)"),
         Size("requests", 2_000, 300, "requests per Metadata round and per profiled kind"),
     ),
     paths=("produce", "latency", "fetch", "protocol"),
@@ -546,6 +547,7 @@ SERVE_IDEMPOTENT = "eoslog serve, idempotent"
 SERVE_TRANSACTIONAL = "eoslog serve, transactional"
 MOCK_IDEMPOTENT = "mock cluster, idempotent"
 MOCK_TRANSACTIONAL = "mock cluster, transactional"
+SERVE_FETCH_PASSES = 8  # reads of the fetched topic per consumer run
 SERVE_PRODUCE_TARGETS = [
     Target(
         "`eoslog serve` through librdkafka, idempotent produce",
