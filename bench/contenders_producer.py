@@ -144,13 +144,15 @@ def confluent_producer(
     values: list[bytes],
     transactional: bool,
     cluster: dict[str, object] | None = None,
+    partition: int = -1,
 ) -> harness.Contender:
     """confluent-kafka's producer on librdkafka's in-process mock cluster (a fresh one per
     run, created untimed), or on the `cluster` its settings name (serve_bench.py: an
-    `eoslog serve` address): idempotent `produce()` per record (poll(0) every POLL_EVERY and on
-    BufferError) then `flush()`; or transactional, begin / produce / commit_transaction() every
-    TXN_RECORDS (the commit flushes, inside the timing). The mock does not filter
-    read_committed: the check is the delivery reports (every run)."""
+    `eoslog serve` address); `partition` -1: the partitioner's choice (the mock auto-creates
+    4 partitions), else every record to that one. Idempotent `produce()` per record (poll(0)
+    every POLL_EVERY and on BufferError) then `flush()`; or transactional, begin / produce /
+    commit_transaction() every TXN_RECORDS (the commit flushes, inside the timing). The mock
+    does not filter read_committed: the check is the delivery reports (every run)."""
 
     def prepare() -> tuple[Any, list[int]]:
         from confluent_kafka import Producer
@@ -188,7 +190,7 @@ def confluent_producer(
             for i, value in enumerate(values[start : start + step]):
                 while True:  # a full queue (a slower cluster) drains by poll()
                     try:
-                        produce(PRODUCE_TOPIC, value, on_delivery=count)
+                        produce(PRODUCE_TOPIC, value, partition=partition, on_delivery=count)
                         break
                     except BufferError:
                         producer.poll(0.01)

@@ -27,6 +27,7 @@ sys.path.insert(0, str(FilePath(__file__).resolve().parent))
 import contenders_serve
 import eoslog
 import harness
+import prose
 from contenders_producer import TXN_RECORDS, confluent_producer
 from harness import median_spread, us, x
 from report import Report, Section
@@ -44,16 +45,6 @@ from workload import VALUE_BYTES, make_values
 PACKAGES = ("eoslog", "confluent-kafka", "kio")
 SERVE_NAME = "eoslog serve"
 MOCK_NAME = "mock cluster"
-METHOD = """\
-Every figure comes from one run of `bench/serve_bench.py`: `eoslog serve` runs as a child
-process (durability `{durability}`, one data directory for the whole run) and librdkafka's
-mock cluster inside this process, and the same confluent-kafka {confluent} client drives both,
-alternately, round after round ({rounds} rounds; the order reversed every other round). The
-mock keeps records in memory and pays no fsync: it is the ceiling of the client, not a
-broker. Each ratio is the median of the per-round ratios of eoslog serve to the mock. The
-machine is shared (2 cores, other work running; the script ran under `nice`), and the sizes
-are small ({records:,} records per produce run, {samples} latency samples, {requests:,}
-requests): read the spreads."""
 
 
 def ratio_line(label: str, ours: list[float], mock: list[float], fmt: Any = x) -> str:
@@ -64,17 +55,18 @@ def measure_produce(args: argparse.Namespace, address: str) -> Section:
     values = make_values(args.records)
     serve = {"bootstrap.servers": address}
     sides = [
-        confluent_producer(SERVE_IDEMPOTENT, values, False, serve),
-        confluent_producer(MOCK_IDEMPOTENT, values, False),
-        confluent_producer(SERVE_TRANSACTIONAL, values, True, serve),
-        confluent_producer(MOCK_TRANSACTIONAL, values, True),
+        confluent_producer(SERVE_IDEMPOTENT, values, False, serve, partition=0),
+        confluent_producer(MOCK_IDEMPOTENT, values, False, partition=0),
+        confluent_producer(SERVE_TRANSACTIONAL, values, True, serve, partition=0),
+        confluent_producer(MOCK_TRANSACTIONAL, values, True, partition=0),
     ]
     runs = harness.alternate(sides, args.rounds, args.timer, label="produce")
     names = [side.name for side in sides]
     rows = harness.rate_rows(runs, names, args.records, harness.seconds3)
     lines = [
         f"A confluent-kafka Producer (acks=all, linger.ms 5, batch.num.messages 1,000) writes "
-        f"{args.records:,} values of {VALUE_BYTES} B, flush included: idempotent, and "
+        f"{args.records:,} values of {VALUE_BYTES} B to partition 0 (the mock auto-creates 4 "
+        "partitions, eoslog serve 1: one partition on both), flush included: idempotent, and "
         f"transactional with a commit every {TXN_RECORDS:,} records (the commit flushes, inside "
         "the timing). A fresh producer per run, made untimed.",
         "",
@@ -228,7 +220,7 @@ def measure(args: argparse.Namespace, root: str) -> Report:
     if "protocol" in args.paths:
         print("profiling the protocol layer ...", flush=True)
         sections.append(measure_protocol(args, root))
-    method = METHOD.format(
+    method = prose.SERVE_METHOD.format(
         durability=args.durability,
         confluent=_version(),
         rounds=args.rounds,
@@ -236,7 +228,7 @@ def measure(args: argparse.Namespace, root: str) -> Report:
         samples=args.latency_samples,
         requests=args.requests,
     )
-    return Report("eoslog serve through librdkafka", method, PACKAGES, sections)
+    return Report(prose.SERVE_TITLE, method, PACKAGES, sections)
 
 
 def _version() -> str:
