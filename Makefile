@@ -56,6 +56,7 @@ bench-results: install-test
 	$(BIN)/python bench/consumer_bench.py
 	$(BIN)/python bench/txn_bench.py
 	$(BIN)/python bench/spark_bench.py
+	$(BIN)/python bench/serve_bench.py
 	$(BIN)/python bench/summary.py
 
 clean:

@@ -139,18 +139,26 @@ def eoslog_producer(
     return harness.Contender(name, run, prepare, finish, check)
 
 
-def confluent_producer(name: str, values: list[bytes], transactional: bool) -> harness.Contender:
+def confluent_producer(
+    name: str,
+    values: list[bytes],
+    transactional: bool,
+    cluster: dict[str, object] | None = None,
+    partition: int = -1,
+) -> harness.Contender:
     """confluent-kafka's producer on librdkafka's in-process mock cluster (a fresh one per
-    run, created untimed): idempotent `produce()` per record (poll(0) every POLL_EVERY and on
-    BufferError) then `flush()`; or transactional, begin / produce / commit_transaction() every
-    TXN_RECORDS (the commit flushes, inside the timing). The mock does not filter
-    read_committed: the check is the delivery reports (every run)."""
+    run, created untimed), or on the `cluster` its settings name (serve_bench.py: an
+    `eoslog serve` address); `partition` -1: the partitioner's choice (the mock auto-creates
+    4 partitions), else every record to that one. Idempotent `produce()` per record (poll(0)
+    every POLL_EVERY and on BufferError) then `flush()`; or transactional, begin / produce /
+    commit_transaction() every TXN_RECORDS (the commit flushes, inside the timing). The mock
+    does not filter read_committed: the check is the delivery reports (every run)."""
 
     def prepare() -> tuple[Any, list[int]]:
         from confluent_kafka import Producer
 
         settings: dict[str, object] = {
-            "test.mock.num.brokers": 1,
+            **(cluster or {"test.mock.num.brokers": 1}),
             "batch.num.messages": BATCH_RECORDS,
             "linger.ms": 5,
         }
@@ -180,11 +188,12 @@ def confluent_producer(name: str, values: list[bytes], transactional: bool) -> h
             if transactional:
                 producer.begin_transaction()
             for i, value in enumerate(values[start : start + step]):
-                try:
-                    produce(PRODUCE_TOPIC, value, on_delivery=count)
-                except BufferError:
-                    producer.poll(0.01)
-                    produce(PRODUCE_TOPIC, value, on_delivery=count)
+                while True:  # a full queue (a slower cluster) drains by poll()
+                    try:
+                        produce(PRODUCE_TOPIC, value, partition=partition, on_delivery=count)
+                        break
+                    except BufferError:
+                        producer.poll(0.01)
                 if not transactional and i % POLL_EVERY == 0:
                     producer.poll(0)
             if transactional:

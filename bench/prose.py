@@ -366,3 +366,18 @@ Method: one warm-up per contender, then {rounds} rounds in which the two builds 
 (order reversed every other round); the ratios are per round.
 """
 CHECKS_BUILD = "- {name}: eoslog from `{source}`"
+
+
+# --- eoslog serve through librdkafka (serve_bench.py) ---
+
+SERVE_TITLE = "eoslog serve through librdkafka against its in-process mock cluster"
+SERVE_METHOD = """\
+Every figure comes from one run of `bench/serve_bench.py`: `eoslog serve` runs as a child
+process (durability `{durability}`, one data directory for the whole run) and librdkafka's
+mock cluster inside this process, and the same confluent-kafka {confluent} client drives both,
+alternately, round after round ({rounds} rounds; the order reversed every other round). The
+mock keeps records in memory and pays no fsync: it is the ceiling of the client, not a
+broker. Each ratio is the median of the per-round ratios of eoslog serve to the mock. The
+machine is shared (2 cores, other work running; the script ran under `nice`), and the sizes
+are small ({records:,} records per produce run, {samples} latency samples, {requests:,}
+requests): read the spreads."""

@@ -517,3 +517,50 @@ CHECKS_READ_TARGETS = [
     )
     for kind in ("consume", "consume_arrow")
 ]
+
+
+# --- eoslog serve through librdkafka (serve_bench.py) -----------------------------------------
+
+
+def _serve_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--durability",
+        default="commit",
+        choices=("commit", "always", "none"),
+        help="the durability of the eoslog serve child (default commit)",
+    )
+
+
+SERVE = Area(
+    "serve",
+    rounds=3,
+    sizes=(
+        Size("records", 200_000, 20_000, "records per produce run"),
+        Size("latency-samples", 500, 100, "single-record transactions per latency round"),
+        Size("fetch-records", 25_000, 10_000, "records of the fetched topic (read 8 times a run)"),
+        Size("requests", 2_000, 300, "requests per Metadata round and per profiled kind"),
+    ),
+    paths=("produce", "latency", "fetch", "protocol"),
+    options=_serve_options,
+)
+SERVE_IDEMPOTENT = "eoslog serve, idempotent"
+SERVE_TRANSACTIONAL = "eoslog serve, transactional"
+MOCK_IDEMPOTENT = "mock cluster, idempotent"
+MOCK_TRANSACTIONAL = "mock cluster, transactional"
+SERVE_FETCH_PASSES = 8  # reads of the fetched topic per consumer run
+SERVE_PRODUCE_TARGETS = [
+    Target(
+        "`eoslog serve` through librdkafka, idempotent produce",
+        "÷ librdkafka's mock cluster",
+        1.0,
+        ours=SERVE_IDEMPOTENT,
+        peer=MOCK_IDEMPOTENT,
+    ),
+    Target(
+        "`eoslog serve` through librdkafka, transactional produce (commit every 1,000)",
+        "÷ librdkafka's mock cluster",
+        1.0,
+        ours=SERVE_TRANSACTIONAL,
+        peer=MOCK_TRANSACTIONAL,
+    ),
+]

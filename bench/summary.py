@@ -4,8 +4,9 @@ them.
     python bench/summary.py [--bench-dir DIR] [--no-plot]
 
 Each bench script (write_results.py, log_bench.py, producer_bench.py, consumer_bench.py,
-txn_bench.py, spark_bench.py) measures its paths against their peers in one run and writes its
-own RESULTS-<area>.md with a "## Targets (docs/bench.md)" table (report.render writes it).
+txn_bench.py, spark_bench.py, serve_bench.py) measures its paths against their peers in one run
+and writes its own RESULTS-<area>.md with a "## Targets (docs/bench.md)" table (report.render
+writes it).
 This script measures nothing: it reads those tables as they are, and writes
 
 - bench/RESULTS.md: one table of every target with its measured figure and status, each row
