@@ -29,6 +29,8 @@ from engine cimport (
     eos_store_i64be,
 )
 
+import errno
+
 from eoslog import limits
 from eoslog.errors import IndexOffsetOverflowError
 
@@ -265,7 +267,18 @@ cdef class SegmentCore:
             self.allocated = end  # the write itself extends the file
             return 0
         cdef int64_t target = end + min(self.preallocate_bytes, self._segment_bytes)
-        log.truncate(target)
+        try:
+            log.truncate(target)
+        except OSError as error:
+            if error.errno != errno.EFBIG:
+                raise  # the disk failing: fail-stop, as a failed write is
+            # Extending ahead only saves time: where the file may not grow that far (a
+            # file-size limit) this segment stops extending ahead and each write extends
+            # the file itself, failing there, with the error an append without
+            # preallocation meets, only if it must.
+            self.preallocate_bytes = 0
+            self.allocated = end
+            return 0
         self.allocated = target
         return 0
 
