@@ -263,3 +263,22 @@ def test_malformed_trigger_limits_are_refused(option: str, value: str) -> None:
 
     with pytest.raises(ValueError, match=option if option != "maxTriggerDelay" else "duration"):
         StreamOptions.parse({"path": "data", "subscribe": "orders", option: value})
+
+
+@pytest.mark.parametrize(("delay", "moves"), [("1h", False), ("0ms", True)])
+def test_min_offsets_per_trigger_waits_until_max_trigger_delay(filled, delay, moves) -> None:  # type: ignore[no-untyped-def]
+    """Fewer offsets waiting than minOffsetsPerTrigger: no new batch (the end is the start)
+    until maxTriggerDelay has passed since the last batch."""
+    from pyspark.sql.streaming.datasource import ReadMinRows
+
+    from eoslog_spark.source import EoslogDataSource
+
+    path, _ = filled
+    options = {"path": path, "subscribe": scanlog.TOPIC, "startingOffsets": "earliest"}
+    options |= {"minOffsetsPerTrigger": "1000000", "maxTriggerDelay": delay}
+    reader = EoslogDataSource(options).streamReader(None)
+    assert reader.getDefaultReadLimit() == ReadMinRows(1_000_000)
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, reader.getDefaultReadLimit())
+    assert (end == _last_stable(path)) is moves
+    assert (end == start) is not moves
