@@ -43,6 +43,7 @@ while not stop.is_set():
             topic, value=b"%d-%d" % (number, index), key=b"k%d" % index,
             partition=rng.randrange(partitions),
         )
+        producer.flush()  # in the log while the transaction is still open
     if number % 3 == 0:
         producer.abort_transaction()
     else:
@@ -181,7 +182,7 @@ def test_restarted_query_holds_every_committed_record_exactly_once(spark, tmp_pa
         sink, checkpoint = tmp_path / "sink", tmp_path / "checkpoint"
         for _ in range(3):
             query = (
-                _stream(spark, path, startingOffsets="earliest", maxOffsetsPerTrigger="40")
+                _stream(spark, path, startingOffsets="earliest")
                 .writeStream.format("parquet")
                 .option("path", str(sink))
                 .option("checkpointLocation", str(checkpoint))
@@ -282,3 +283,35 @@ def test_min_offsets_per_trigger_waits_until_max_trigger_delay(filled, delay, mo
     end = reader.latestOffset(start, reader.getDefaultReadLimit())
     assert (end == _last_stable(path)) is moves
     assert (end == start) is not moves
+
+
+def test_a_batch_ends_before_an_open_transaction_whose_records_come_once_it_commits(
+    tmp_path: pathlib.Path,
+) -> None:
+    """read_committed: the first batch ends at the open transaction's first offset (a record
+    written after it waits too); once the transaction commits, the next batch holds its
+    records and the one after, so no record is missed or read twice."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from eoslog_spark.source import EoslogDataSource
+
+    broker = eoslog.open(str(tmp_path), durability="none")
+    try:
+        txn, _ = scanlog.open_transaction_between(broker, "t")
+        options = {"path": str(tmp_path), "subscribe": "t", "startingOffsets": "earliest"}
+        reader = EoslogDataSource(options).streamReader(None)
+
+        def batch(start):  # type: ignore[no-untyped-def]
+            end = reader.latestOffset(start, ReadAllAvailable())
+            pieces = [b for p in reader.partitions(start, end) for b in reader.read(p)]
+            return end, pa.Table.from_batches(pieces, schema=pieces[0].schema) if pieces else None
+
+        first_end, first = batch(reader.initialOffset())
+        assert first_end == {"t": {"0": 1}}
+        assert first.column("value").to_pylist() == [b"before"]
+        txn.commit_transaction()
+        second_end, second = batch(first_end)
+        assert second.column("value").to_pylist() == [b"inside", b"after"]
+        assert second_end == {"t": {"0": 4}}  # past the commit marker
+    finally:
+        broker.close()
