@@ -199,7 +199,7 @@ def _refusing(
     return selected
 
 
-def _offset_for(spec: OffsetSpec, topic: str, partition: int, default: int) -> int:
+def offset_for(spec: OffsetSpec, topic: str, partition: int, default: int) -> int:
     """The offset a Spark-style spec gives one partition: "earliest" / "latest", -2 / -1, or
     a {topic: {partition: offset}} mapping (partitions it leaves out get `default`)."""
     if spec is None:
@@ -252,8 +252,8 @@ def plan_partition(
     with _naming_archived(fs), PartitionView(fs, directory, topic, partition, log_start) as view:
         committed = isolation_level == "read_committed"
         latest = view.last_stable_offset if committed else view.log_end_offset
-        start = _resolve(view, _offset_for(start_offsets, topic, partition, EARLIEST), latest)
-        stop = _resolve(view, _offset_for(end_offsets, topic, partition, LATEST), latest)
+        start = _resolve(view, offset_for(start_offsets, topic, partition, EARLIEST), latest)
+        stop = _resolve(view, offset_for(end_offsets, topic, partition, LATEST), latest)
         if start_timestamp is not None:
             start = max(start, min(view.offset_for_timestamp(start_timestamp), latest))
         if end_timestamp is not None:
@@ -296,10 +296,7 @@ def plan_ranges(
     Every range keeps `path` as given (a URL with its options, for the readers to open), and
     `archive` (the log's archive: located)."""
     fs, root = located(path, fs, archive)
-    try:
-        log_starts, _ = checkpoints.read_believed_log_starts(fs, root)
-    except OSError:
-        log_starts = {}  # replaced under us: the first segment's base serves
+    log_starts = _log_starts(fs, root)
     ranges: list[ScanRange] = []
     for topic, partition in pairs:
         ranges.extend(
@@ -319,6 +316,43 @@ def plan_ranges(
             )
         )
     return ranges
+
+
+def _log_starts(fs: FileSystem, root: str) -> Mapping[tuple[str, int], checkpoints.LogStart]:
+    """The owner's checkpointed log start offsets."""
+    try:
+        return checkpoints.read_believed_log_starts(fs, root)[0]
+    except OSError:
+        return {}  # replaced under us: the first segment's base serves
+
+
+def partition_bounds(
+    path: str,
+    pairs: Iterable[tuple[str, int]],
+    *,
+    isolation_level: str = "read_committed",
+    fs: FileSystem | None = None,
+    archive: str | None = None,
+) -> dict[tuple[str, int], tuple[int, int]]:
+    """{(topic, partition): (log start offset, latest)} as the files hold them now: latest is
+    the last stable offset under read_committed, the log end otherwise (what plan_ranges
+    plans up to). A streaming reader's micro-batches end there."""
+    if isolation_level not in ISOLATION_LEVELS:
+        raise ValueError(f"isolation_level must be one of {ISOLATION_LEVELS}")
+    fs, root = located(path, fs, archive)
+    log_starts = _log_starts(fs, root)
+    bounds: dict[tuple[str, int], tuple[int, int]] = {}
+    for topic, partition in pairs:
+        directory = os.path.join(root, f"{topic}-{partition}")
+        log_start = log_starts.get((topic, partition))
+        with (
+            _naming_archived(fs),
+            PartitionView(fs, directory, topic, partition, log_start) as view,
+        ):
+            committed = isolation_level == "read_committed"
+            latest = view.last_stable_offset if committed else view.log_end_offset
+            bounds[(topic, partition)] = (view.log_start_offset, latest)
+    return bounds
 
 
 def read_range(

@@ -34,6 +34,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
+    DataSourceStreamReader,
     EqualTo,
     Filter,
     GreaterThan,
@@ -102,11 +103,11 @@ class ScanOptions:
             isolation_level=lowered.get("isolationlevel", "read_committed"),
             starting=_offsets(lowered.get("startingoffsets")),
             ending=_offsets(lowered.get("endingoffsets")),
-            start_timestamp=_optional_int(lowered.get("startingtimestamp")),
-            end_timestamp=_optional_int(lowered.get("endingtimestamp")),
+            start_timestamp=optional_int(lowered.get("startingtimestamp")),
+            end_timestamp=optional_int(lowered.get("endingtimestamp")),
             include_headers=lowered.get("includeheaders", "false").lower() == "true",
-            min_partitions=_optional_int(lowered.get("minpartitions")),
-            records_per_partition_max=_optional_int(lowered.get("maxrecordsperpartition")),
+            min_partitions=optional_int(lowered.get("minpartitions")),
+            records_per_partition_max=optional_int(lowered.get("maxrecordsperpartition")),
             fail_on_data_loss=_flag(lowered.get("failondataloss", "true")),
             archive=lowered.get("archive") or None,
         )
@@ -125,7 +126,7 @@ def _flag(text: str) -> bool:
     return text.lower() == "true"
 
 
-def _optional_int(text: str | None) -> int | None:
+def optional_int(text: str | None) -> int | None:
     return None if text is None else int(text)
 
 
@@ -161,13 +162,17 @@ class EoslogReader(DataSourceReader):
         return [EoslogPartition(scan_range) for scan_range in ranges]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, EoslogPartition), "partitions() made every partition"
-        scan_range = partition.scan_range
-        yield from offline.read_range(
-            scan_range,
-            include_headers=self.options.include_headers,
-            fail_on_data_loss=self.options.fail_on_data_loss,
-        )
+        return read_partition(self.options, partition)
+
+
+def read_partition(options: ScanOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    """One task's records: the partition's ScanRange decoded (batch and streaming reads)."""
+    assert isinstance(partition, EoslogPartition), "partitions() made every partition"
+    return offline.read_range(
+        partition.scan_range,
+        include_headers=options.include_headers,
+        fail_on_data_loss=options.fail_on_data_loss,
+    )
 
 
 class EoslogPushdownReader(EoslogReader):
@@ -287,6 +292,12 @@ class EoslogDataSource(DataSource):
     def reader(self, schema: Any) -> DataSourceReader:
         options = ScanOptions.parse(dict(self.options))
         return EoslogPushdownReader(options) if self.pushdown else EoslogReader(options)
+
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:
+        """spark.readStream.format("eoslog"): eoslog_spark.stream."""
+        from eoslog_spark.stream import stream_reader
+
+        return stream_reader(dict(self.options))
 
 
 class EoslogPushdownDataSource(EoslogDataSource):

@@ -12,6 +12,7 @@ from eoslog.broker import Broker
 from eoslog.serve.server import Server
 from tests.serve import wire
 from tests.serve.clients import DEADLINE_S, confluent_consumer, read_assigned
+from tests.support import scanlog
 
 RECORDS = 200
 
@@ -176,17 +177,7 @@ def test_confluent_consumer_below_the_log_start_resets_to_it(
 def test_read_committed_consumer_stops_at_an_open_transaction_until_it_commits(
     broker: Broker, server: Server
 ) -> None:
-    broker.create_topic("open", 1)
-    plain = broker.producer({"linger.ms": 0})
-    plain.produce("open", value=b"before")
-    plain.flush()
-    writer = broker.producer({"transactional.id": "slow"})
-    writer.init_transactions()
-    writer.begin_transaction()
-    writer.produce("open", value=b"inside")
-    writer.flush()
-    plain.produce("open", value=b"after")  # past the LSO until the transaction ends
-    plain.flush()
+    writer, plain = scanlog.open_transaction_between(broker, "open")
     consumer = confluent_consumer(server.address, **{"isolation.level": "read_committed"})
     try:
         assert [v for *_, v in read_assigned(consumer, "open", 1, 1)] == [b"before"]

@@ -69,6 +69,26 @@ def fill(broker: eoslog.Broker, seed: int, transactions: int = 45) -> tuple[eosl
     return tail, base
 
 
+def open_transaction_between(
+    broker: eoslog.Broker, topic: str
+) -> tuple[eoslog.Producer, eoslog.Producer]:
+    """A one-partition `topic` holding b"before", then b"inside" in a transaction left open,
+    then b"after" (past the last stable offset until that transaction ends); returns the
+    transactional producer (to commit or abort it) and the plain one."""
+    broker.create_topic(topic, 1)
+    plain = broker.producer({"linger.ms": 0})
+    plain.produce(topic, value=b"before")
+    plain.flush()
+    writer = broker.producer({"transactional.id": f"open-{topic}"})
+    writer.init_transactions()
+    writer.begin_transaction()
+    writer.produce(topic, value=b"inside")
+    writer.flush()
+    plain.produce(topic, value=b"after")
+    plain.flush()
+    return writer, plain
+
+
 def consumer_view(
     broker: eoslog.Broker,
     isolation_level: str = "read_committed",
