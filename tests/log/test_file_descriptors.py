@@ -140,3 +140,43 @@ def test_a_log_of_hundreds_of_segments_works_under_a_descriptor_limit_of_512(
         check=False,
     )
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_a_view_of_a_cold_segment_stays_readable_after_later_reads_unmap_its_file(
+    tmp_path: os.PathLike[str],
+) -> None:
+    path = os.path.join(tmp_path, "data")
+    fill(path, limits.cold_log_mappings_max * 2)
+    with eoslog.open(path, background=False) as broker:
+        log = broker.log("t", 0)
+        first = log.read(0).records
+        kept = bytes(first)
+        mapped_with_first = open_fds()
+        read_from_start(log)  # maps and unmaps every other cold segment meanwhile
+        assert bytes(first) == kept
+        assert logtools.records(first)[0].value == logtools.values(0, 1, 60)[0]
+        del first
+        # The first segment's mapping is unmapped by later reads once its view is gone.
+        read_from_start(log)
+        assert open_fds() <= mapped_with_first + limits.cold_log_mappings_max
+
+
+def test_indexes_a_reader_holds_across_a_roll_still_answer_lookups(
+    tmp_path: os.PathLike[str],
+) -> None:
+    """A roll lets go of the rolled segment's index files, while a lookup on another thread
+    may have just fetched the index: it answers as before, from a copy of the entries."""
+    with eoslog.open(os.path.join(tmp_path, "data"), background=False) as broker:
+        broker.create_topic("t", 1, config=SMALL_SEGMENTS)
+        log = broker.log("t", 0)
+        for index in range(6):
+            log.append_batch(logtools.batch(logtools.values(index, 1, 60), timestamps=index))
+        segment = log.segments[-1]
+        offsets, times = segment.offset_index, segment.time_index
+        assert offsets.entries > 0
+        before = offsets.lookup(5), times.lookup(5)
+        while len(log.segments) == 1:
+            log.append_batch(logtools.batch(logtools.values(0, 1, 60), timestamps=9))
+        assert (offsets.lookup(5), times.lookup(5)) == before
+        assert segment.offset_index is not offsets  # opened again on this use
+        assert segment.offset_index.lookup(5) == before[0]

@@ -355,6 +355,20 @@ class MappedIndex:
             handle, self._handle = self._handle, None
             handle.close()
 
+    def release_file(self) -> None:
+        """Unmap and close the file but keep answering lookups, from an in-memory copy of
+        the entries in use: for an index its owner drops (a segment going cold) while
+        lookups on other threads may still hold it. Changes are refused from then on, as
+        after close; the owner opens the file again for its next use. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._entries.is_attached:
+            self._entries.attach(self._entries.copy(), self._entries.count)
+        if self._handle is not None:
+            handle, self._handle = self._handle, None
+            handle.close()
+
     def close(self) -> None:
         """Trim the file to its entries, then unmap and close it. Idempotent."""
         self.trim_to_valid_size()

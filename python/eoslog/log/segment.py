@@ -185,9 +185,11 @@ class LogSegment(SegmentReads, SegmentCore):
         )
 
     def release_indexes(self) -> None:
-        """Make this inactive segment's opened indexes durable and close them: the next use
-        opens them again (recovery once it has checked them, a roll). Nothing for the
-        active segment, whose indexes every append may touch."""
+        """Make this inactive segment's opened indexes durable and let go of their files
+        (recovery once it has checked them, a roll): the next use opens them again. A
+        lookup still holding one answers from a copy of its entries (release_file), so a
+        reader racing with the roll never meets a closed index. Nothing for the active
+        segment, whose indexes every append may touch."""
         if self.active:
             return
         with _INDEX_OPEN_LOCK:
@@ -198,7 +200,7 @@ class LogSegment(SegmentReads, SegmentCore):
             self._offset_index = self._time_index = None
             self.watch_indexes(None, 0, None, 0)
         for index in indexes:
-            index.close()
+            index.release_file()
 
     def _opened_indexes(self) -> list[OffsetIndex | TimeIndex]:
         """The indexes opened so far: what close and flush have to handle."""
