@@ -579,8 +579,11 @@ class LogSegment(SegmentReads, SegmentCore):
     def unlink_files(self) -> None:
         """Remove the segment's files from the directory but keep them open: reads that
         captured this segment just before finish on it (retention, truncation). An index not
-        opened yet is then opened read-only from whatever is left, if a read needs it."""
-        self._unlinked = True
+        opened yet is then opened read-only from whatever is left, if a read needs it (set
+        under the open lock: an open racing with this one finishes first, and none creates
+        the file again after it is gone)."""
+        with _INDEX_OPEN_LOCK:
+            self._unlinked = True
         for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LOG_SUFFIX):
             if self.fs.exists(self.path(suffix)):
                 self.fs.unlink(self.path(suffix))
