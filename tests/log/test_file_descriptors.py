@@ -33,7 +33,7 @@ SMALL_SEGMENTS = {
     "index.interval.bytes": 256,
 }
 SEGMENTS = 300
-# Below three descriptors per segment (what an open used to take), above one plus the cold
+# Below two descriptors per segment (an open used to take five), above one plus the cold
 # mappings and FIXED_MAX.
 DESCRIPTOR_LIMIT = 512
 # Descriptors a broker holds besides its segments' (lock, checkpoints, the active segment).
@@ -108,8 +108,8 @@ def test_segments_deleted_by_retention_give_their_descriptors_back(
 def test_a_log_of_hundreds_of_segments_works_under_a_descriptor_limit_of_512(
     tmp_path: os.PathLike[str],
 ) -> None:
-    """Before indexes were opened lazily this open failed with EMFILE (three descriptors
-    per segment at open, four once read)."""
+    """Before indexes were opened lazily this open failed with EMFILE (five descriptors per
+    segment at open: the .log, and each index open and mapped; six once read)."""
     path = os.path.join(tmp_path, "data")
     fill(path, SEGMENTS)
     script = textwrap.dedent(
