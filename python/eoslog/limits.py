@@ -194,6 +194,12 @@ shrink_copy_chunk_bytes: Final = 8 * 1024 * 1024
 # batch; remapping every few MiB keeps reads near the tail from paying it on every append.
 remap_tail_bytes_min: Final = 4 * 1024 * 1024
 
+# The .log files of inactive segments that stay mapped for reads, per process (the least
+# recently read are unmapped first). A mapping holds a file descriptor of its own (Python's
+# mmap duplicates the one it maps), so a read through a log of thousands of segments would
+# otherwise hold two per segment (docs/design.md "Files and file descriptors").
+cold_log_mappings_max: Final = 64
+
 # Kafka's RecordValidationException message lists the first few record errors.
 reported_record_errors_max: Final = 3
 

@@ -69,6 +69,7 @@ class MappedIndex:
 
     __slots__ = (
         "_base_offset",
+        "_closed",
         "_dirty",
         "_entries",
         "_fs",
@@ -88,12 +89,18 @@ class MappedIndex:
         max_index_bytes: int = INDEX_BYTES_DEFAULT,
         writable: bool = True,
         missing_ok: bool = False,
+        hold_handle: bool = True,
     ) -> None:
         """Open the index file at path, creating and preallocating it if it is missing and
         writable. ValueError if a new file could not hold one entry; FileNotFoundError if it
         is missing and not writable, unless missing_ok (then it reads as no entries: index
         files are created lazily, and retention may remove them under an offline reader);
-        OSError from the file system."""
+        OSError from the file system.
+
+        hold_handle=False (a writable index of an inactive segment, opened for lookups): the
+        file is closed once mapped, since the mapping keeps a descriptor of its own (Python's
+        mmap duplicates the one it maps), and opened again by the first change; the caller
+        vouches that the file is durable as it is (the first flush syncs nothing)."""
         self._fs = fs
         self._path = path
         self._base_offset = base_offset
@@ -104,9 +111,13 @@ class MappedIndex:
         self._length = 0
         # Changed since the last flush (unknown at open: the first flush syncs). Set by
         # every change of the entries or the file; flush() syncs only when it is set.
-        self._dirty = True
+        self._dirty = hold_handle
+        self._closed = False
         if writable:
             self._open_writable()
+            if not hold_handle and self._handle is not None:
+                handle, self._handle = self._handle, None
+                handle.close()
         else:
             self._open_read_only(missing_ok)
         self._refresh_last()
@@ -197,11 +208,17 @@ class MappedIndex:
         # mmap cannot map an empty region; an empty index needs no bytes to search.
         return handle.map(size) if size > 0 else bytearray()
 
-    def _require_handle(self) -> FileHandle:
+    def _require_open(self) -> None:
         if not self._writable:
             raise io.UnsupportedOperation(f"index {self._path} was opened read-only")
-        if self._handle is None:
+        if self._closed:
             raise ValueError(f"index {self._path} is closed")
+
+    def _require_handle(self) -> FileHandle:
+        """The file's handle, for a change: opened again if hold_handle=False closed it."""
+        self._require_open()
+        if self._handle is None:
+            self._handle = self._fs.open(self._path)
         return self._handle
 
     def _relative(self, offset: int) -> int:
@@ -282,10 +299,11 @@ class MappedIndex:
         """Give the file new_size bytes rounded down to a multiple of the entry size and map
         them; False if that is its length already. Entries and position are kept: ValueError
         if the new size cannot hold them (Kafka fails there too, after changing the file)."""
-        handle = self._require_handle()
+        self._require_open()
         rounded = self._rounded(new_size)
         if rounded == self._length:
             return False
+        handle = self._require_handle()
         if rounded < self.size_in_bytes:
             raise ValueError(
                 f"cannot resize {self._path} to {rounded} bytes: it holds "
@@ -313,7 +331,7 @@ class MappedIndex:
 
     def trim_to_valid_size(self) -> None:
         """Cut the file to its entries, so that reopening it finds exactly these (§5.6)."""
-        if self._writable and self._handle is not None:
+        if self._writable and not self._closed:
             self.resize(self.size_in_bytes)
 
     def flush(self) -> None:
@@ -321,16 +339,32 @@ class MappedIndex:
         Nothing to do when nothing changed since the last flush (most appends add no index
         entry). The flag is cleared before the sync, so a change racing with it is synced
         by the next flush."""
-        if self._writable and self._handle is not None and self._dirty:
+        if self._writable and not self._closed and self._dirty:
+            handle = self._require_handle()
             self._dirty = False
             try:
-                self._handle.sync()
+                handle.sync()
             except BaseException:
                 self._dirty = True
                 raise
 
     def _release(self) -> None:
+        self._closed = True
         self._entries.detach()
+        if self._handle is not None:
+            handle, self._handle = self._handle, None
+            handle.close()
+
+    def release_file(self) -> None:
+        """Unmap and close the file but keep answering lookups, from an in-memory copy of
+        the entries in use: for an index its owner drops (a segment going cold) while
+        lookups on other threads may still hold it. Changes are refused from then on, as
+        after close; the owner opens the file again for its next use. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._entries.is_attached:
+            self._entries.attach(self._entries.copy(), self._entries.count)
         if self._handle is not None:
             handle, self._handle = self._handle, None
             handle.close()

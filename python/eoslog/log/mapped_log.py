@@ -127,15 +127,26 @@ class MappedLog:
             self._current = (mapping, end)
             return memoryview(mapping)
 
+    def _drop_mappings(self) -> None:
+        """Close every mapping no view uses and keep the others in _older (under the lock:
+        the next view() maps again)."""
+        mappings = [*self._older, *([self._current[0]] if self._current else [])]
+        self._current = None
+        self._older = [mapping for mapping in mappings if not _closed_now(mapping)]
+
+    def unmap(self) -> None:
+        """Unmap the file where no view uses it, so its mappings' descriptors close (a
+        cold segment read long ago); the next read maps it again. Any thread."""
+        with self._lock:
+            self._drop_mappings()
+
     def shrink(self, size: int) -> None:
         """Cut the file to `size` bytes without cutting under a live view (module doc):
         in place if no view of any mapping is alive, else by replacing the file with a copy
         of its first `size` bytes. Writer only. On OSError the file is unchanged or already
         replaced (a temp file may be left, which open deletes)."""
         with self._lock:
-            mappings = [*self._older, *([self._current[0]] if self._current else [])]
-            self._current = None
-            self._older = [mapping for mapping in mappings if not _closed_now(mapping)]
+            self._drop_mappings()
             if not self._older:
                 # No view exists and none can appear before the cut: mapping waits on this lock.
                 self.handle.truncate(size)

@@ -489,6 +489,10 @@ class PartitionLog:
                 active.offset_index.flush()
                 active.time_index.flush()
                 active.txn_index.flush()
+                # Synced, so closed: a cold segment keeps one descriptor, its .log's
+                # (docs/design.md "Files and file descriptors"). Under "none" they stay
+                # open until close syncs them, or the next open.
+                active.release_indexes()
             segment = LogSegment(
                 self.fs, self.directory, base_offset, self.config, created_ms=self._clock_ms()
             )

@@ -86,27 +86,45 @@ def aborted_in(
     The index after a clean shutdown is not checked at open (Kafka's rule), so the entry is
     checked here against the fetch: one whose offset is not past the last offset fetched
     (a damaged position) would hide aborted transactions inside the fetch. Such an entry
-    marks the segment's index suspect and is not used."""
+    marks the segment's index suspect and is not used. The bound is found only when a
+    transaction index has entries to filter by it: a fetch from a log without aborts opens
+    no offset index (the owner opens indexes on first use)."""
+    found: list[tuple[int, int]] = []
+    upper_bound: int | None = None
+    for later in segments[number:]:
+        if later.txn_index.is_empty:
+            continue
+        if upper_bound is None:
+            upper_bound = _fetch_upper_bound(
+                segments, number, position, fetch_size, fetched_last_offset, log_end_offset
+            )
+        entries, complete = later.txn_index.collect_aborted(fetch_offset, upper_bound)
+        found.extend((entry.producer_id, entry.first_offset) for entry in entries)
+        if complete:
+            break
+    return found
+
+
+def _fetch_upper_bound(
+    segments: list[LogSegment],
+    number: int,
+    position: int,
+    fetch_size: int,
+    fetched_last_offset: int,
+    log_end_offset: int,
+) -> int:
+    """aborted_in's upper bound: the first checked index entry past the fetched bytes, else
+    the next segment's base, else the log end."""
     segment = segments[number]
     upper = segment.offset_index.fetch_upper_bound_offset(position, fetch_size)
     if upper is not None and upper[0] <= fetched_last_offset:
         segment.index_suspect = True
         upper = None
     if upper is not None:
-        upper_bound = upper[0]
-    elif number + 1 < len(segments):
-        upper_bound = segments[number + 1].base_offset
-    else:
-        upper_bound = log_end_offset
-    found: list[tuple[int, int]] = []
-    for later in segments[number:]:
-        if later.txn_index.is_empty:
-            continue
-        entries, complete = later.txn_index.collect_aborted(fetch_offset, upper_bound)
-        found.extend((entry.producer_id, entry.first_offset) for entry in entries)
-        if complete:
-            break
-    return found
+        return upper[0]
+    if number + 1 < len(segments):
+        return segments[number + 1].base_offset
+    return log_end_offset
 
 
 class Published(NamedTuple):

@@ -87,16 +87,24 @@ class SegmentFiles(SegmentReads):
         self.size = size
         self.index_suspect = False
         self._handle = handle
-        self.offset_index = OffsetIndex(
+        self._offset_index = OffsetIndex(
             fs, self.path(INDEX_SUFFIX), base_offset, writable=False, missing_ok=True
         )
-        self.time_index = TimeIndex(
+        self._time_index = TimeIndex(
             fs, self.path(TIME_INDEX_SUFFIX), base_offset, writable=False, missing_ok=True
         )
 
     @property
     def log(self) -> FileHandle:
         return self._handle
+
+    @property
+    def offset_index(self) -> OffsetIndex:
+        return self._offset_index
+
+    @property
+    def time_index(self) -> TimeIndex:
+        return self._time_index
 
     def aborted_transactions(self) -> list[AbortedTxn] | None:
         """The entries of this segment's .txnindex, read in bounded chunks (txn_index.

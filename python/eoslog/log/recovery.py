@@ -204,6 +204,8 @@ def _set_active(segments: list[LogSegment], config: LogConfig) -> None:
     """The last segment takes appends: its indexes get back their preallocated size."""
     for inactive in segments[:-1]:
         inactive.active = False
+        # Checked (or believed, after a clean stop): closed until a lookup needs them.
+        inactive.release_indexes()
     active = segments[-1]
     active.active = True
     active.offset_index.resize(config.segment_index_bytes)
@@ -271,7 +273,7 @@ def _rescan(
         if (
             segment.base_offset in missing_indexes
             or not _indexes_sane(segment, clean_shutdown, _next_base(segments, segment), segments)
-            or (segment is not segments[-1] and _untrimmed(segment))
+            or (segment is not segments[-1] and segment.indexes_untrimmed())
         ):
             report.indexes_rebuilt.append(segment.path(INDEX_SUFFIX))
             needs_rescan = True
@@ -338,18 +340,6 @@ def _is_leftover(name: str, parsed: tuple[int, str] | None, logs: set[str]) -> b
         return suffix in _INDEX_SUFFIXES and file_name(base_offset, LOG_SUFFIX) not in logs
     stem, _, ending = name.rpartition(".")
     return f".{ending}" in (DELETED_SUFFIX, ".tmp") and parse_file_name(stem) is not None
-
-
-def _untrimmed(segment: LogSegment) -> bool:
-    """Whether an inactive segment's index files still have their preallocated size. A roll
-    trims them, but a crash can undo a trim that was not yet synced while the recovery point
-    already covers the segment's data; the zero-filled tail would then read as entries.
-    Such a segment is rescanned. (A trimmed index never keeps the full preallocated length
-    unless it is exactly full, and then rebuilding it costs one scan.)"""
-    return any(
-        index.length == index.max_index_bytes // index.ENTRY_BYTES * index.ENTRY_BYTES
-        for index in (segment.offset_index, segment.time_index)
-    )
 
 
 def _indexes_sane(

@@ -16,7 +16,8 @@ recovery, index rebuilds) preads, and maps nothing.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import threading
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from eoslog._ext import scan
 from eoslog._ext.segment_core import SegmentCore
 from eoslog.errors import CorruptRecordError
 from eoslog.fs import FileHandle, FileSystem
+from eoslog.log import cold_mappings
 from eoslog.log.config import LogConfig
 from eoslog.log.mapped_log import MappedLog
 from eoslog.log.offset_index import OffsetIndex
@@ -41,6 +43,11 @@ from eoslog.log.time_index import TimeIndex
 from eoslog.log.txn_index import TransactionIndex
 from eoslog.record import codec, layout
 from eoslog.record.status import TRUNCATED_BATCH
+
+# Held while a segment's indexes are opened on first use (LogSegment._open_indexes): opens
+# are rare (once per segment and process), so one lock for all segments costs nothing.
+_INDEX_OPEN_LOCK = threading.Lock()
+_Index = TypeVar("_Index", OffsetIndex, TimeIndex)
 
 
 class SegmentRead(NamedTuple):
@@ -92,25 +99,14 @@ class LogSegment(SegmentReads, SegmentCore):
         self.created_ms = created_ms
         self._log_file = MappedLog(fs, self.path(LOG_SUFFIX))
         self.size = self.allocated = self.log.size()
-        self.offset_index = OffsetIndex(
-            fs,
-            self.path(INDEX_SUFFIX),
-            base_offset,
-            max_index_bytes=config.segment_index_bytes,
-        )
-        self.time_index = TimeIndex(
-            fs,
-            self.path(TIME_INDEX_SUFFIX),
-            base_offset,
-            max_index_bytes=config.segment_index_bytes,
-        )
+        # The offset and time indexes are opened (and mapped) on first use, so a cold
+        # segment holds one file descriptor, its .log's (docs/design.md "Files and file
+        # descriptors"): see offset_index and time_index below.
+        self._offset_index: OffsetIndex | None = None
+        self._time_index: TimeIndex | None = None
+        # Set by unlink_files: an index opened after that reads what is left, creating nothing.
+        self._unlinked = False
         self.txn_index = TransactionIndex(fs, self.path(TXN_INDEX_SUFFIX), base_offset)
-        self.watch_indexes(
-            self.offset_index.entry_table,
-            OffsetIndex.RESERVED_SLOTS,
-            self.time_index.entry_table,
-            TimeIndex.RESERVED_SLOTS,
-        )
         self.bytes_since_last_index_entry = 0
         # The largest batch max timestamp and the last offset of its batch (the time index's
         # "shallow" offset), and the first batch's max timestamp, which segment.ms counts
@@ -125,6 +121,90 @@ class LogSegment(SegmentReads, SegmentCore):
         # False once rolled (or loaded behind another segment): its indexes are trimmed and
         # final, and close() adds nothing to them.
         self.active = True
+
+    @property
+    def offset_index(self) -> OffsetIndex:
+        """The .index, opened and mapped on first use (a lookup, an append, a check)."""
+        index = self._offset_index
+        if index is None:
+            index = self._open_indexes()[0]
+        return index
+
+    @property
+    def time_index(self) -> TimeIndex:
+        """The .timeindex, opened and mapped on first use, as offset_index."""
+        index = self._time_index
+        if index is None:
+            index = self._open_indexes()[1]
+        return index
+
+    def _open_indexes(self) -> tuple[OffsetIndex, TimeIndex]:
+        """Open both indexes (Kafka's LazyIndex opens each alone; the roll rule watches both
+        tables together). Lookups may race here from any thread: one lock makes the first
+        open the only one. After unlink_files an index is read from what is left, read-only
+        (a missing file reads as no entries, and lookups scan the .log)."""
+        with _INDEX_OPEN_LOCK:
+            if self._offset_index is None or self._time_index is None:
+                offsets = self._open_index(OffsetIndex, INDEX_SUFFIX)
+                try:
+                    times = self._open_index(TimeIndex, TIME_INDEX_SUFFIX)
+                except BaseException:
+                    offsets.close()
+                    raise
+                self.watch_indexes(
+                    offsets.entry_table,
+                    OffsetIndex.RESERVED_SLOTS,
+                    times.entry_table,
+                    TimeIndex.RESERVED_SLOTS,
+                )
+                self._offset_index, self._time_index = offsets, times
+            return self._offset_index, self._time_index
+
+    def _open_index(self, kind: type[_Index], suffix: str) -> _Index:
+        return kind(
+            self.fs,
+            self.path(suffix),
+            self.base_offset,
+            max_index_bytes=self.config.segment_index_bytes,
+            writable=not self._unlinked,
+            missing_ok=self._unlinked,
+            hold_handle=self.active,
+        )
+
+    def indexes_untrimmed(self) -> bool:
+        """Whether this inactive segment's index files still have their preallocated size
+        (recovery asks, without opening them). A roll trims them, but a crash can undo a
+        trim that was not yet synced while the recovery point already covers the segment's
+        data; the zero-filled tail would then read as entries, so recovery rescans such a
+        segment. (A trimmed index never keeps the full preallocated length unless it is
+        exactly full, and then rebuilding it costs one scan.)"""
+        size = self.config.segment_index_bytes
+        return any(
+            self.fs.file_size(self.path(suffix)) == size - size % kind.ENTRY_BYTES
+            for suffix, kind in ((INDEX_SUFFIX, OffsetIndex), (TIME_INDEX_SUFFIX, TimeIndex))
+        )
+
+    def release_indexes(self) -> None:
+        """Make this inactive segment's opened indexes durable and let go of their files
+        (recovery once it has checked them, a roll): the next use opens them again. A
+        lookup still holding one answers from a copy of its entries (release_file), so a
+        reader racing with the roll never meets a closed index. Nothing for the active
+        segment, whose indexes every append may touch."""
+        if self.active:
+            return
+        with _INDEX_OPEN_LOCK:
+            indexes = self._opened_indexes()
+            for index in indexes:
+                index.trim_to_valid_size()
+                index.flush()
+            self._offset_index = self._time_index = None
+            self.watch_indexes(None, 0, None, 0)
+        for index in indexes:
+            index.release_file()
+
+    def _opened_indexes(self) -> list[OffsetIndex | TimeIndex]:
+        """The indexes opened so far: what close and flush have to handle."""
+        return [index for index in (self._offset_index, self._time_index) if index is not None]
 
     @property
     def log(self) -> FileHandle:
@@ -190,7 +270,7 @@ class LogSegment(SegmentReads, SegmentCore):
         first batch whose last offset is >= offset, or None. The index entry is checked
         against its batch's header as _indexed_position checks it, and one header walk from
         there finds the batch, touching only headers. CorruptRecordError as _locate."""
-        entry_offset, position = self.offset_index.lookup(offset)
+        entry_offset, position = self.index_lookup(offset)
         if position != 0 and not (
             position + layout.HEADER_SIZE <= end and last_offset_at(view, position) == entry_offset
         ):
@@ -236,6 +316,8 @@ class LogSegment(SegmentReads, SegmentCore):
         view = self._log_file.view_unless_tail(end)
         if view is None:
             return self._read_copied(start_offset, max_bytes, end, contiguous, offset_end)
+        if not self.active:
+            cold_mappings.touched(self._log_file)
         found = self._locate_mapped(view, start_offset, end)
         if found is None:
             return None
@@ -472,8 +554,8 @@ class LogSegment(SegmentReads, SegmentCore):
         the last (PartitionLog._roll). That halves a small commit's fsyncs."""
         self.log.sync()
         if indexes:
-            self.offset_index.flush()
-            self.time_index.flush()
+            for index in self._opened_indexes():
+                index.flush()
             self.txn_index.flush()
 
     def close(self) -> None:
@@ -483,28 +565,35 @@ class LogSegment(SegmentReads, SegmentCore):
         self.cut_preallocation()
         if self.active:
             self._append_final_time_entry()
-        self.offset_index.trim_to_valid_size()
-        self.time_index.trim_to_valid_size()
-        self.offset_index.flush()
-        self.time_index.flush()
+        indexes = self._opened_indexes()
+        for index in indexes:
+            index.trim_to_valid_size()
+            index.flush()
         self.txn_index.flush()
-        self.offset_index.close()
-        self.time_index.close()
+        for index in indexes:
+            index.close()
         self.txn_index.close()
+        cold_mappings.forget(self._log_file)
         self._log_file.close()
 
     def unlink_files(self) -> None:
         """Remove the segment's files from the directory but keep them open: reads that
-        captured this segment just before finish on it (retention, truncation)."""
+        captured this segment just before finish on it (retention, truncation). An index not
+        opened yet is then opened read-only from whatever is left, if a read needs it (set
+        under the open lock: an open racing with this one finishes first, and none creates
+        the file again after it is gone)."""
+        with _INDEX_OPEN_LOCK:
+            self._unlinked = True
         for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LOG_SUFFIX):
             if self.fs.exists(self.path(suffix)):
                 self.fs.unlink(self.path(suffix))
 
     def close_files(self) -> None:
         """Close an unlinked segment's files without writing to them."""
-        self.offset_index.close()
-        self.time_index.close()
+        for index in self._opened_indexes():
+            index.close()
         self.txn_index.close()
+        cold_mappings.forget(self._log_file)
         self._log_file.close()
 
     def delete(self) -> None:

@@ -146,20 +146,27 @@ def offset_from_file_name(name: str) -> int:
 
 class SegmentReads:
     """Lookups over one segment's .log and indexes. A subclass sets the attributes below and
-    provides `log` (the .log's open handle)."""
+    provides `log` (the .log's open handle), `offset_index` and `time_index` (the owner's
+    open on first use)."""
 
     base_offset: int
     directory: str
     # The logical end of the .log: everything below it is whole batches.
     size: int
-    offset_index: OffsetIndex
-    time_index: TimeIndex
     # Set when a lookup found an index entry that its batch contradicts; lookups then scan
     # from the segment start.
     index_suspect: bool
 
     @property
     def log(self) -> FileHandle:
+        raise NotImplementedError
+
+    @property
+    def offset_index(self) -> OffsetIndex:
+        raise NotImplementedError
+
+    @property
+    def time_index(self) -> TimeIndex:
         raise NotImplementedError
 
     def path(self, suffix: str) -> str:
@@ -270,13 +277,21 @@ class SegmentReads:
             position = int(infos["position"][-1]) + int(infos["size"][-1])
         return np.concatenate(rows) if rows else np.empty(0, dtype=scan.BATCH_INFO)
 
+    def index_lookup(self, offset: int) -> tuple[int, int]:
+        """The offset index's (offset, position) to start a search for `offset` at; a search
+        from the segment's start (a consumer reading from the beginning) needs no index, so
+        it does not open one (the owner opens indexes on first use)."""
+        if offset <= self.base_offset:
+            return self.base_offset, 0
+        return self.offset_index.lookup(offset)
+
     def _indexed_position(self, offset: int, end: int) -> tuple[int, bytes | None]:
         """Where a scan for `offset` may start, by the offset index, and the first chunk read
         there. An entry (o, p) says the batch at p ends at offset o; it is checked against that
         batch's header, which the chunk holds anyway, before it is believed. The indexes of
         segments below the recovery point are not rebuilt at open, and a damaged entry would
         otherwise send the scan into the middle of a batch or past the offset sought."""
-        entry_offset, position = self.offset_index.lookup(offset)
+        entry_offset, position = self.index_lookup(offset)
         if position == 0:
             return 0, None
         chunk = self.log.pread(
