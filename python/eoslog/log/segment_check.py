@@ -185,6 +185,17 @@ def zero_tail(handle: FileHandle, start: int, end: int) -> bool:
     return True
 
 
+def written_since(handle: FileHandle, end: int, stop: WalkStop) -> bool:
+    """Whether a whole valid batch now stands where a walk stopped: the file changed under
+    the walk. An owner under durability "commit" or "always" appends into zeros it extended
+    its active segment by (preallocation), so a reader of a live directory can meet a batch
+    length of 0, then, further on, batches written after it read that length; the log it
+    captured ends at the stop. A file nobody writes reads the same again, so its damage is
+    still damage."""
+    again = SegmentWalk(handle, end, None, start=stop.position)
+    return any(True for _ in again)
+
+
 def find_resumption(handle: FileHandle, start: int, end: int) -> int | None:
     """The first position in (start, end) where a whole batch with a valid CRC lies, found
     in windows of two chunks that step by one chunk (so every batch up to a chunk long is

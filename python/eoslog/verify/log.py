@@ -35,6 +35,7 @@ from eoslog.log.segment_check import (
     WalkStop,
     continuity_problem,
     find_resumption,
+    written_since,
     zero_tail,
 )
 from eoslog.log.segment_reads import LOG_SUFFIX, file_name, parse_file_name
@@ -168,6 +169,8 @@ class PartitionWalk:
             if walk.stop is None:
                 break
             resume = find_resumption(handle, walk.stop.position, size)
+            if resume is not None and written_since(handle, size, walk.stop):
+                break  # the owner appended where this walk read zeros: its end
             next_offset = walk.next_offset if walk.next_offset is not None else floor
             assert next_offset is not None, "a walk from the segment start knows its offset"
             zeros = resume is None and zero_tail(handle, walk.stop.position, size)
