@@ -185,14 +185,17 @@ def zero_tail(handle: FileHandle, start: int, end: int) -> bool:
     return True
 
 
-def written_since(handle: FileHandle, end: int, stop: WalkStop) -> bool:
+def written_since(
+    handle: FileHandle, end: int, stop: WalkStop, expected_offset: int | None
+) -> bool:
     """Whether a whole valid batch now stands where a walk stopped: the file changed under
     the walk. An owner under durability "commit" or "always" appends into zeros it extended
     its active segment by (preallocation), so a reader of a live directory can meet a batch
     length of 0, then, further on, batches written after it read that length; the log it
     captured ends at the stop. A file nobody writes reads the same again, so its damage is
-    still damage."""
-    again = SegmentWalk(handle, end, None, start=stop.position)
+    still damage. expected_offset: the offset the stopped walk expected there, so a batch
+    that fails the walk's continuity check is damage again, not a new append."""
+    again = SegmentWalk(handle, end, expected_offset, start=stop.position)
     return any(True for _ in again)
 
 

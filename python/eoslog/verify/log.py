@@ -169,7 +169,7 @@ class PartitionWalk:
             if walk.stop is None:
                 break
             resume = find_resumption(handle, walk.stop.position, size)
-            if resume is not None and written_since(handle, size, walk.stop):
+            if resume is not None and written_since(handle, size, walk.stop, walk.next_offset):
                 break  # the owner appended where this walk read zeros: its end
             next_offset = walk.next_offset if walk.next_offset is not None else floor
             assert next_offset is not None, "a walk from the segment start knows its offset"
