@@ -32,6 +32,7 @@ from eoslog.log.segment_check import (
     SegmentWalk,
     WalkStop,
     find_resumption,
+    written_since,
     zero_tail,
 )
 from eoslog.log.segment_reads import offset_from_file_name
@@ -194,9 +195,16 @@ def _walk_printing(
             )
             emit(options, "zeroTail", zeros, text)
             return status
+        resume = find_resumption(handle, stop.position, size)
+        if resume is not None and written_since(handle, size, stop, walk.next_offset):
+            text = (
+                f"The log read ends at byte {stop.position} of {name}: batches were appended "
+                "there while dump-log read it (a live segment)"
+            )
+            emit(options, "appendedWhileRead", {"byte": stop.position}, text)
+            return status
         status = 1
         _print_damaged_batch(handle, size, stop, options)
-        resume = find_resumption(handle, stop.position, size)
         where = "" if resume is None else f"; valid batches resume at byte {resume}"
         damage = {"byte": stop.position, "description": stop.description, "resumeAt": resume}
         emit(

@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 
 import eoslog
+import eoslog.dump_log
 from eoslog import cli
+from eoslog.fs import FileHandle
 from eoslog.record import codec
 from tests.cli.shell import run
 
@@ -209,17 +211,22 @@ def test_a_missing_file_among_several_prints_nothing_and_is_status_2(root: Path)
     assert "No such file or directory" in done.stderr and len(done.stderr.splitlines()) == 1
 
 
+def _batch(offset: int, value_bytes: int = 10) -> bytes:
+    """A batch of one record at offset."""
+    builder = codec.BatchBuilder()
+    builder.append(1_700_000_000_000, None, b"v" * value_bytes)
+    batch = bytearray(builder.build())
+    codec.stamp_batch(batch, base_offset=offset, partition_leader_epoch=0)
+    return bytes(batch)
+
+
 def _segment(path: Path, batches: int, value_bytes: int = 10) -> list[int]:
     """Batches of one record each at offsets 0, 1, ...; returns their positions."""
     data = bytearray()
     positions = []
     for index in range(batches):
-        builder = codec.BatchBuilder()
-        builder.append(1_700_000_000_000, None, b"v" * value_bytes)
-        batch = bytearray(builder.build())
-        codec.stamp_batch(batch, base_offset=index, partition_leader_epoch=0)
         positions.append(len(data))
-        data += batch
+        data += _batch(index, value_bytes)
     path.write_bytes(bytes(data))
     return positions
 
@@ -261,6 +268,47 @@ def test_zeros_followed_by_anything_else_are_damage(tmp_path: Path) -> None:
     status, lines = _dump(str(path))
     assert status == 1
     assert f"Damage at byte {end}: " in "\n".join(lines)
+
+
+def _dump_while_the_owner_appends(
+    path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], first: int
+) -> tuple[int, list[str]]:
+    """dump_log over two batches and preallocated zeros, where the owner appends batches at
+    offsets first, first + 1 into the zeros right after the walk read a batch length of 0
+    there (the interleaving a live segment under "commit" allows)."""
+    end = _segment(path, 2)[-1] + len(_batch(1))
+    path.write_bytes(path.read_bytes() + bytes(4096))
+    zero_tail = eoslog.dump_log.zero_tail
+
+    def owner_appends_then_look(handle: FileHandle, start: int, size: int) -> bool:
+        with open(path, "r+b") as file:
+            file.seek(end)
+            file.write(_batch(first) + _batch(first + 1))
+        return zero_tail(handle, start, size)
+
+    monkeypatch.setattr(eoslog.dump_log, "zero_tail", owner_appends_then_look)
+    status = eoslog.dump_log.dump_log(str(path), eoslog.dump_log.DumpOptions.of())
+    return status, capsys.readouterr().out.splitlines()
+
+
+def test_batches_appended_while_dump_log_reads_end_the_dump_not_damage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / f"{SEGMENT}.log"
+    status, lines = _dump_while_the_owner_appends(path, monkeypatch, capsys, first=2)
+    assert status == 0, lines
+    assert [line.split()[1] for line in lines if line.startswith("baseOffset:")] == ["0", "1"]
+    assert not [line for line in lines if line.startswith("Damage")], lines
+    assert lines[-1].endswith("batches were appended there while dump-log read it (a live segment)")
+
+
+def test_a_batch_in_the_zeros_that_does_not_continue_the_offsets_is_still_damage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / f"{SEGMENT}.log"
+    status, lines = _dump_while_the_owner_appends(path, monkeypatch, capsys, first=7)
+    assert status == 1
+    assert [line for line in lines if line.startswith("Damage at byte ")], lines
 
 
 # Over eoslog.progress.PROGRESS_BYTES_MIN (16 MiB): 20 one-MiB batches.
