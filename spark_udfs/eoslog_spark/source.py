@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -233,6 +233,8 @@ def plan(options: ScanOptions, pushed: Pushed) -> list[offline.ScanRange]:
     pairs = offline.list_partitions(
         options.path, options.topics, pattern=options.pattern, partitions=options.assigned, fs=fs
     )
+    check_offsets_name_every_partition(options.starting, pairs, "startingOffsets")
+    check_offsets_name_every_partition(options.ending, pairs, "endingOffsets")
     if pushed.partitions is not None:
         pairs = [pair for pair in pairs if pair[1] in pushed.partitions]
     start_timestamp = options.start_timestamp
@@ -262,6 +264,24 @@ def plan(options: ScanOptions, pushed: Pushed) -> list[offline.ScanRange]:
             per_range = min(per_range, options.records_per_partition_max)
         planned = ranges(per_range)
     return planned
+
+
+def check_offsets_name_every_partition(
+    spec: offline.OffsetSpec, pairs: Iterable[tuple[str, int]], option: str
+) -> None:
+    """As the Kafka source: offsets given as JSON name exactly the partitions the query reads
+    (-2 / -1 for earliest / latest), so a partition left out, or one that does not exist, is an
+    error rather than a silent default."""
+    if not isinstance(spec, Mapping):
+        return
+    named = {(topic, int(partition)) for topic, offsets in spec.items() for partition in offsets}
+    read = set(pairs)
+    if named != read:
+        raise ValueError(
+            f"{option} gives specific offsets, so it must name every partition the query reads "
+            f"(-1 for latest, -2 for earliest): it names {sorted(named)}, the query reads "
+            f"{sorted(read)}"
+        )
 
 
 def _narrow(scan_range: offline.ScanRange, pushed: Pushed) -> offline.ScanRange | None:

@@ -38,7 +38,13 @@ from pyspark.sql.streaming.datasource import (
 
 from eoslog import offline
 from eoslog.errors import OffsetOutOfRangeError
-from eoslog_spark.source import EoslogPartition, ScanOptions, optional_int, read_partition
+from eoslog_spark.source import (
+    EoslogPartition,
+    ScanOptions,
+    check_offsets_name_every_partition,
+    optional_int,
+    read_partition,
+)
 
 Offsets = dict[str, dict[str, int]]  # {"topic": {"0": 42}}: the next offset to read
 Bounds = dict[tuple[str, int], tuple[int, int]]  # (log start, latest) per partition
@@ -147,8 +153,10 @@ class EoslogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> Offsets:
         """startingOffsets resolved against the partitions there now."""
         spec = self.options.scan.starting
+        bounds = self._bounds()
+        check_offsets_name_every_partition(spec, bounds, "startingOffsets")
         starts = {}
-        for (topic, partition), (log_start, latest) in self._bounds().items():
+        for (topic, partition), (log_start, latest) in bounds.items():
             wanted = offline.offset_for(spec, topic, partition, offline.LATEST)
             if wanted == offline.EARLIEST:
                 starts[(topic, partition)] = log_start
@@ -157,6 +165,11 @@ class EoslogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             else:
                 starts[(topic, partition)] = wanted
         return _nested(starts)
+
+    def reportLatestOffset(self) -> Offsets:
+        """Each partition's latest offset now, whatever the read limit (Spark shows it in the
+        query's progress as latestOffset, as for the Kafka source)."""
+        return _nested({key: latest for key, (_, latest) in self._bounds().items()})
 
     def prepareForTriggerAvailableNow(self) -> None:
         self.target = {key: latest for key, (_, latest) in self._bounds().items()}

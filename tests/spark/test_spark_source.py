@@ -200,6 +200,25 @@ def test_header_value_as_arrow_udf_equals_first_matching_header(spark, owned) ->
     assert picked.column("trace").to_pylist() == [b"first", None, None, None, None]
 
 
+@pytest.mark.parametrize("option", ["startingOffsets", "endingOffsets"])
+@pytest.mark.parametrize("named", [[0, 1], [0, 1, 2, 3]])
+def test_json_offsets_must_name_exactly_the_partitions_read(owned, option, named) -> None:  # type: ignore[no-untyped-def]
+    """As the Kafka source: a partition left out of the JSON, or one the topic does not have,
+    fails the planning instead of being read from a default."""
+    from eoslog_spark.source import EoslogDataSource
+
+    path, _ = owned
+    spec = json.dumps(
+        {scanlog.TOPIC: {str(p): -2 if option == "startingOffsets" else -1 for p in named}}
+    )
+    options = {"path": path, "subscribe": scanlog.TOPIC, option: spec}
+    with pytest.raises(ValueError, match=f"{option} gives specific offsets, so it must name every"):
+        EoslogDataSource(options).reader(None).partitions()
+    every = {scanlog.TOPIC: {str(p): -2 if option == "startingOffsets" else -1 for p in range(3)}}
+    options[option] = json.dumps(every)
+    assert EoslogDataSource(options).reader(None).partitions()
+
+
 @pytest.mark.parametrize("fail_on_data_loss", ["true", "false"])
 def test_fail_on_data_loss_when_retention_deletes_planned_segments(
     tmp_path: pathlib.Path, fail_on_data_loss: str

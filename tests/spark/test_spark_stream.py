@@ -285,6 +285,30 @@ def test_min_offsets_per_trigger_waits_until_max_trigger_delay(filled, delay, mo
     assert (end == start) is not moves
 
 
+def test_starting_offsets_json_must_name_every_partition_of_the_stream(filled) -> None:  # type: ignore[no-untyped-def]
+    from eoslog_spark.source import EoslogDataSource
+
+    path, _ = filled
+    partial = json.dumps({scanlog.TOPIC: {"0": 0}})
+    options = {"path": path, "subscribe": scanlog.TOPIC, "startingOffsets": partial}
+    with pytest.raises(ValueError, match="startingOffsets gives specific offsets"):
+        EoslogDataSource(options).streamReader(None).initialOffset()
+    every = {scanlog.TOPIC: {str(p): 1 for p in range(scanlog.PARTITIONS)}}
+    options["startingOffsets"] = json.dumps(every)
+    assert EoslogDataSource(options).streamReader(None).initialOffset() == every
+
+
+def test_report_latest_offset_is_each_partitions_end_whatever_the_read_limit(filled) -> None:  # type: ignore[no-untyped-def]
+    from eoslog_spark.source import EoslogDataSource
+
+    path, _ = filled
+    options = {"path": path, "subscribe": scanlog.TOPIC, "startingOffsets": "earliest"}
+    reader = EoslogDataSource(options | {"maxOffsetsPerTrigger": "1"}).streamReader(None)
+    start = reader.initialOffset()
+    assert reader.latestOffset(start, reader.getDefaultReadLimit()) != _last_stable(path)
+    assert reader.reportLatestOffset() == _last_stable(path)
+
+
 def test_a_batch_ends_before_an_open_transaction_whose_records_come_once_it_commits(
     tmp_path: pathlib.Path,
 ) -> None:
