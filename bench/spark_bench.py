@@ -2,13 +2,16 @@
 against Spark's Python-source ingestion ceiling, in one run, and write bench/RESULTS-spark.md
 (the Spark row of docs/bench.md's targets).
 
-    python bench/spark_bench.py [--records N] [--rounds R] [--partitions P] [--tmp DIR] [--quick]
+    python bench/spark_bench.py [--records N] [--scale-records M] [--rounds R]
+        [--scale-rounds S] [--partitions P] [--plan-records K] [--tmp DIR] [--quick]
 
 The read_committed variant of the standard workload (workload.write_transactions, a third of
-the transactions aborted, over P partitions) read in one SparkSession (local[2]) by
-`count()` and `sum(length(value))` over three sources: the eoslog data source, aiokafka-decoded
-segments and prebuilt Arrow (spark_sources.py). Also timed: the driver's planning of a
-read_committed scan (the on-disk last stable offset).
+the transactions aborted, over P partitions) at two sizes, N and M records, read in one
+SparkSession (local[2]) by `count()` and `sum(length(value))` over three sources: the eoslog
+data source, aiokafka-decoded segments and prebuilt Arrow (spark_sources.py), every source
+checked by aggregates. Also timed: the driver's planning of a read_committed scan (the on-disk
+last stable offset), with and without snapshots and over a large active segment
+(spark_scale.py), and scans of the N-record log from object storage against the local disk.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from contenders_spark import check_committed, spark_contenders
 from eoslog import offline
 from eoslog.fs import PosixFileSystem
 from eoslog.log.partition_view import PartitionView
-from harness import Runs, median_spread
+from harness import Runs, Target, median_spread
 from report import BENCH_DIR, Report, Section
 from scenarios import (
     SPARK,
@@ -46,7 +49,9 @@ from scenarios import (
     SPARK_SOURCES,
     SPARK_TARGETS,
     spark_name,
+    spark_targets,
 )
+from spark_scale import planning_section, storage_section
 from workload import BATCH_RECORDS, READ_TOPIC, VALUE_BYTES, Committed, write_transactions
 
 PACKAGES = ("eoslog", "pyspark", "aiokafka", "pyarrow")
@@ -112,7 +117,18 @@ def frames(spark: Any, path: str, partitions: int, prebuilt: list[str]) -> dict[
     }
 
 
-def spark_section(args: argparse.Namespace, committed: Committed, runs: Runs) -> Section:
+def scale_path(args: argparse.Namespace) -> str:
+    """The docs/bench.md row of the larger size."""
+    return (
+        f"Spark scan at {args.scale_records / 1e6:g} M records "
+        f"({args.partitions} partitions, local[2])"
+    )
+
+
+def spark_section(
+    args: argparse.Namespace, committed: Committed, runs: Runs, targets: list[Target]
+) -> Section:
+    """The rates and ratios at one size, and the rows of its targets."""
     n = committed.committed
     rows = []
     cells = []
@@ -137,7 +153,7 @@ def spark_section(args: argparse.Namespace, committed: Committed, runs: Runs) ->
     header = ["query", "contender", "median committed rows/s", "min – max", "median ms/run"]
     lines = [
         prose.SPARK_SCANS.format(
-            records=args.records,
+            records=committed.records,
             value_bytes=VALUE_BYTES,
             transactions=committed.transactions,
             txn_records=BATCH_RECORDS,
@@ -153,7 +169,23 @@ def spark_section(args: argparse.Namespace, committed: Committed, runs: Runs) ->
         "",
         *harness.table(["ratio (median of per-round ratios; min – max)", "value"], cells),
     ]
-    return Section(prose.SPARK_SCANS_TITLE, lines, [t.of(runs) for t in SPARK_TARGETS])
+    title = f"{prose.SPARK_SCANS_TITLE} at {committed.records:,} records"
+    return Section(title, lines, [t.of(runs) for t in targets])
+
+
+def trend_section(measured: list[tuple[Committed, Runs]]) -> Section:
+    """Each ratio of the Spark sections, one column per size."""
+    labels = []
+    for query in SPARK_QUERIES:
+        ours = spark_name(query, SPARK_EOSLOG)
+        labels += [
+            (f"{query}: eoslog ÷ {SPARK_AIOKAFKA}", ours, spark_name(query, SPARK_AIOKAFKA), "×"),
+            (f"{query}: eoslog ÷ {SPARK_PREBUILT}", ours, spark_name(query, SPARK_PREBUILT), "%"),
+        ]
+    columns = [harness.ratio_rows(runs, labels) for _, runs in measured]
+    rows = [[label[0], *(column[i][1] for column in columns)] for i, label in enumerate(labels)]
+    header = ["ratio", *(f"{committed.records:,} records" for committed, _ in measured)]
+    return Section(prose.SPARK_TREND_TITLE, [prose.SPARK_TREND, "", *harness.table(header, rows)])
 
 
 # --- the on-disk LSO ------------------------------------------------------------------------
@@ -222,14 +254,14 @@ def measure_lso(
     return Section(prose.SPARK_LSO_TITLE, lines)
 
 
-def measure(args: argparse.Namespace, root: str) -> Report:
-    print(f"writing {args.records:,} records, 1/{SPARK_ABORT_EVERY} aborted ...", flush=True)
-    path = os.path.join(root, "log")
+def write_log(args: argparse.Namespace, root: str, records: int) -> tuple[str, Committed]:
+    print(f"writing {records:,} records, 1/{SPARK_ABORT_EVERY} aborted ...", flush=True)
+    path = os.path.join(root, f"log-{records}")
     broker = eoslog.open(path, durability="none", background=False)
     try:
         committed = write_transactions(
             broker,
-            args.records,
+            records,
             args.partitions,
             SPARK_SEGMENT_BYTES,
             {"transactional.id": "bench-spark"},
@@ -237,20 +269,52 @@ def measure(args: argparse.Namespace, root: str) -> Report:
         )
     finally:
         broker.close()
-    prebuilt = write_prebuilt(path, committed, root)
+    return path, committed
+
+
+def measure_size(
+    args: argparse.Namespace, spark: Any, root: str, records: int, rounds: int
+) -> tuple[str, Committed, Runs]:
+    """Write the log of `records` records and its prebuilt Arrow files; alternate the Spark
+    contenders over them."""
+    path, committed = write_log(args, root, records)
+    prebuilt_dir = os.path.join(root, f"prebuilt-{records}")
+    os.mkdir(prebuilt_dir)
+    prebuilt = write_prebuilt(path, committed, prebuilt_dir)
+    made = frames(spark, path, args.partitions, prebuilt)
+    sides = spark_contenders(made, committed, SPARK_QUERIES)
+    runs = harness.alternate(sides, rounds, args.timer, label=f"spark {records:,}")
+    return path, committed, runs
+
+
+def measure(args: argparse.Namespace, root: str) -> Report:
     spark = start_spark()
     try:
-        made = frames(spark, path, args.partitions, prebuilt)
-        sides = spark_contenders(made, committed, SPARK_QUERIES)
-        runs = harness.alternate(sides, args.rounds, args.timer, label="spark")
+        path, committed, runs = measure_size(args, spark, root, args.records, args.rounds)
+        measured = [(committed, runs, SPARK_TARGETS)]
+        stored = path, committed, args.rounds, SPARK_TARGETS[0].path.split(":")[0]
+        if args.scale_records:
+            large_path, large, large_runs = measure_size(
+                args, spark, root, args.scale_records, args.scale_rounds
+            )
+            large.values.clear()  # not needed past its checks: memory for what follows
+            measured.append((large, large_runs, spark_targets(scale_path(args))))
+            stored = large_path, large, args.scale_rounds, scale_path(args)
+        storage = storage_section(args, spark, *stored)
     finally:
         spark.stop()
     scan_ms = statistics.median(runs.seconds(spark_name(SPARK_QUERIES[0], SPARK_EOSLOG))) * 1e3
-    sections = [
-        spark_section(args, committed, runs),
+    sections = [spark_section(args, *each) for each in measured]
+    if len(measured) > 1:
+        sections.append(trend_section([(each, each_runs) for each, each_runs, _ in measured]))
+    sections += [
         measure_lso(args, path, committed, root, scan_ms),
+        planning_section(args, root),
+        storage,
     ]
-    method = prose.SPARK_METHOD.format(rounds=args.rounds, gc=args.gc)
+    method = prose.SPARK_METHOD.format(
+        rounds=args.rounds, scale_rounds=args.scale_rounds, gc=args.gc
+    )
     return Report(prose.SPARK_TITLE, method, PACKAGES, sections)
 
 

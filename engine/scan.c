@@ -82,3 +82,16 @@ int eos_find_batch(const uint8_t *buf, size_t len, size_t start, int64_t target,
         p += batch_size;
     }
 }
+
+int eos_describe_header(const uint8_t *header, size_t len, size_t position, size_t end,
+                        eos_batch_info *info) {
+    if (position > end) return EOS_TRUNCATED_BATCH;
+    if (len > end - position) len = end - position;
+    eos_batch_header h;
+    int status = eos_read_header(header, len, &h);
+    if (status != EOS_OK) return status;
+    size_t size = (size_t)EOS_LOG_OVERHEAD + (size_t)h.batch_length;
+    if (size > end - position) return EOS_TRUNCATED_BATCH;
+    describe(position, size, &h, info);
+    return EOS_OK;
+}

@@ -44,4 +44,13 @@ size_t eos_find_valid_batch(const uint8_t *buf, size_t len, size_t from);
 int eos_find_batch(const uint8_t *buf, size_t len, size_t start, int64_t target,
                    size_t *position, size_t *size);
 
+/* Describe the batch whose header is header[0, len), read at `position` of a file whose readable
+ * bytes end at `end`, from the header alone (the records are not needed): EOS_OK with *info
+ * filled (as a scan fills it) when the header is good and the batch fits below end;
+ * EOS_TRUNCATED_HEADER or EOS_TRUNCATED_BATCH when the header or the batch runs past the
+ * bytes (a partial trailing batch); otherwise the status of a bad length or magic. The
+ * header-only walk of read_committed planning steps from batch to batch by info->size. */
+int eos_describe_header(const uint8_t *header, size_t len, size_t position, size_t end,
+                        eos_batch_info *info);
+
 #endif

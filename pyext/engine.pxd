@@ -161,6 +161,8 @@ cdef extern from "scan.h" nogil:
     size_t eos_find_valid_batch(const uint8_t *buf, size_t len, size_t start)
     int eos_find_batch(const uint8_t *buf, size_t len, size_t start, int64_t target,
                        size_t *position, size_t *size)
+    int eos_describe_header(const uint8_t *header, size_t len, size_t position, size_t end,
+                            eos_batch_info *info)
 
 
 cdef inline const eos_batch_info *batch_info_rows(infos, dtype) except? NULL:

@@ -2,13 +2,18 @@
 """Scanning runs of whole batches (engine/scan.c) for the partition log: recovery, index
 rebuilding and offset lookups. One numpy record per batch; no Python object per batch."""
 
+from libc.errno cimport EINTR, errno
 from libc.stdint cimport int64_t, uint8_t, uint64_t
+from posix.types cimport off_t
+from posix.unistd cimport pread
+
+import os
 
 import numpy as np
 
 from engine cimport (
-    EOS_OK, batch_info_rows, eos_batch_info, eos_find_batch, eos_find_valid_batch,
-    eos_scan_batches,
+    EOS_OK, EOS_TRUNCATED_BATCH, EOS_TRUNCATED_HEADER, batch_info_rows, eos_batch_info,
+    eos_describe_header, eos_find_batch, eos_find_valid_batch, eos_scan_batches,
 )
 
 
@@ -60,6 +65,49 @@ def scan_batches(data, Py_ssize_t start=0, *, bint verify_crc=True,
         status = eos_scan_batches(buf, size, <size_t>start, verify_crc, rows, capacity,
                                   &count, &stop)
     return infos[:count], <Py_ssize_t>stop, status
+
+
+def scan_headers(int fd, int64_t start, int64_t end, Py_ssize_t max_batches=1 << 16):
+    """Walk the batches of the file open at `fd` from byte `start` to `end` by their headers
+    alone: one pread of the 61-byte header per batch, then a jump by its length, so the
+    records are never read. Returns (infos, stop, status) as scan_batches does over the
+    same bytes without CRC checks (positions in the file): rows of whole batches below
+    `end`; where the next walk would begin (the end, a partial trailing batch, or the first
+    batch past max_batches); 0, or the status of a bad length or magic at `stop`. OSError
+    when a read fails. The GIL is released for the walk."""
+    if start < 0 or end < start:
+        raise ValueError(f"bad byte range [{start}, {end})")
+    if max_batches < 0:
+        raise ValueError("max_batches must not be negative")
+    # A batch takes at least 61 bytes, so this many rows always suffice.
+    cdef size_t capacity = min(<size_t>max_batches, <size_t>(end - start) // 61 + 1)
+    infos = np.empty(capacity, dtype=BATCH_INFO)
+    cdef uint8_t[::1] raw = infos.view(np.uint8)
+    cdef eos_batch_info *rows = <eos_batch_info *>&raw[0] if capacity else NULL
+    cdef uint8_t header[61]
+    cdef size_t count = 0, position = <size_t>start
+    cdef Py_ssize_t got
+    cdef int status = EOS_OK, failed = 0
+    with nogil:
+        while count < capacity and position < <size_t>end:
+            got = pread(fd, header, 61, <off_t>position)
+            if got < 0:
+                if errno == EINTR:
+                    continue
+                failed = errno
+                break
+            status = eos_describe_header(header, <size_t>got, position, <size_t>end,
+                                         &rows[count])
+            if status == EOS_TRUNCATED_HEADER or status == EOS_TRUNCATED_BATCH:
+                status = EOS_OK  # a partial trailing batch: the end of the data
+                break
+            if status != EOS_OK:
+                break
+            position += <size_t>rows[count].size
+            count += 1
+    if failed:
+        raise OSError(failed, os.strerror(failed))
+    return infos[:count], <Py_ssize_t>position, status
 
 
 def find_valid_batch(data, Py_ssize_t start=0):

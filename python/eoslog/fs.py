@@ -235,6 +235,15 @@ class _PosixLock:
             self._fd = -1
 
 
+def descriptor_of(handle: FileHandle) -> int | None:
+    """The open file descriptor behind `handle` when it is a local file of PosixFileSystem,
+    for native code that reads the file itself (a header walk's preads); None for any other
+    handle (object storage, a test's wrapper), which is read through pread only."""
+    if isinstance(handle, PositionalFile) and handle.fd >= 0:
+        return handle.fd
+    return None
+
+
 def create_temporary(fs: FileSystem, path: str) -> FileHandle:
     """A new, empty file at path, created exclusively, for writing then renaming over its
     target. A stale one (left by a crash) is removed first rather than reused: an existing

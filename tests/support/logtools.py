@@ -139,12 +139,15 @@ def seeded(seed: int) -> random.Random:
     return random.Random(seed)
 
 
-# --- a file system that counts syncs ----------------------------------------------------------
+# --- file systems that wrap handles ----------------------------------------------------------
 
 
-class _CountingHandle:
-    def __init__(self, owner: CountingFileSystem, inner: FileHandle) -> None:
-        self._owner = owner
+class WholeReads:
+    """A local file seen only through pread, with no descriptor for native code to read
+    (eoslog.fs.descriptor_of): a read_committed replay of it reads whole chunks of the
+    segment, records and all, as it did before header walks (and as on object storage)."""
+
+    def __init__(self, inner: FileHandle) -> None:
         self._inner = inner
 
     @property
@@ -156,6 +159,15 @@ class _CountingHandle:
 
     def pread(self, size: int, offset: int) -> bytes:
         return self._inner.pread(size, offset)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class _CountingHandle(WholeReads):
+    def __init__(self, owner: CountingFileSystem, inner: FileHandle) -> None:
+        super().__init__(inner)
+        self._owner = owner
 
     def pwrite(self, data: object, offset: int) -> None:
         self._inner.pwrite(data, offset)  # type: ignore[arg-type]
@@ -175,9 +187,6 @@ class _CountingHandle:
 
     def map_read(self, size: int) -> object:
         return self._inner.map_read(size)
-
-    def close(self) -> None:
-        self._inner.close()
 
 
 class CountingFileSystem(PosixFileSystem):
@@ -206,6 +215,17 @@ class CountingFileSystem(PosixFileSystem):
         """Syncs of .log files (segment data) so far."""
         with self._lock:
             return sum(count for path, count in self.syncs.items() if path.endswith(".log"))
+
+
+class WholeReadsFileSystem(PosixFileSystem):
+    """PosixFileSystem whose handles are WholeReads: the oracle of the header walk (tests,
+    bench/spark_bench.py's planning before/after)."""
+
+    def open(  # type: ignore[override]
+        self, path: str, *, create: bool = False, read_only: bool = False, exclusive: bool = False
+    ) -> WholeReads:
+        inner = super().open(path, create=create, read_only=read_only, exclusive=exclusive)
+        return WholeReads(inner)
 
 
 # --- bytes on disk ----------------------------------------------------------------------------

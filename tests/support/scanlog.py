@@ -59,14 +59,22 @@ def fill(broker: eoslog.Broker, seed: int, transactions: int = 45) -> tuple[eosl
             timestamp=base + number * 1000 + 999,
         )
         plain.flush()
-    tail = broker.producer({"transactional.id": f"scan-open-{seed}"})
+    return leave_open(broker, plain, TOPIC, f"scan-open-{seed}"), base
+
+
+def leave_open(
+    broker: eoslog.Broker, plain: eoslog.Producer, topic: str, transactional_id: str
+) -> eoslog.Producer:
+    """A transaction holding b"open" left open on partition 0 of `topic`, then b"after-open"
+    from `plain` past it; returns the transaction's producer."""
+    tail = broker.producer({"transactional.id": transactional_id})
     tail.init_transactions()
     tail.begin_transaction()
-    tail.produce(TOPIC, value=b"open", partition=0)
+    tail.produce(topic, value=b"open", partition=0)
     tail.flush()
-    plain.produce(TOPIC, value=b"after-open", partition=0)
+    plain.produce(topic, value=b"after-open", partition=0)
     plain.flush()
-    return tail, base
+    return tail
 
 
 def open_transaction_between(

@@ -276,7 +276,8 @@ class PartitionView:
         first = max(bisect.bisect_right(self._bases, start) - 1, 0)
         for number in range(first, len(self._handles)):
             segment = self.segment(number)
-            rows = segment.scan_from(
+            # Headers only: the records are never needed, only control batches' markers.
+            rows = segment.scan_headers_from(
                 segment.scan_position(start), chunk_bytes=limits.offline_read_chunk_bytes
             )
             rows = rows[rows["base_offset"] >= start]
