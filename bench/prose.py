@@ -285,11 +285,12 @@ SPARK_TITLE = (
 SPARK_METHOD = """\
 Workload: the read_committed variant of the docs/bench.md standard workload at two sizes, N \
 records (default 1,000,000) and the larger --scale-records (default 10,000,000), value 100 B of \
-JSON-like text, key null, written with `produce_batch()` in 1,000-record transactions (one \
-call each, encoded vectorized: no Python object per record; the producer cuts it into 7 \
-batches at its default batch.size of 16 KiB), every third transaction aborted, transaction i going to partition i mod P (default 8), segment.bytes \
-8 MiB, `durability="none"`; the broker is closed before reading (a clean shutdown), page cache \
-warm. Every contender reads the committed records of all P partitions.
+JSON-like text, key null, written with `produce_batch()` in 1,000-record transactions (one call \
+each, encoded vectorized: no Python object per record; the producer cuts it into 7 batches at \
+its default batch.size of 16 KiB), every third transaction aborted, transaction i going to \
+partition i mod P (default 8), segment.bytes 8 MiB, `durability="none"`; the broker is closed \
+before reading (a clean shutdown), page cache warm. Every contender reads the committed \
+records of all P partitions.
 
 Contenders, in one SparkSession (local[2], Python workers on this interpreter, reused) for both \
 sizes:
