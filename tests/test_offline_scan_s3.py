@@ -356,6 +356,45 @@ def test_a_scan_reads_many_batches_per_request(bulk: str, server: seaweed.Seawee
     assert requests / mib < 6
 
 
+ABORTS_TOPIC = "aborts"
+
+
+@pytest.fixture(scope="module")
+def aborts(server: seaweed.SeaweedServer, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One partition of 600 transactions of 20 records of 300 bytes (about 4 MiB), every
+    third aborted, so its .txnindex holds 200 entries: the bucket prefix holding it."""
+    path = str(tmp_path_factory.mktemp("s3-aborts"))
+    with eoslog.open(path, durability="none") as broker:
+        broker.create_topic(ABORTS_TOPIC, num_partitions=1, config={"segment.bytes": 8 << 20})
+        producer = broker.producer({"transactional.id": "aborts"})
+        producer.init_transactions()
+        for number in range(600):
+            producer.begin_transaction()
+            producer.produce_batch(ABORTS_TOPIC, [b"v" * 300] * 20, partition=0)
+            if number % 3 == 2:
+                producer.abort_transaction()
+            else:
+                producer.commit_transaction()
+        producer.close()
+    server.upload(path, f"{BUCKET}/aborts")
+    return path
+
+
+def test_planning_checks_the_txnindex_entries_in_far_fewer_requests_than_entries(
+    aborts: str, server: seaweed.SeaweedServer
+) -> None:
+    """Each of the 200 aborted transactions' entries is checked against its ABORT marker and
+    its first batch before the plan believes it; on object storage those lookups are ranged
+    reads, which must not cost a request each."""
+    counting = CountingFileSystem(server.filesystem())
+    fs = ArrowFileSystem(counting, "s3://")  # type: ignore[arg-type]
+    path = f"s3://{BUCKET}/aborts"
+    (planned,) = offline.plan_ranges(path, [(ABORTS_TOPIC, 0)], fs=fs)
+    assert planned.aborted is not None and len(planned.aborted) == 200
+    print(dict(counting.counts))
+    assert counting.counts["get"] < 40
+
+
 @pytest.mark.spark
 def test_spark_load_of_the_s3_url_equals_the_local_consumers_read_committed_view(
     stored: Stored,

@@ -18,7 +18,8 @@ the reads allow:
   after retention) sees the directory as it is.
 - A file is opened (a HEAD on S3) on its first read, once for all its handles, and its size
   comes from the listing when there is one; pread is one ranged read (a GET). A read
-  smaller than limits.object_read_ahead_bytes is widened to it, and reads are kept (at most
+  smaller than limits.object_read_ahead_bytes is widened to it (the first of an object; a
+  later one to limits.object_read_ahead_again_bytes), and reads are kept (at most
   limits.object_read_cache_bytes_max in all, the least recently used dropped first), so the
   many small reads of planning (a batch header, an index lookup, a marker checked against a
   .txnindex entry) mostly cost one request for several, and a large read (the scan's 16 MiB
@@ -120,6 +121,7 @@ class ArrowFileSystem(RefusesChanges):
         self._natives: dict[str, pa.NativeFile] = {}
         self._kept: OrderedDict[tuple[str, int], bytes] = OrderedDict()
         self._kept_bytes = 0
+        self._read_before: set[str] = set()  # objects read once: later reads widen more
 
     def _arrow_path(self, path: str) -> str:
         if not path.startswith(self.prefix):
@@ -258,7 +260,11 @@ class ArrowFileSystem(RefusesChanges):
         kept = self._kept_read(path, size, offset)
         if kept is not None:
             return kept
-        want = min(max(size, limits.object_read_ahead_bytes), file_size - offset)
+        with self._lock:
+            again = path in self._read_before
+            self._read_before.add(path)
+        ahead = limits.object_read_ahead_again_bytes if again else limits.object_read_ahead_bytes
+        want = min(max(size, ahead), file_size - offset)
         native = self._native(path)
         with self._named(path):
             data: bytes = native.read_at(want, offset)

@@ -169,6 +169,14 @@ offline_read_chunk_bytes: Final = 16 * 1024 * 1024
 # marker), while a view opening a thousand segments still moves only a few MiB for their
 # first headers.
 object_read_ahead_bytes: Final = 64 * 1024
+# ... and a later read of an object the cache does not hold is widened to this: the first read
+# of a segment is usually its only one (an open reads its first header), but planning that
+# reads a segment twice goes on to look up batch after batch in it (the markers and first
+# batches of its .txnindex entries), which a read this size mostly brings in one request.
+object_read_ahead_again_bytes: Final = 1024 * 1024
+# Planning a scan of object storage (eoslog.offline) opens the partitions' views in this many
+# threads: each view makes a few dozen small requests one after another, latency-bound.
+object_planning_threads: Final = 8
 # ... and the reads of one scan are kept up to this many bytes in all (the least recently used
 # dropped first), so that planning's re-reads of what it just read (a control batch inside the
 # chunk its replay read, a marker a .txnindex entry is checked against) cost no request. Four

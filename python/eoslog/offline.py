@@ -22,13 +22,14 @@ read exactly as one directory. A ScanRange keeps the archive's URL too.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import itertools
 import os
 import re
 import urllib.parse
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Final, NamedTuple
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Final, NamedTuple, TypeVar
 
 import pyarrow as pa
 
@@ -48,6 +49,8 @@ from eoslog.log.partition_reads import ISOLATION_LEVELS
 from eoslog.log.partition_view import PartitionView
 from eoslog.log.txn_index import AbortedTxn
 from eoslog.record.columns import spark_schema
+
+T = TypeVar("T")
 
 # Spark's Kafka source spells these as offsets in its JSON (KafkaSourceProvider): -2 the
 # earliest offset, -1 the latest.
@@ -297,25 +300,41 @@ def plan_ranges(
     `archive` (the log's archive: located)."""
     fs, root = located(path, fs, archive)
     log_starts = _log_starts(fs, root)
-    ranges: list[ScanRange] = []
-    for topic, partition in pairs:
-        ranges.extend(
-            plan_partition(
-                path,
-                topic,
-                partition,
-                isolation_level=isolation_level,
-                start_offsets=start_offsets,
-                end_offsets=end_offsets,
-                start_timestamp=start_timestamp,
-                end_timestamp=end_timestamp,
-                records_per_range=records_per_range,
-                fs=fs,
-                log_starts=log_starts,
-                archive=archive,
-            )
+
+    def plan(pair: tuple[str, int]) -> list[ScanRange]:
+        return plan_partition(
+            path,
+            *pair,
+            isolation_level=isolation_level,
+            start_offsets=start_offsets,
+            end_offsets=end_offsets,
+            start_timestamp=start_timestamp,
+            end_timestamp=end_timestamp,
+            records_per_range=records_per_range,
+            fs=fs,
+            log_starts=log_starts,
+            archive=archive,
         )
-    return ranges
+
+    return [r for ranges in _per_partition(plan, pairs, path, archive) for r in ranges]
+
+
+def _per_partition(
+    work: Callable[[tuple[str, int]], T],
+    pairs: Iterable[tuple[str, int]],
+    path: str,
+    archive: str | None,
+) -> list[T]:
+    """work(pair) for each partition, in order. On object storage the partitions are planned
+    by limits.object_planning_threads threads: planning is a few small reads per segment, each
+    a request whose latency, not its bytes, is the cost (the file system is thread-safe)."""
+    pairs = list(pairs)
+    remote = fs_arrow.is_url(path) or (archive is not None and fs_arrow.is_url(archive))
+    if not remote or len(pairs) < 2:
+        return [work(pair) for pair in pairs]
+    threads = min(limits.object_planning_threads, len(pairs))
+    with concurrent.futures.ThreadPoolExecutor(threads, "eoslog-plan") as pool:
+        return list(pool.map(work, pairs))
 
 
 def _log_starts(fs: FileSystem, root: str) -> Mapping[tuple[str, int], checkpoints.LogStart]:
@@ -341,18 +360,20 @@ def partition_bounds(
         raise ValueError(f"isolation_level must be one of {ISOLATION_LEVELS}")
     fs, root = located(path, fs, archive)
     log_starts = _log_starts(fs, root)
-    bounds: dict[tuple[str, int], tuple[int, int]] = {}
-    for topic, partition in pairs:
+
+    def bound(pair: tuple[str, int]) -> tuple[int, int]:
+        topic, partition = pair
         directory = os.path.join(root, f"{topic}-{partition}")
-        log_start = log_starts.get((topic, partition))
         with (
             _naming_archived(fs),
-            PartitionView(fs, directory, topic, partition, log_start) as view,
+            PartitionView(fs, directory, topic, partition, log_starts.get(pair)) as view,
         ):
             committed = isolation_level == "read_committed"
             latest = view.last_stable_offset if committed else view.log_end_offset
-            bounds[(topic, partition)] = (view.log_start_offset, latest)
-    return bounds
+            return view.log_start_offset, latest
+
+    pairs = list(pairs)
+    return dict(zip(pairs, _per_partition(bound, pairs, path, archive), strict=True))
 
 
 def read_range(

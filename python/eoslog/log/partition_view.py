@@ -163,6 +163,7 @@ class PartitionView:
         # everything below it was synced, so the captured log must reach it.
         recovery_point = view_open.recovery_point(fs, root, topic, partition)
         self._aborted_counts = view_open.aborted_counts(fs, root, topic, partition)
+        self._looked_up: dict[int, LoggedBatch | None] = {}  # _logged_batch's answers
         marked_before = fs.exists(marker)
         handles = view_open.open_segments(fs, directory)
         sizes = [handle.size() for _, handle in handles]
@@ -379,13 +380,19 @@ class PartitionView:
         return len(length) == 4 and length != bytes(4)
 
     def _logged_batch(self, offset: int) -> LoggedBatch | None:
-        """The batch holding `offset` in the view, as entry checks read it."""
+        """The batch holding `offset` in the view, as entry checks read it. Each offset is
+        looked up once: the checks of a .txnindex entry ask for its marker and its first batch
+        twice (outcome, then agreement), each a request on object storage."""
+        if offset in self._looked_up:
+            return self._looked_up[offset]
         number = bisect.bisect_right(self._bases, offset) - 1
         if number < 0:
             return None
         segment = self.segment(number)
         with _naming_the_file(segment):
-            return segment.logged_batch(offset)
+            found = segment.logged_batch(offset)
+        self._looked_up[offset] = found
+        return found
 
     # --- lookups ----------------------------------------------------------------------------
 
