@@ -271,6 +271,8 @@ def record_bytes(key: Any, value: Any, headers: list[tuple[str, Any]] | None) ->
     each header's name and value with their varint lengths, plus the largest v2 record
     framing (limits.record_overhead_bytes_max). A key or value that is not a buffer counts
     0 (the builder refuses it with its own TypeError)."""
+    if headers is None and type(value) is bytes and key is None:  # the common record
+        return limits.record_overhead_bytes_max + len(value)
     size = limits.record_overhead_bytes_max + _buffer_bytes(key) + _buffer_bytes(value)
     for name, header_value in headers or ():
         name_bytes = len(name.encode()) if isinstance(name, str) else _buffer_bytes(name)
