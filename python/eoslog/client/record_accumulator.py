@@ -197,10 +197,11 @@ class BatchAccumulator:
         refresh_counts): its metadata request, which creates an unknown topic when
         allow.auto.create.topics and the broker allow it, and raises
         UnknownTopicOrPartitionError or InvalidTopicError otherwise."""
-        count = self._partition_counts.get(topic)
-        if count is None:
+        try:  # a subscript, not get(): no call on produce()'s path
+            return self._partition_counts[topic]
+        except KeyError:
             count = self._partition_counts[topic] = self._topic_metadata(topic).num_partitions
-        return count
+            return count
 
     def partition_exists(self, topic: str, partition: int) -> bool:
         """Whether the broker has the partition now, asking as the producer's metadata
@@ -216,9 +217,11 @@ class BatchAccumulator:
     def state_of(self, topic: str, partition: int) -> PartitionState:
         """The partition's state; registered again (its partition checked against the
         topic's count) when the counts were refreshed since. Producer lock held."""
-        state = self.partitions.get((topic, partition))
-        if state is not None and topic in self._partition_counts:
-            return state
+        if topic in self._partition_counts:
+            try:  # a subscript, not get(): no call on produce()'s path
+                return self.partitions[(topic, partition)]
+            except KeyError:
+                pass
         return self.add_partition(topic, partition)
 
     def add_partition(self, topic: str, partition: int) -> PartitionState:

@@ -166,7 +166,7 @@ class Sender:
                 with self._lock:
                     if not state.pending:
                         return
-                    retry = self.retrying.get(partition)
+                    retry = self.retrying.get(partition) if self.retrying else None
                     if retry is not None and time.monotonic() < retry[2]:
                         return  # backing off: retry_due() (poll, flush, linger) sends it
                     batch = state.pending[0]

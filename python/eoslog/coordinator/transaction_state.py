@@ -96,8 +96,10 @@ def transition_allowed(
     current: TransactionState, target: TransactionState, client_transaction_version: int
 ) -> bool:
     """Whether the table allows current -> target for a client at this version."""
-    minimum = LEGAL_TRANSITIONS.get((current, target))
-    return minimum is not None and client_transaction_version >= minimum
+    try:  # a subscript, not get(): no call (three per transaction)
+        return client_transaction_version >= LEGAL_TRANSITIONS[(current, target)]
+    except KeyError:
+        return False
 
 
 def is_epoch_exhausted(epoch: int) -> bool:
@@ -157,8 +159,9 @@ class TransactionValues(Protocol):
 def completion_problem(current: TransactionValues, target: TransitionTarget) -> str:
     """What is wrong with applying `target` to metadata whose present values are `current`,
     or "" if nothing is (§1.2 step 3)."""
-    problems = COMPLETION_PROBLEMS.get(target.state)
-    if problems is None:
+    try:  # a subscript, not get(): no call (three per transaction)
+        problems = COMPLETION_PROBLEMS[target.state]
+    except KeyError:
         return "Dead and PrepareEpochFence are never completed"
     return problems(current, target)
 
