@@ -584,10 +584,12 @@ class Broker:
 
     def log(self, topic: str, partition: int) -> PartitionLog:
         """The partition's log; UnknownTopicOrPartitionError if there is none."""
-        log = self._logs.get((topic, partition))
-        if log is None:
-            raise UnknownTopicOrPartitionError(f"unknown topic or partition {topic}-{partition}")
-        return log
+        try:
+            return self._logs[(topic, partition)]  # a subscript, not get(): no call
+        except KeyError:
+            raise UnknownTopicOrPartitionError(
+                f"unknown topic or partition {topic}-{partition}"
+            ) from None
 
     def consumer(self, config: Mapping[str, object] | None = None) -> Consumer:
         """A Consumer over this broker's partitions (docs/api.md "Consumer"); InvalidConfigError

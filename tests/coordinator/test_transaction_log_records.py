@@ -19,8 +19,12 @@ from eoslog.coordinator.transaction_log import (
     java_string_hash,
     partition_for,
 )
-from eoslog.coordinator.transaction_metadata import log_value_of, metadata_from_log
-from eoslog.coordinator.transaction_state import TransactionState
+from eoslog.coordinator.transaction_metadata import (
+    log_value_bytes,
+    log_value_of,
+    metadata_from_log,
+)
+from eoslog.coordinator.transaction_state import IllegalTransitionError, TransactionState
 from eoslog.errors import CorruptTransactionLogError, UnknownTransactionLogKeyVersionError
 
 
@@ -190,6 +194,42 @@ def test_every_persisted_state_round_trips_through_both_versions(
     loaded = metadata_from_log("id", value)
     assert loaded.state is state
     assert log_value_of(loaded.current()) == value
+
+
+def test_the_bytes_the_coordinator_persists_are_the_encoding_of_the_log_value() -> None:
+    # Partitions sets in an order that reuses, replaces and skips the last array encoded.
+    sets = [{("t", 2), ("t", 5)}, {("t", 2), ("t", 5)}, set(), {("u", 0), ("t", 1)}, {("t", 2)}]
+    tagged = [(-1, -1, 0), (7, -1, 2), (7, 9, 2), (-1, 4, 1)]
+    for index, state in enumerate(list(TransactionState)[:6]):
+        for number, partitions in enumerate(sets):
+            chosen = set() if state is TransactionState.EMPTY else partitions
+            previous, following, version = tagged[(index + number) % len(tagged)]
+            value = TransactionLogValue(
+                11, 4, 30000, int(state), None, 9000, 8000, previous, following, version
+            )
+            target = (
+                metadata_from_log("id", value)
+                .current()
+                ._replace(partitions=frozenset(chosen), last_producer_epoch=3)
+            )
+            assert log_value_bytes(target) == encode_value(log_value_of(target))
+
+
+def test_a_target_no_record_carries_is_refused_by_the_persisted_bytes_too() -> None:
+    value = TransactionLogValue(11, 4, 30000, 1, (TopicPartitions("t", (2,)),), 9000, 8000)
+    target = metadata_from_log("id", value).current()
+    for state in (TransactionState.DEAD, TransactionState.PREPARE_EPOCH_FENCE):
+        with pytest.raises(IllegalTransitionError, match="never persisted"):
+            log_value_bytes(target._replace(state=state))
+    with pytest.raises(IllegalTransitionError, match="no partitions"):
+        log_value_bytes(target._replace(state=TransactionState.EMPTY))
+
+
+def test_a_field_out_of_range_in_the_persisted_bytes_is_named() -> None:
+    value = TransactionLogValue(11, 4, 30000, 1, (TopicPartitions("t", (2,)),), 9000, 8000)
+    target = metadata_from_log("id", value).current()
+    with pytest.raises(ValueError, match="producer_epoch"):
+        log_value_bytes(target._replace(producer_epoch=40000))
 
 
 def test_a_key_with_a_non_ascii_id_round_trips() -> None:

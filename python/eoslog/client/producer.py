@@ -420,11 +420,10 @@ class Producer(TransactionalCalls):
         with self._lock:
             if self._batches.lingering:
                 self._batches.close_open()
-            to_send = [
-                (topic, state)
-                for (topic, _partition), state in self._batches.partitions.items()
-                if state.pending
-            ]
+            to_send = []  # a loop, not a comprehension: no call
+            for (topic, _partition), state in self._batches.partitions.items():
+                if state.pending:
+                    to_send.append((topic, state))
         for topic, state in to_send:
             if deadline is not None and time.monotonic() >= deadline:
                 break

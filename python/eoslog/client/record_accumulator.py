@@ -197,10 +197,11 @@ class BatchAccumulator:
         refresh_counts): its metadata request, which creates an unknown topic when
         allow.auto.create.topics and the broker allow it, and raises
         UnknownTopicOrPartitionError or InvalidTopicError otherwise."""
-        count = self._partition_counts.get(topic)
-        if count is None:
+        try:  # a subscript, not get(): no call on produce()'s path
+            return self._partition_counts[topic]
+        except KeyError:
             count = self._partition_counts[topic] = self._topic_metadata(topic).num_partitions
-        return count
+            return count
 
     def partition_exists(self, topic: str, partition: int) -> bool:
         """Whether the broker has the partition now, asking as the producer's metadata
@@ -216,9 +217,11 @@ class BatchAccumulator:
     def state_of(self, topic: str, partition: int) -> PartitionState:
         """The partition's state; registered again (its partition checked against the
         topic's count) when the counts were refreshed since. Producer lock held."""
-        state = self.partitions.get((topic, partition))
-        if state is not None and topic in self._partition_counts:
-            return state
+        if topic in self._partition_counts:
+            try:  # a subscript, not get(): no call on produce()'s path
+                return self.partitions[(topic, partition)]
+            except KeyError:
+                pass
         return self.add_partition(topic, partition)
 
     def add_partition(self, topic: str, partition: int) -> PartitionState:
@@ -271,6 +274,8 @@ def record_bytes(key: Any, value: Any, headers: list[tuple[str, Any]] | None) ->
     each header's name and value with their varint lengths, plus the largest v2 record
     framing (limits.record_overhead_bytes_max). A key or value that is not a buffer counts
     0 (the builder refuses it with its own TypeError)."""
+    if headers is None and type(value) is bytes and key is None:  # the common record
+        return limits.record_overhead_bytes_max + len(value)
     size = limits.record_overhead_bytes_max + _buffer_bytes(key) + _buffer_bytes(value)
     for name, header_value in headers or ():
         name_bytes = len(name.encode()) if isinstance(name, str) else _buffer_bytes(name)

@@ -43,7 +43,7 @@ import math
 import threading
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 from eoslog.client.delivery import deliver, made_durable
 from eoslog.client.record_accumulator import (
@@ -166,7 +166,7 @@ class Sender:
                 with self._lock:
                     if not state.pending:
                         return
-                    retry = self.retrying.get(partition)
+                    retry = self.retrying.get(partition) if self.retrying else None
                     if retry is not None and time.monotonic() < retry[2]:
                         return  # backing off: retry_due() (poll, flush, linger) sends it
                     batch = state.pending[0]
@@ -248,14 +248,12 @@ class Sender:
     ) -> None:
         """The first pending batch's outcome: report it (producer lock held)."""
         state.pending.popleft()
-        self.retrying.pop((topic, state.partition), None)
-        if (
-            isinstance(outcome, KafkaException)
-            and txn is not None
-            and not isinstance(outcome, MessagePurgedError)
-        ):
-            outcome = self.txn_failed(outcome)
-        if isinstance(outcome, KafkaException):
+        if self.retrying:
+            self.retrying.pop((topic, state.partition), None)
+        failed = isinstance(outcome, KafkaException)  # once: isinstance is a call
+        if failed and txn is not None and not isinstance(outcome, MessagePurgedError):
+            outcome = self.txn_failed(cast(KafkaException, outcome))
+        if failed:
             if self._batches.producer_id >= 0:
                 # Its sequences were never used: the batches after it take them.
                 state.planned_sequence = next_sequence(state.planned_sequence, -batch.count)
@@ -460,7 +458,8 @@ class Sender:
                 return 0
             reports = list(self.reports)
             self.reports.clear()
-        reports = self.made_durable(reports)
+        if self._sync_on_flush:
+            reports = self.made_durable(reports)
         served = 0
         for index, (topic, state, batch, outcome) in enumerate(reports):
             with self._lock:

@@ -52,12 +52,11 @@ from eoslog.coordinator.transaction_log import (
     decode_key,
     decode_value,
     encode_key,
-    encode_value,
     partition_for,
 )
 from eoslog.coordinator.transaction_metadata import (
     TransactionMetadata,
-    log_value_of,
+    log_value_bytes,
     metadata_from_log,
 )
 from eoslog.coordinator.transaction_state import (
@@ -600,8 +599,9 @@ class TransactionCoordinator:
         producer of any transactional id here are not checked. Any thread; takes no lock
         the partition log's writers hold (called under a partition lock), so it reads the
         metadata as it is at that moment."""
-        meta = self._by_producer.get(producer_id)
-        if meta is None:
+        try:
+            meta = self._by_producer[producer_id]
+        except KeyError:
             return
         if producer_epoch < meta.producer_epoch:
             raise InvalidProducerEpochError(
@@ -659,10 +659,12 @@ class TransactionCoordinator:
 
     def _id_lock(self, transactional_id: str) -> threading.RLock:
         # An id's lock, once made, is never replaced: read without the coordinator lock
-        # (a dict read is atomic), which is taken only to make one.
-        lock = self._id_locks.get(transactional_id)
-        if lock is not None:
-            return lock
+        # (a dict read is atomic), which is taken only to make one. A subscript, not get():
+        # no call on the path every request of an id takes.
+        try:
+            return self._id_locks[transactional_id]
+        except KeyError:
+            pass
         with self._lock:
             lock = self._id_locks.get(transactional_id)
             if lock is None:
@@ -674,12 +676,12 @@ class TransactionCoordinator:
             return list(self._metadata.items())
 
     def _known(self, transactional_id: str, producer_id: int) -> TransactionMetadata:
-        meta = self._metadata.get(transactional_id)
-        if meta is None:
+        try:
+            return self._metadata[transactional_id]
+        except KeyError:
             raise InvalidProducerIdMappingError(
                 f"{transactional_id}: no producer id is mapped to it (producer {producer_id})"
-            )
-        return meta
+            ) from None
 
     def _persist(
         self,
@@ -696,7 +698,7 @@ class TransactionCoordinator:
         for Complete*)."""
         if target is None:
             return
-        value = encode_value(log_value_of(target))
+        value = log_value_bytes(target)
         if defer:
             state_log, key = self._placement(meta.transactional_id)
             with self._append_locks[state_log]:
@@ -709,24 +711,32 @@ class TransactionCoordinator:
                 raise
         previous_producer_id = meta.producer_id
         meta.complete_transition(target)
-        if self._by_producer.get(previous_producer_id) is meta:
+        if (
+            meta.producer_id != previous_producer_id
+            and self._by_producer.get(previous_producer_id) is meta
+        ):
             del self._by_producer[previous_producer_id]
         self._by_producer[meta.producer_id] = meta
+        # Tested before changed: a set method is a call, and most transitions keep the id in
+        # (or out of) the set.
+        in_progress = self._in_progress
         if target.state in _IN_PROGRESS:
-            self._in_progress.add(meta.transactional_id)
-        else:
-            self._in_progress.discard(meta.transactional_id)
+            if meta.transactional_id not in in_progress:
+                in_progress.add(meta.transactional_id)
+        elif meta.transactional_id in in_progress:
+            in_progress.discard(meta.transactional_id)
 
     def _placement(self, transactional_id: str) -> tuple[PartitionLog, bytes]:
         """The id's `__transaction_state` partition and record key (computed once)."""
-        placement = self._placements.get(transactional_id)
-        if placement is None:
+        try:
+            return self._placements[transactional_id]
+        except KeyError:
             state_log = self._state_logs[partition_for(transactional_id, len(self._state_logs))]
             placement = self._placements[transactional_id] = (
                 state_log,
                 encode_key(transactional_id),
             )
-        return placement
+            return placement
 
     def _append(self, transactional_id: str, value: bytes | None, *, sync: bool = True) -> None:
         state_log, key = self._placement(transactional_id)
@@ -734,8 +744,8 @@ class TransactionCoordinator:
             # The deferred records go first, in the same batch: one append for both. The
             # lock is held through the append so that no record of an id can overtake its
             # deferred one.
-            records = self._deferred.pop(state_log, [])
-            records.append((key, value))
+            deferred = self._deferred.pop(state_log, None)
+            records = [(key, value)] if deferred is None else [*deferred, (key, value)]
             builder = codec.BatchBuilder()
             now = self._clock_ms()
             for record_key, record_value in records:
@@ -743,8 +753,8 @@ class TransactionCoordinator:
             try:
                 info = state_log.append_batch(builder.build())
             except BaseException:
-                if len(records) > 1:
-                    self._deferred.setdefault(state_log, [])[:0] = records[:-1]
+                if deferred:
+                    self._deferred.setdefault(state_log, [])[:0] = deferred
                 raise
         if sync and self._durability == "commit":
             self._sync_state_log(state_log, info.last_offset + 1)
@@ -843,6 +853,8 @@ class TransactionCoordinator:
 
 
 def _check_transactional_id(transactional_id: object) -> None:
+    if type(transactional_id) is str and transactional_id:
+        return  # the common case, without isinstance's call
     if not isinstance(transactional_id, str) or not transactional_id:
         raise InvalidRequestError(f"invalid transactional id {transactional_id!r}")
 

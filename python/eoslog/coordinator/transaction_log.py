@@ -121,26 +121,6 @@ _VERSION_FLEXIBLE_BYTES: Final = INT16.pack(VALUE_VERSION_FLEXIBLE)
 # --- encoding -------------------------------------------------------------------------------
 
 
-# The last non-empty partitions array encoded, (elements, flexible, bytes): a transaction's
-# Ongoing and Prepare* records carry the same elements object (see log_value_of), and so do
-# the next transaction's when it touches the same partitions, so those are free. An empty or
-# null array (Complete*, Empty) is encoded each time, which costs little and keeps the cached
-# one. Replaced whole, so threads may share it. It starts on a key no caller can pass.
-_last_partitions: tuple[object, bool, bytes] = (object(), True, b"")
-
-
-def _partitions(value: tuple[TopicPartitions, ...] | None, flexible: bool) -> bytes:
-    global _last_partitions
-    if not value:
-        return _encode_partitions(value, flexible)
-    last = _last_partitions
-    if last[0] is value and last[1] is flexible:
-        return last[2]
-    encoded = _encode_partitions(value, flexible)
-    _last_partitions = (value, flexible, encoded)
-    return encoded
-
-
 def _encode_partitions(value: tuple[TopicPartitions, ...] | None, flexible: bool) -> bytes:
     out = bytearray(array_count(None if value is None else len(value), flexible))
     for element in value or ():
@@ -160,24 +140,19 @@ _TAGGED_SECTIONS_MAX: Final = 1024
 _TAGGED_VALUES: Final = attrgetter(*(name for _, name, _, _ in _VALUE_TAGGED_FIELDS))
 
 
-def _tagged_section(value: TransactionLogValue) -> bytes:
-    values: tuple[int, ...] = _TAGGED_VALUES(value)
+def _tagged_section(values: tuple[int, ...]) -> bytes:
+    """The top-level tagged section for the tagged fields' `values`, in tag order."""
     section = _tagged_sections.get(values)
     if section is None:
-        section = _encode_tagged_section(value)
+        fields = []
+        for (tag, name, kind, default), field in zip(_VALUE_TAGGED_FIELDS, values, strict=True):
+            if field != default:
+                fields.append(uvarint(tag) + uvarint(kind.size) + pack(kind, field, name))
+        section = uvarint(len(fields)) + b"".join(fields)
         if len(_tagged_sections) >= _TAGGED_SECTIONS_MAX:
             _tagged_sections.clear()
         _tagged_sections[values] = section
     return section
-
-
-def _encode_tagged_section(value: TransactionLogValue) -> bytes:
-    fields = []
-    for tag, name, kind, default in _VALUE_TAGGED_FIELDS:
-        field = getattr(value, name)
-        if field != default:
-            fields.append(uvarint(tag) + uvarint(kind.size) + pack(kind, field, name))
-    return uvarint(len(fields)) + b"".join(fields)
 
 
 def encode_key(transactional_id: str) -> bytes:
@@ -204,9 +179,9 @@ def encode_value(
                 (
                     _VERSION_FLEXIBLE_BYTES,
                     head,
-                    _partitions(value.transaction_partitions, True),
+                    _encode_partitions(value.transaction_partitions, True),
                     tail,
-                    _tagged_section(value),
+                    _tagged_section(_TAGGED_VALUES(value)),
                 )
             )
     if version not in (VALUE_VERSION_NOT_FLEXIBLE, VALUE_VERSION_FLEXIBLE):
@@ -215,16 +190,50 @@ def encode_value(
     out = bytearray(INT16.pack(version))
     for name, kind in _VALUE_FIELDS:
         if kind is None:
-            out += _partitions(value.transaction_partitions, flexible)
+            out += _encode_partitions(value.transaction_partitions, flexible)
         else:
             out += pack(kind, getattr(value, name), name)
     if flexible:
-        out += _tagged_section(value)
+        out += _tagged_section(_TAGGED_VALUES(value))
     else:
         for _, name, _, default in _VALUE_TAGGED_FIELDS:
             if getattr(value, name) != default:
                 raise ValueError(f"value version 0 cannot carry a non-default {name}")
     return bytes(out)
+
+
+def encode_value_v1(
+    producer_id: int,
+    producer_epoch: int,
+    timeout_ms: int,
+    status: int,
+    partitions: bytes,
+    last_update_timestamp_ms: int,
+    start_timestamp_ms: int,
+    tagged: tuple[int, int, int],
+) -> bytes:
+    """encode_value of a value with these fields at version 1, in four calls instead of
+    ten (the coordinator persists three values per transaction): `partitions` is the array
+    already encoded (encode_partitions_v1) and `tagged` the tagged fields' values in tag
+    order (previous, next producer id, client transaction version). ValueError, as
+    encode_value raises it, for a field out of range."""
+    try:
+        head = _HEAD.pack(producer_id, producer_epoch, timeout_ms, status)
+        tail = _TAIL.pack(last_update_timestamp_ms, start_timestamp_ms)
+    except struct.error:  # the field-by-field path names the field
+        fields = (producer_id, producer_epoch, timeout_ms, status, None)
+        value = TransactionLogValue(*fields, last_update_timestamp_ms, start_timestamp_ms, *tagged)
+        encode_value(value)
+        raise AssertionError("encode_value took what _HEAD and _TAIL refused") from None
+    section = _tagged_sections.get(tagged)
+    if section is None:
+        section = _tagged_section(tagged)
+    return _VERSION_FLEXIBLE_BYTES + head + partitions + tail + section
+
+
+def encode_partitions_v1(value: tuple[TopicPartitions, ...] | None) -> bytes:
+    """The TransactionPartitions array as value version 1 encodes it (None: null)."""
+    return _encode_partitions(value, True)
 
 
 # --- decoding -------------------------------------------------------------------------------

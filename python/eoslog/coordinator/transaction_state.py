@@ -96,8 +96,10 @@ def transition_allowed(
     current: TransactionState, target: TransactionState, client_transaction_version: int
 ) -> bool:
     """Whether the table allows current -> target for a client at this version."""
-    minimum = LEGAL_TRANSITIONS.get((current, target))
-    return minimum is not None and client_transaction_version >= minimum
+    try:  # a subscript, not get(): no call (three per transaction)
+        return client_transaction_version >= LEGAL_TRANSITIONS[(current, target)]
+    except KeyError:
+        return False
 
 
 def is_epoch_exhausted(epoch: int) -> bool:
@@ -157,93 +159,100 @@ class TransactionValues(Protocol):
 def completion_problem(current: TransactionValues, target: TransitionTarget) -> str:
     """What is wrong with applying `target` to metadata whose present values are `current`,
     or "" if nothing is (§1.2 step 3)."""
-    checks = _COMPLETION_CHECKS.get(target.state)
-    if checks is None:
+    try:  # a subscript, not get(): no call (three per transaction)
+        problems = COMPLETION_PROBLEMS[target.state]
+    except KeyError:
         return "Dead and PrepareEpochFence are never completed"
-    for check, problem in checks:
-        if not check(current, target):
-            return problem
+    return problems(current, target)
+
+
+# One function per target state, each returning its first broken invariant ("" if none), in
+# the order the rows read: one call per completion, which runs three times per transaction.
+
+
+def _empty_problem(current: TransactionValues, target: TransitionTarget) -> str:
+    new_id_at_zero = target.producer_epoch == 0 and target.producer_id != current.producer_id
+    kept_or_bumped = target.producer_epoch in (current.producer_epoch, current.producer_epoch + 1)
+    if not (new_id_at_zero or (kept_or_bumped and target.producer_id == current.producer_id)):
+        return "the epoch must stay, rise by one, or be 0 for a new id"
+    if target.partitions:
+        return "an Empty transaction has no partitions"
+    if target.txn_start_timestamp_ms != NO_TIMESTAMP:
+        return "Empty has no start"
     return ""
 
 
-def _same_producer(current: TransactionValues, target: TransitionTarget) -> bool:
-    return target.producer_id == current.producer_id
+def _ongoing_problem(current: TransactionValues, target: TransitionTarget) -> str:
+    if target.producer_id != current.producer_id:
+        return "the producer id must not change"
+    if target.producer_epoch != current.producer_epoch:
+        return "the epoch must not change"
+    if not current.partitions <= target.partitions:
+        return "partitions may only be added"
+    if target.txn_timeout_ms != current.txn_timeout_ms:
+        return "the timeout must not change"
+    return ""
 
 
-def _epoch_bumped_or_kept(current: TransactionValues, target: TransitionTarget) -> bool:
-    new_id_at_zero = target.producer_epoch == 0 and target.producer_id != current.producer_id
-    kept_or_bumped = target.producer_epoch in (current.producer_epoch, current.producer_epoch + 1)
-    return new_id_at_zero or (kept_or_bumped and _same_producer(current, target))
-
-
-def _prepare_epoch_ok(current: TransactionValues, target: TransitionTarget) -> bool:
+def _prepare_problem(current: TransactionValues, target: TransitionTarget) -> str:
+    if target.producer_id != current.producer_id:
+        return "the producer id must not change"
     if target.client_transaction_version >= TRANSACTION_VERSION_EPOCH_BUMP:
         # TV2 bumps at every end: the previous epoch moves to last_producer_epoch.
-        return (
+        epoch_ok = (
             target.last_producer_epoch == current.producer_epoch
             and target.producer_epoch == current.producer_epoch + 1
         )
-    return target.producer_epoch == current.producer_epoch
-
-
-def _prepare_start_ok(current: TransactionValues, target: TransitionTarget) -> bool:
+    else:
+        epoch_ok = target.producer_epoch == current.producer_epoch
+    if not epoch_ok:
+        return "the epoch must be kept (TV0/1) or bumped by one (TV2)"
+    if target.partitions != current.partitions:
+        return "the partitions must not change"
+    if target.txn_timeout_ms != current.txn_timeout_ms:
+        return "the timeout must not change"
     # A TV2 empty abort (from Empty or Complete*) has no start yet and takes the update time.
-    empty_abort = current.state in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT)
-    same = target.txn_start_timestamp_ms == current.txn_start_timestamp_ms
-    return same or (empty_abort and target.txn_start_timestamp_ms != NO_TIMESTAMP)
+    if target.txn_start_timestamp_ms != current.txn_start_timestamp_ms and (
+        current.state not in (S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT)
+        or target.txn_start_timestamp_ms == NO_TIMESTAMP
+    ):
+        return "the start time must not change"
+    return ""
 
 
-def _complete_epoch_ok(current: TransactionValues, target: TransitionTarget) -> bool:
+def _complete_problem(current: TransactionValues, target: TransitionTarget) -> str:
     if target.producer_id != current.producer_id:
         # A TV2 overflow: the Prepare record's next_producer_id takes over at epoch 0.
-        return (
+        epoch_ok = (
             target.client_transaction_version >= TRANSACTION_VERSION_EPOCH_BUMP
             and target.producer_id == current.next_producer_id
             and target.producer_epoch == 0
             and target.previous_producer_id == current.producer_id
         )
-    return target.producer_epoch == current.producer_epoch
+    else:
+        epoch_ok = target.producer_epoch == current.producer_epoch
+    if not epoch_ok:
+        return "the producer must be kept, or rotated to next_producer_id at 0"
+    if target.txn_timeout_ms != current.txn_timeout_ms:
+        return "the timeout must not change"
+    if target.txn_start_timestamp_ms == NO_TIMESTAMP:
+        return "a completion needs a start time"
+    if target.partitions:
+        return "a completed transaction has no partitions"
+    return ""
 
 
-def _same_timeout(current: TransactionValues, target: TransitionTarget) -> bool:
-    return target.txn_timeout_ms == current.txn_timeout_ms
-
-
-_CompletionCheck = tuple[Callable[[TransactionValues, TransitionTarget], bool], str]
-
-_PREPARE_CHECKS: Final[tuple[_CompletionCheck, ...]] = (
-    (_same_producer, "the producer id must not change"),
-    (_prepare_epoch_ok, "the epoch must be kept (TV0/1) or bumped by one (TV2)"),
-    (lambda c, t: t.partitions == c.partitions, "the partitions must not change"),
-    (_same_timeout, "the timeout must not change"),
-    (_prepare_start_ok, "the start time must not change"),
-)
-_COMPLETE_CHECKS: Final[tuple[_CompletionCheck, ...]] = (
-    (_complete_epoch_ok, "the producer must be kept, or rotated to next_producer_id at 0"),
-    (_same_timeout, "the timeout must not change"),
-    (lambda c, t: t.txn_start_timestamp_ms != NO_TIMESTAMP, "a completion needs a start time"),
-    (lambda c, t: not t.partitions, "a completed transaction has no partitions"),
-)
-# Target state -> (check, what it means when it fails), in order. Dead and PrepareEpochFence
-# have no row: completing either is always a bug.
-_COMPLETION_CHECKS: Final[Mapping[TransactionState, tuple[_CompletionCheck, ...]]] = (
-    MappingProxyType(
-        {
-            S.EMPTY: (
-                (_epoch_bumped_or_kept, "the epoch must stay, rise by one, or be 0 for a new id"),
-                (lambda c, t: not t.partitions, "an Empty transaction has no partitions"),
-                (lambda c, t: t.txn_start_timestamp_ms == NO_TIMESTAMP, "Empty has no start"),
-            ),
-            S.ONGOING: (
-                (_same_producer, "the producer id must not change"),
-                (lambda c, t: t.producer_epoch == c.producer_epoch, "the epoch must not change"),
-                (lambda c, t: c.partitions <= t.partitions, "partitions may only be added"),
-                (_same_timeout, "the timeout must not change"),
-            ),
-            S.PREPARE_COMMIT: _PREPARE_CHECKS,
-            S.PREPARE_ABORT: _PREPARE_CHECKS,
-            S.COMPLETE_COMMIT: _COMPLETE_CHECKS,
-            S.COMPLETE_ABORT: _COMPLETE_CHECKS,
-        }
-    )
+# Target state -> its invariants. Dead and PrepareEpochFence have no row: completing either is
+# always a bug.
+COMPLETION_PROBLEMS: Final[
+    Mapping[TransactionState, Callable[[TransactionValues, TransitionTarget], str]]
+] = MappingProxyType(
+    {
+        S.EMPTY: _empty_problem,
+        S.ONGOING: _ongoing_problem,
+        S.PREPARE_COMMIT: _prepare_problem,
+        S.PREPARE_ABORT: _prepare_problem,
+        S.COMPLETE_COMMIT: _complete_problem,
+        S.COMPLETE_ABORT: _complete_problem,
+    }
 )
