@@ -52,6 +52,7 @@ from eoslog.coordinator.group_membership import Group, GroupState, Member
 from eoslog.coordinator.offset_store import OffsetStore, StoredOffset
 from eoslog.coordinator.offsets_log import (
     CONSUMER_OFFSETS_TOPIC,
+    GroupMetadataKey,
     OffsetCommitKey,
     OffsetCommitValue,
     decode_key,
@@ -154,27 +155,44 @@ class GroupCoordinator:
     def load(self) -> None:
         """Rebuild the offsets by replaying `__consumer_offsets` (markers included)."""
         with self._lock:
+            # A key's bytes are decoded once: a log holds few keys and many records of each.
+            keys: dict[bytes, OffsetCommitKey | GroupMetadataKey] = {}
             for offsets_log in self._offsets_logs:
                 for header, records, place in log_replay.located_batches(offsets_log):
                     try:
-                        self._replay_batch(header, records)
+                        self._replay_batch(header, records, keys)
                     except KafkaException as error:
                         raise log_replay.in_place(error, place) from error
             self._loaded = True
 
-    def _replay_batch(self, header: BatchHeader, records: list[Record]) -> None:
+    def _replay_batch(
+        self,
+        header: BatchHeader,
+        records: list[Record],
+        keys: dict[bytes, OffsetCommitKey | GroupMetadataKey],
+    ) -> None:
         if header.is_control:
             if records and records[0].key is not None:
                 commit = marker_type(records[0].key) == layout.CONTROL_COMMIT
                 self._store.replay_marker(header.producer_id, commit)
             return
         for record in records:
-            self._replay(header.producer_id, header.is_transactional, record)
+            self._replay(header.producer_id, header.is_transactional, record, keys)
 
-    def _replay(self, producer_id: int, transactional: bool, record: Record) -> None:
+    def _replay(
+        self,
+        producer_id: int,
+        transactional: bool,
+        record: Record,
+        keys: dict[bytes, OffsetCommitKey | GroupMetadataKey] | None = None,
+    ) -> None:
         if record.key is None:
             return  # not a coordinator record; Kafka's loader skips it likewise
-        key = decode_key(record.key)
+        key = None if keys is None else keys.get(record.key)
+        if key is None:
+            key = decode_key(record.key)
+            if keys is not None:
+                keys[record.key] = key
         if isinstance(key, OffsetCommitKey):
             value = decode_offset_value(record.value)
             self._store.replay_offset(producer_id, transactional, key, value, record.offset)
