@@ -2,9 +2,11 @@
 
 Every end of a transaction bumps the producer epoch (transaction version 2), and the
 coordinator writes its markers at the bumped epoch, the epoch of its Prepare* and Complete*
-records: so (producer id, marker epoch) names one end, and `__transaction_state`, which eoslog
-never compacts, holds the decision for it. A marker whose type contradicts that decision was
-forged (its type is covered by the batch CRC, which a forger recomputes): believed, it hides
+records: so (producer id, marker epoch) names one end, and `__transaction_state` holds the
+decision for it while the record is there. Once the topic is compacted only each id's last
+record stays, so an ABORT marker of an older end finds no decision and is not checked here
+(never refused wrongly: a missing decision is "nothing to compare with"). A marker whose
+type contradicts that decision was forged (its type is covered by the batch CRC, which a forger recomputes): believed, it hides
 committed records or shows aborted ones.
 
 What is checked is kept cheap: for each producer in each partition, the last ABORT marker the
