@@ -77,7 +77,6 @@ from eoslog.errors import (
 )
 from eoslog.log.producer_state import marker_type
 from eoslog.record import codec, layout
-from eoslog.record.types import BatchHeader, Record
 
 if TYPE_CHECKING:
     from eoslog.log.partition import PartitionLog
@@ -164,44 +163,50 @@ class GroupCoordinator:
             # A key's bytes are decoded once: a log holds few keys and many records of each.
             keys: dict[bytes, OffsetCommitKey | GroupMetadataKey] = {}
             for offsets_log in self._offsets_logs:
-                for header, records, place in log_replay.located_batches(offsets_log):
-                    try:
-                        self._replay_batch(header, records, keys)
-                    except KafkaException as error:
-                        raise log_replay.in_place(error, place) from error
+                for chunk in log_replay.chunks(offsets_log):
+                    self._replay_chunk(chunk, keys)
             self._loaded = True
 
-    def _replay_batch(
-        self,
-        header: BatchHeader,
-        records: list[Record],
-        keys: dict[bytes, OffsetCommitKey | GroupMetadataKey],
+    def _replay_chunk(
+        self, chunk: log_replay.Chunk, keys: dict[bytes, OffsetCommitKey | GroupMetadataKey]
     ) -> None:
-        if header.is_control:
-            if records and records[0].key is not None:
-                commit = marker_type(records[0].key) == layout.CONTROL_COMMIT
-                self._store.replay_marker(header.producer_id, commit)
-            return
-        for record in records:
-            self._replay(header.producer_id, header.is_transactional, record, keys)
+        for index, key in enumerate(chunk.keys):
+            try:
+                if chunk.control[index]:
+                    if key is not None:
+                        commit = marker_type(key) == layout.CONTROL_COMMIT
+                        self._store.replay_marker(chunk.producer_ids[index], commit)
+                    continue
+                self._replay(
+                    chunk.producer_ids[index],
+                    chunk.transactional[index],
+                    key,
+                    chunk.values[index],
+                    chunk.offsets[index],
+                    keys,
+                )
+            except KafkaException as error:
+                raise log_replay.in_place(error, chunk.place(index)) from error
 
     def _replay(
         self,
         producer_id: int,
         transactional: bool,
-        record: Record,
+        record_key: bytes | None,
+        record_value: bytes | None,
+        record_offset: int,
         keys: dict[bytes, OffsetCommitKey | GroupMetadataKey] | None = None,
     ) -> None:
-        if record.key is None:
+        if record_key is None:
             return  # not a coordinator record; Kafka's loader skips it likewise
-        key = None if keys is None else keys.get(record.key)
+        key = None if keys is None else keys.get(record_key)
         if key is None:
-            key = decode_key(record.key)
+            key = decode_key(record_key)
             if keys is not None:
-                keys[record.key] = key
+                keys[record_key] = key
         if isinstance(key, OffsetCommitKey):
-            value = decode_offset_value(record.value)
-            self._store.replay_offset(producer_id, transactional, key, value, record.offset)
+            value = decode_offset_value(record_value)
+            self._store.replay_offset(producer_id, transactional, key, value, record_offset)
         # Group metadata records (key version 2) come only from Kafka-written logs: the
         # membership they describe ended with the process that wrote them.
 
@@ -593,7 +598,7 @@ class GroupCoordinator:
     ) -> None:
         """Apply the records of a batch just appended at base_offset (lock held)."""
         for record in codec.batch_records(_stamped(batch, base_offset)):
-            self._replay(producer_id, transactional, record)
+            self._replay(producer_id, transactional, record.key, record.value, record.offset)
 
     def _offsets_log(self, group_id: str) -> PartitionLog:
         return self._offsets_logs[group_partition(group_id, len(self._offsets_logs))]

@@ -6,8 +6,8 @@ records: so (producer id, marker epoch) names one end, and `__transaction_state`
 decision for it while the record is there. Once the topic is compacted only each id's last
 record stays, so an ABORT marker of an older end finds no decision and is not checked here
 (never refused wrongly: a missing decision is "nothing to compare with"). A marker whose
-type contradicts that decision was forged (its type is covered by the batch CRC, which a forger recomputes): believed, it hides
-committed records or shows aborted ones.
+type contradicts that decision was forged (its type is covered by the batch CRC, which a
+forger recomputes): believed, it hides committed records or shows aborted ones.
 
 What is checked is kept cheap: for each producer in each partition, the last ABORT marker the
 .txnindex of the segments from the recovery point on names (one batch lookup per producer with

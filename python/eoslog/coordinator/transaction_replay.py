@@ -85,11 +85,12 @@ def _partitions(value: TransactionLogValue) -> frozenset[PartitionKey]:
 
 
 def _records(state_log: PartitionLog) -> Iterator[tuple[bytes, bytes | None]]:
-    """Every (key, value) of a `__transaction_state` partition, in log order."""
-    for header, records in log_replay.batches(state_log):
-        if header.is_control:
-            continue
-        for record in records:
-            if record.key is None:
+    """Every (key, value) of a `__transaction_state` partition, in log order (control
+    records skipped)."""
+    for chunk in log_replay.chunks(state_log):
+        for key, value, control in zip(chunk.keys, chunk.values, chunk.control, strict=True):
+            if control:
+                continue
+            if key is None:
                 raise KafkaException(f"a {state_log.topic} record without a key")
-            yield record.key, record.value
+            yield key, value
