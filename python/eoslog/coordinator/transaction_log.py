@@ -346,36 +346,81 @@ def _small(data: bytes, position: int) -> int:
     return value
 
 
+# The partitions arrays and tagged sections decoded so far, by their bytes: a producer's
+# records repeat them transaction after transaction, so most are a dict lookup. Bounded:
+# cleared when full. Dicts are safe to share between threads; the values are never changed.
+_DECODED_PARTS_MAX: Final = 4096
+_partitions_by_bytes: dict[bytes, tuple[TopicPartitions, ...] | None] = {}
+_tagged_by_bytes: dict[bytes, dict[str, int]] = {}
+
+
 def _common_partitions(
     data: bytes, position: int
 ) -> tuple[tuple[TopicPartitions, ...] | None, int]:
+    end = _partitions_end(data, position)
+    raw = data[position:end]
+    if raw in _partitions_by_bytes:
+        return _partitions_by_bytes[raw], end
+    partitions = _decode_partitions(data, position)
+    if len(_partitions_by_bytes) >= _DECODED_PARTS_MAX:
+        _partitions_by_bytes.clear()
+    _partitions_by_bytes[raw] = partitions
+    return partitions, end
+
+
+def _partitions_end(data: bytes, position: int) -> int:
+    """Where the partitions array at `position` ends, walking its lengths only."""
     count = _small(data, position) - 1
     position += 1
-    if count < 0:
-        return None, position
-    elements = []
     for _ in range(count):
         length = _small(data, position) - 1
         if length < 0:
             raise _NotCommon
-        end = position + 1 + length
-        if end > len(data):
-            raise _NotCommon  # a topic cut short
-        topic = data[position + 1 : end].decode("utf-8")
-        position = end
+        position += 1 + length
         ids_count = _small(data, position) - 1
         if ids_count < 0:
             raise _NotCommon
-        ids: tuple[int, ...] = _PARTITION_IDS[ids_count].unpack_from(data, position + 1)
         position += 1 + 4 * ids_count
         if _small(data, position) != 0:
             raise _NotCommon  # the element has tagged fields
-        elements.append(TopicPartitions(topic, ids))
         position += 1
-    return tuple(elements), position
+    if position > len(data):
+        raise _NotCommon  # cut short
+    return position
+
+
+def _decode_partitions(data: bytes, position: int) -> tuple[TopicPartitions, ...] | None:
+    """The partitions array at `position`, which _partitions_end has walked."""
+    count = data[position] - 1
+    position += 1
+    if count < 0:
+        return None
+    elements = []
+    for _ in range(count):
+        end = position + data[position]
+        topic = data[position + 1 : end].decode("utf-8")
+        ids_count = data[end] - 1
+        ids: tuple[int, ...] = _PARTITION_IDS[ids_count].unpack_from(data, end + 1)
+        position = end + 1 + 4 * ids_count + 1
+        elements.append(TopicPartitions(topic, ids))
+    return tuple(elements)
 
 
 def _common_tagged(data: bytes, position: int) -> tuple[dict[str, int], int]:
+    """The tagged section at `position`, which ends the value: (fields, the value's end)."""
+    raw = data[position:]
+    found = _tagged_by_bytes.get(raw)
+    if found is not None:
+        return found, len(data)
+    found, end = _decode_tagged(data, position)
+    if end == len(data):
+        if len(_tagged_by_bytes) >= _DECODED_PARTS_MAX:
+            _tagged_by_bytes.clear()
+        _tagged_by_bytes[raw] = found
+    return found, end
+
+
+def _decode_tagged(data: bytes, position: int) -> tuple[dict[str, int], int]:
     found: dict[str, int] = {}
     last_tag = -1
     count = _small(data, position)

@@ -2,11 +2,12 @@
 record of each transactional id wins and a tombstone removes the id; every record that decides
 an end (Prepare*, Complete*) is remembered by (producer id, epoch) for the marker checks.
 
-The replay reads only what a key's last record and the decisions need: a key's bytes are
-decoded once (a log holds few ids and many records of each), each value's status is checked
-(a record no coordinator writes fails the open, whichever record it is), and the metadata is
-built only for the records that are last for their key. A log whose superseded records were
-removed by compaction (offset gaps, tombstones gone) therefore loads the same state.
+Per record it does what the checks need and no more: the log is read in natively decoded
+chunks (log_replay.chunks), a key's bytes are decoded once (a log holds few ids and many
+records of each), every value is decoded (a damaged one fails the open, whichever record it
+is) and its state checked, and the metadata is built only for the records that are last for
+their key. The last record per key decides, so a log whose superseded records were removed
+by compaction (offset gaps, tombstones gone) loads the same state.
 
 Pure: reads the logs, changes nothing. Called once, at load, before any request.
 """
@@ -17,7 +18,12 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from eoslog.coordinator import log_replay, marker_checks
-from eoslog.coordinator.transaction_log import TransactionLogValue, decode_key, decode_value
+from eoslog.coordinator.transaction_log import (
+    TopicPartitions,
+    TransactionLogValue,
+    decode_key,
+    decode_value,
+)
 from eoslog.coordinator.transaction_metadata import (
     TransactionMetadata,
     logged_state,
@@ -31,6 +37,7 @@ if TYPE_CHECKING:
 
 S = TransactionState
 Decided = dict[tuple[int, int], tuple[bool, frozenset[PartitionKey]]]
+_PARTITION_SETS_MAX = 4096  # as transaction_log's cache of decoded arrays
 _PREPARED = {S.PREPARE_COMMIT: True, S.PREPARE_ABORT: False}
 _DECIDING = frozenset({S.PREPARE_COMMIT, S.PREPARE_ABORT, S.COMPLETE_COMMIT, S.COMPLETE_ABORT})
 
@@ -53,6 +60,7 @@ def replay(state_logs: Iterable[PartitionLog], open_ends: set[tuple[int, int]]) 
     ids: dict[bytes, str] = {}
     decided: Decided = {}
     ends = marker_checks.DecidedEnds()
+    sets = _PartitionSets()
     for state_log in state_logs:
         for key, value in _records(state_log):
             transactional_id = ids.get(key)
@@ -67,7 +75,7 @@ def replay(state_logs: Iterable[PartitionLog], open_ends: set[tuple[int, int]]) 
             if state not in _DECIDING:
                 continue
             end = (decoded.producer_id, decoded.producer_epoch)
-            partitions = _partitions(decoded)
+            partitions = sets.of(decoded.transaction_partitions)
             ends.record(end, state, partitions)
             commit = _PREPARED.get(state)
             if commit is not None and end in open_ends:
@@ -76,12 +84,26 @@ def replay(state_logs: Iterable[PartitionLog], open_ends: set[tuple[int, int]]) 
     return Replayed(metadata, decided, ends)
 
 
-def _partitions(value: TransactionLogValue) -> frozenset[PartitionKey]:
-    return frozenset(
-        (element.topic, partition)
-        for element in value.transaction_partitions or ()
-        for partition in element.partition_ids
-    )
+class _PartitionSets:
+    """The partition set of a record's partitions array, made once per array object (the
+    decoder hands out one object for the same bytes, transaction_log._partitions_by_bytes)."""
+
+    def __init__(self) -> None:
+        self._made: dict[int, tuple[object, frozenset[PartitionKey]]] = {}
+
+    def of(self, elements: tuple[TopicPartitions, ...] | None) -> frozenset[PartitionKey]:
+        made = self._made.get(id(elements))
+        if made is not None and made[0] is elements:
+            return made[1]
+        found = frozenset(
+            (element.topic, partition)
+            for element in elements or ()
+            for partition in element.partition_ids
+        )
+        if len(self._made) >= _PARTITION_SETS_MAX:
+            self._made.clear()
+        self._made[id(elements)] = (elements, found)  # holds the object: its id stays its own
+        return found
 
 
 def _records(state_log: PartitionLog) -> Iterator[tuple[bytes, bytes | None]]:
