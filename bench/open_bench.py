@@ -55,6 +55,7 @@ DATA_PARTITIONS = 10
 VALUE = b"v" * 100
 INTERNAL = ("__transaction_state", "__consumer_offsets")
 STARTED = time.perf_counter()
+LOAD_START = report.load()
 TARGET_RATIO_MAX = 2.0  # docs/bench.md: open after 1M past transactions <= 2x the open after 1k
 
 GENERATE = """
@@ -204,6 +205,8 @@ def render(points: list[dict[str, object]], args: argparse.Namespace, plot: str)
         f"and one offset commit; {args.rounds} rounds per open, median (min-max).",
         "",
         *report.machine_lines(PACKAGES),
+        f"- load average (1, 5, 15 min) at the start: {LOAD_START}; at the end: {report.load()} "
+        "(the machine is shared: opens are timed in rounds, and the ratio is per run)",
         f"- internal topics' cleanup.policy as the broker reads it: {policies}"
         + (
             "; maintenance run before the clean close (`--clean-first`)" if args.clean_first else ""
