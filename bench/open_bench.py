@@ -122,6 +122,16 @@ def directory_bytes(path: str, prefix: str) -> int:
     return total
 
 
+def topic_policy(broker: eoslog.Broker, topic: str) -> str:
+    """The topic's cleanup.policy (Kafka's default, delete, when unset) and retention."""
+    config = broker.list_topics()[topic].config
+    policy = config.get("cleanup.policy", "delete")
+    return (
+        f"{policy} (retention.ms {config.get('retention.ms', 'default')}, "
+        f"retention.bytes {config.get('retention.bytes', 'default')})"
+    )
+
+
 def measure_point(count: int, args: argparse.Namespace, root: str) -> dict[str, object]:
     unclean = os.path.join(root, f"unclean-{count}")
     clean = os.path.join(root, f"clean-{count}")
@@ -130,10 +140,7 @@ def measure_point(count: int, args: argparse.Namespace, root: str) -> dict[str, 
     shutil.copytree(unclean, clean)
     timed_open(clean)  # the clean image: opened once (recovering) and closed
     with eoslog.open(clean, background=False) as broker:
-        policies = {
-            name: str(broker.list_topics()[name].config.get("cleanup.policy", "delete"))
-            for name in INTERNAL
-        }
+        policies = {name: topic_policy(broker, name) for name in INTERNAL}
     clean_s = [timed_open(clean) for _ in range(args.rounds)]
     unclean_s = []
     for number in range(args.rounds):
@@ -207,7 +214,8 @@ def render(points: list[dict[str, object]], args: argparse.Namespace, plot: str)
         *report.machine_lines(PACKAGES),
         f"- load average (1, 5, 15 min) at the start: {LOAD_START}; at the end: {report.load()} "
         "(the machine is shared: opens are timed in rounds, and the ratio is per run)",
-        f"- internal topics' cleanup.policy as the broker reads it: {policies}"
+        "- internal topics' cleanup.policy as the broker reads it: "
+        + "; ".join(f"`{name}` {policy}" for name, policy in policies.items())  # type: ignore[attr-defined]
         + (
             "; maintenance run before the clean close (`--clean-first`)" if args.clean_first else ""
         ),
