@@ -150,6 +150,8 @@ class Broker:
             self._release_after_failed_open()
             raise
         self._stop = threading.Event()
+        # The last expiry of committed offsets; the first comes an interval after the open.
+        self._offsets_checked_ms = self.clock_ms()
         self._maintenance: threading.Thread | None = None
         if background:
             self._maintenance = threading.Thread(
@@ -167,6 +169,7 @@ class Broker:
             partition_counts=self.partition_counts,
             clock_ms=self.clock_ms,
             durability=self.durability,
+            offsets_retention_ms=self.settings["offsets.retention.minutes"] * 60_000,
             settings=GroupSettings(
                 initial_rebalance_delay_ms=self.settings["group.initial.rebalance.delay.ms"],
                 min_session_timeout_ms=self.settings["group.min.session.timeout.ms"],
@@ -680,13 +683,18 @@ class Broker:
 
     def run_transaction_maintenance(self) -> None:
         """Abort transactions past their timeout and expire idle transactional ids
-        (docs/coordinator.md §4), and remove group members past their max.poll.interval.ms. The
+        (docs/coordinator.md §4), remove group members past their max.poll.interval.ms, and
+        every offsets.retention.check.interval.ms expire committed offsets (§6.5). The
         maintenance thread calls it every
         transaction.abort.timed.out.transaction.cleanup.interval.ms."""
         self._check_open()
         self.transactions.abort_timed_out_transactions()
         self.transactions.expire_transactional_ids()
         self.groups.expire_members()
+        now = self.clock_ms()
+        if now - self._offsets_checked_ms >= self.settings["offsets.retention.check.interval.ms"]:
+            self._offsets_checked_ms = now
+            self.groups.expire_offsets()
 
     def _maintenance_loop(self) -> None:
         """Two schedules on one thread: the log pass every log.retention.check.interval.ms,

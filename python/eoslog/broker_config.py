@@ -31,6 +31,10 @@ BROKER_DEFAULTS: Final[dict[str, int]] = {
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": 10_000,
     "transactional.id.expiration.ms": 7 * DAY_MS,
     "producer.id.expiration.ms": DAY_MS,
+    # Committed offsets past their retention are tombstoned (coordinator/offset_expiry.py),
+    # checked on the maintenance thread's transaction pass at this interval.
+    "offsets.retention.minutes": 7 * 24 * 60,
+    "offsets.retention.check.interval.ms": 600_000,
     # The wire front end's limits (eoslog.serve.connection): the largest request, the
     # connections open at once, and each connection's read-ahead in requests and bytes.
     "socket.request.max.bytes": limits.request_bytes_max_default,

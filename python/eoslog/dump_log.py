@@ -344,7 +344,7 @@ def describe_offsets_record(record: Record) -> Decoded:
         decoded = offsets_log.decode_key(key)
         text = json.dumps({"type": _version(key), "data": _fields(decoded)})
         if not isinstance(decoded, offsets_log.OffsetCommitKey):
-            return text, "(group metadata, not decoded)"
+            return text, "<DELETE>" if value is None else "(group metadata, not decoded)"
         payload = offsets_log.decode_offset_value(value)
         if payload is None or value is None:
             return text, "<DELETE>"

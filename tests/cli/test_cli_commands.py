@@ -165,11 +165,14 @@ def test_dump_log_decodes_consumer_offsets_records(
         broker.create_topic("in", 1)
         consumer = broker.consumer({"group.id": "g", "enable.auto.commit": False})
         consumer.commit(offsets=[eoslog.TopicPartition("in", 0, 5, metadata="hi")])
+        consumer.close()
+        broker.groups.delete_group("g")  # the offset's and the group's tombstones
     segment = tmp_path / "data" / "__consumer_offsets-0" / f"{0:020d}.log"
     assert cli.main(["dump-log", str(segment), "--records"]) == 0
     out = capsys.readouterr().out
     assert 'key: {"type": "1", "data": {"group": "g", "topic": "in", "partition": 0}}' in out
     assert 'payload: {"version": "3", "data": {"offset": 5, "metadata": "hi"' in out
+    assert 'key: {"type": "2", "data": {"group": "g"}} payload: <DELETE>' in out
 
 
 def test_verify_refuses_paths_that_are_not_segment_files_with_one_line_and_status_2(

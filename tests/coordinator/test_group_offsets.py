@@ -399,7 +399,13 @@ def test_committed_offsets_outlive_log_retention_of_old_segments(
     (issue 14's report): with log.retention.bytes set, a group's committed offset 42 became
     -1001 after retention and a reopen."""
     root = os.path.join(tmp_path, "data")
-    config = {"offsets.topic.segment.bytes": 1024, **retention}
+    # The offsets' own retention (offsets.retention.minutes) is longer than the 8 days.
+    month_minutes = 30 * 24 * 60
+    config = {
+        "offsets.topic.segment.bytes": 1024,
+        "offsets.retention.minutes": month_minutes,
+        **retention,
+    }
     with eoslog.open(root, config=config, clock_ms=clock, background=False) as broker:
         _setup(broker)
         consumer = _consumer(broker)

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from eoslog import crashpoints, limits
-from eoslog.coordinator import log_replay
+from eoslog.coordinator import log_replay, offset_expiry
 from eoslog.coordinator.assignors import ASSIGNORS, Partition
 from eoslog.coordinator.classic_groups import ClassicGroups, GroupSettings
 from eoslog.coordinator.group_membership import NO_GENERATION as NO_GENERATION
@@ -52,10 +52,12 @@ from eoslog.coordinator.group_membership import Group, GroupState, Member
 from eoslog.coordinator.offset_store import OffsetStore, StoredOffset
 from eoslog.coordinator.offsets_log import (
     CONSUMER_OFFSETS_TOPIC,
+    GroupMetadataKey,
     OffsetCommitKey,
     OffsetCommitValue,
     decode_key,
     decode_offset_value,
+    encode_group_key,
     encode_offset_key,
     encode_offset_value,
     group_partition,
@@ -75,12 +77,13 @@ from eoslog.errors import (
 )
 from eoslog.log.producer_state import marker_type
 from eoslog.record import codec, layout
-from eoslog.record.types import BatchHeader, Record
 
 if TYPE_CHECKING:
     from eoslog.log.partition import PartitionLog
 
 NO_MEMBER: Final = ""
+# offsets.retention.minutes: Kafka's default, 7 days (GroupCoordinatorConfig).
+OFFSETS_RETENTION_MS_DEFAULT: Final = 7 * 24 * 60 * 60 * 1000
 # How often a waiter for stable offsets looks again if no marker wakes it (a transaction
 # can also end by a timeout abort, which wakes it too; this only bounds a missed wake-up).
 _STABLE_WAIT_S_MAX: Final = 0.05
@@ -131,12 +134,15 @@ class GroupCoordinator:
         clock_ms: Callable[[], int],
         durability: str,
         settings: GroupSettings | None = None,
+        offsets_retention_ms: int = OFFSETS_RETENTION_MS_DEFAULT,
     ) -> None:
         self._offsets_logs = offsets_logs
         self._log_of = log_of
         self._partition_counts = partition_counts
         self._clock_ms = clock_ms
         self._durability = durability
+        self._offsets_retention_ms = offsets_retention_ms
+        self._opened_ms = clock_ms()  # the floor of a membership-less group's retention
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)  # a marker or a commit applied
         self._store = OffsetStore()
@@ -154,30 +160,53 @@ class GroupCoordinator:
     def load(self) -> None:
         """Rebuild the offsets by replaying `__consumer_offsets` (markers included)."""
         with self._lock:
+            # A key's bytes are decoded once: a log holds few keys and many records of each.
+            keys: dict[bytes, OffsetCommitKey | GroupMetadataKey] = {}
             for offsets_log in self._offsets_logs:
-                for header, records, place in log_replay.located_batches(offsets_log):
-                    try:
-                        self._replay_batch(header, records)
-                    except KafkaException as error:
-                        raise log_replay.in_place(error, place) from error
+                for chunk in log_replay.chunks(offsets_log):
+                    self._replay_chunk(chunk, keys)
             self._loaded = True
 
-    def _replay_batch(self, header: BatchHeader, records: list[Record]) -> None:
-        if header.is_control:
-            if records and records[0].key is not None:
-                commit = marker_type(records[0].key) == layout.CONTROL_COMMIT
-                self._store.replay_marker(header.producer_id, commit)
-            return
-        for record in records:
-            self._replay(header.producer_id, header.is_transactional, record)
+    def _replay_chunk(
+        self, chunk: log_replay.Chunk, keys: dict[bytes, OffsetCommitKey | GroupMetadataKey]
+    ) -> None:
+        for index, key in enumerate(chunk.keys):
+            try:
+                if chunk.control[index]:
+                    if key is not None:
+                        commit = marker_type(key) == layout.CONTROL_COMMIT
+                        self._store.replay_marker(chunk.producer_ids[index], commit)
+                    continue
+                self._replay(
+                    chunk.producer_ids[index],
+                    chunk.transactional[index],
+                    key,
+                    chunk.values[index],
+                    chunk.offsets[index],
+                    keys,
+                )
+            except KafkaException as error:
+                raise log_replay.in_place(error, chunk.place(index)) from error
 
-    def _replay(self, producer_id: int, transactional: bool, record: Record) -> None:
-        if record.key is None:
+    def _replay(
+        self,
+        producer_id: int,
+        transactional: bool,
+        record_key: bytes | None,
+        record_value: bytes | None,
+        record_offset: int,
+        keys: dict[bytes, OffsetCommitKey | GroupMetadataKey] | None = None,
+    ) -> None:
+        if record_key is None:
             return  # not a coordinator record; Kafka's loader skips it likewise
-        key = decode_key(record.key)
+        key = None if keys is None else keys.get(record_key)
+        if key is None:
+            key = decode_key(record_key)
+            if keys is not None:
+                keys[record_key] = key
         if isinstance(key, OffsetCommitKey):
-            value = decode_offset_value(record.value)
-            self._store.replay_offset(producer_id, transactional, key, value, record.offset)
+            value = decode_offset_value(record_value)
+            self._store.replay_offset(producer_id, transactional, key, value, record_offset)
         # Group metadata records (key version 2) come only from Kafka-written logs: the
         # membership they describe ended with the process that wrote them.
 
@@ -408,14 +437,14 @@ class GroupCoordinator:
 
     def delete_group(self, group_id: str) -> None:
         """DeleteGroups for one group, as Kafka's GroupCoordinator deletes it: a tombstone for
-        each committed offset, appended to the group's `__consumer_offsets` partition and
-        durable per the broker's durability before the offsets are forgotten, so a crash
-        afterwards replays the deletion. Offsets a transaction holds pending are not touched
-        (they appear or go with its marker, as in Kafka). Raises, writing nothing,
+        each committed offset and one for the group's metadata, appended to the group's
+        `__consumer_offsets` partition and durable per the broker's durability before the
+        offsets are forgotten, so a crash afterwards replays the deletion. Offsets a
+        transaction holds pending are not touched (they appear or go with its marker, as in
+        Kafka). Raises, writing nothing,
         InvalidGroupIdError, and KafkaException NON_EMPTY_GROUP while the group has members or
         GROUP_ID_NOT_FOUND for a group with neither members nor committed offsets."""
         _check_group_id(group_id)
-        offsets_log = self._offsets_log(group_id)
         with self._lock:
             group = self._groups.get(group_id)
             if group is not None and group.members:
@@ -428,22 +457,60 @@ class GroupCoordinator:
                     KafkaError(KafkaError.GROUP_ID_NOT_FOUND, f"no group {group_id}")
                 )
             self._groups.pop(group_id, None)
-            if not committed:
-                return
+            self._append_tombstones(group_id, sorted(committed), group_too=True)
+
+    def expire_offsets(self) -> int:
+        """Tombstone the committed offsets past offsets.retention.minutes, by Kafka's rule
+        (coordinator/offset_expiry.py), and remove the groups left with nothing, a group
+        tombstone written for each. The broker's maintenance calls it every
+        offsets.retention.check.interval.ms. Returns how many offsets expired."""
+        expired_count = 0
+        with self._lock:
             now = self._clock_ms()
-            builder = codec.BatchBuilder()
-            for topic, partition in sorted(committed):
-                key = OffsetCommitKey(group_id, topic, partition)
-                builder.append(now, encode_offset_key(key), None)
-            batch = builder.build()
-            info = offsets_log.append_batch(batch)
-        if self._durability != "none":
-            offsets_log.flush_through(info.last_offset + 1)
-        with self._changed:
-            self._replay_appended(batch, info.base_offset, -1, transactional=False)
-            self._changed.notify_all()
+            for group_id in sorted(set(self._groups) | self._store.groups()):
+                group = self._groups.get(group_id)
+                expired = offset_expiry.expired_partitions(
+                    group_id,
+                    group,
+                    self._store,
+                    now_ms=now,
+                    retention_ms=self._offsets_retention_ms,
+                    opened_ms=self._opened_ms,
+                )
+                removable = offset_expiry.group_removable(group_id, group, self._store, expired)
+                if not expired and not removable:
+                    continue
+                self._append_tombstones(group_id, expired, group_too=removable)
+                if removable:
+                    self._groups.pop(group_id, None)
+                expired_count += len(expired)
+        return expired_count
 
     # --- internals -------------------------------------------------------------------------
+
+    def _append_tombstones(
+        self, group_id: str, partitions: list[Partition], *, group_too: bool
+    ) -> None:
+        """Append a tombstone for each of the group's offsets in `partitions` (and for its
+        group metadata with group_too, as Kafka deletes a group) to its `__consumer_offsets`
+        partition, durable per the broker's durability, then forget them (lock held: the
+        plain commit's fsync is the only wait under it, as a deletion is rare)."""
+        if not partitions and not group_too:
+            return
+        now = self._clock_ms()
+        builder = codec.BatchBuilder()
+        for topic, partition in partitions:
+            key = OffsetCommitKey(group_id, topic, partition)
+            builder.append(now, encode_offset_key(key), None)
+        if group_too:
+            builder.append(now, encode_group_key(GroupMetadataKey(group_id)), None)
+        batch = builder.build()
+        offsets_log = self._offsets_log(group_id)
+        info = offsets_log.append_batch(batch)
+        if self._durability != "none":
+            offsets_log.flush_through(info.last_offset + 1)
+        self._replay_appended(batch, info.base_offset, -1, transactional=False)
+        self._changed.notify_all()
 
     def _expire(self, group: Group, now: int) -> int:
         return group.expire(now, self._partition_counts())
@@ -531,7 +598,7 @@ class GroupCoordinator:
     ) -> None:
         """Apply the records of a batch just appended at base_offset (lock held)."""
         for record in codec.batch_records(_stamped(batch, base_offset)):
-            self._replay(producer_id, transactional, record)
+            self._replay(producer_id, transactional, record.key, record.value, record.offset)
 
     def _offsets_log(self, group_id: str) -> PartitionLog:
         return self._offsets_logs[group_partition(group_id, len(self._offsets_logs))]

@@ -193,6 +193,9 @@ class Group:
         # member rejoining after a count changed (partitions added) starts a rebalance, as
         # Kafka's leader does when its metadata refresh sees the change.
         self.assigned_counts: dict[str, int] = {}
+        # When the last member left (Kafka's currentStateTimestamp for Empty), the base of
+        # its offsets' retention (coordinator/offset_expiry.py); None while it has members.
+        self.empty_since_ms: int | None = None
 
     @property
     def coordinator_assigns(self) -> bool:
@@ -363,6 +366,7 @@ class Group:
         if not self.members:
             self.protocol = self.protocol_type = self.leader_id = None
             self.transition(G.EMPTY)
+            self.empty_since_ms = now_ms
             return True
         self.protocol = self._choose_protocol()
         self.protocol_type = next(iter(self.members.values())).protocol_type

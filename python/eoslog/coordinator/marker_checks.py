@@ -2,10 +2,12 @@
 
 Every end of a transaction bumps the producer epoch (transaction version 2), and the
 coordinator writes its markers at the bumped epoch, the epoch of its Prepare* and Complete*
-records: so (producer id, marker epoch) names one end, and `__transaction_state`, which eoslog
-never compacts, holds the decision for it. A marker whose type contradicts that decision was
-forged (its type is covered by the batch CRC, which a forger recomputes): believed, it hides
-committed records or shows aborted ones.
+records: so (producer id, marker epoch) names one end, and `__transaction_state` holds the
+decision for it while the record is there. Once the topic is compacted only each id's last
+record stays, so an ABORT marker of an older end finds no decision and is not checked here
+(never refused wrongly: a missing decision is "nothing to compare with"). A marker whose
+type contradicts that decision was forged (its type is covered by the batch CRC, which a
+forger recomputes): believed, it hides committed records or shows aborted ones.
 
 What is checked is kept cheap: for each producer in each partition, the last ABORT marker the
 .txnindex of the segments from the recovery point on names (one batch lookup per producer with
@@ -28,7 +30,6 @@ from eoslog.log.segment_reads import LOG_SUFFIX, batch_lookup
 from eoslog.record import control
 
 if TYPE_CHECKING:
-    from eoslog.coordinator.transaction_metadata import TransactionMetadata
     from eoslog.log.partition import PartitionLog
     from eoslog.log.segment import LogSegment
     from eoslog.log.txn_index import AbortedTxn
@@ -51,17 +52,19 @@ class DecidedEnds:
     def __init__(self) -> None:
         self._ends: dict[tuple[int, int], tuple[bool, frozenset[tuple[str, int]]] | None] = {}
 
-    def record(self, meta: TransactionMetadata) -> None:
-        """One replayed record (its metadata); a state that decides nothing is skipped."""
-        commit = _OUTCOME.get(meta.state)
+    def record(
+        self, end: tuple[int, int], state: S, partitions: frozenset[tuple[str, int]]
+    ) -> None:
+        """One replayed record: its (producer id, epoch), state and partitions; a state that
+        decides nothing is skipped."""
+        commit = _OUTCOME.get(state)
         if commit is None:
             return
-        key = (meta.producer_id, meta.producer_epoch)
-        known = self._ends.get(key, (commit, frozenset()))
+        known = self._ends.get(end, (commit, frozenset()))
         if known is None or known[0] != commit:
-            self._ends[key] = None
+            self._ends[end] = None
             return
-        self._ends[key] = (commit, known[1] | frozenset(meta.partitions))
+        self._ends[end] = (commit, known[1] | partitions if partitions else known[1])
 
     def committed(self, producer_id: int, epoch: int, partition: tuple[str, int]) -> bool:
         found = self._ends.get((producer_id, epoch))

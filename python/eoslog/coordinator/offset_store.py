@@ -32,6 +32,8 @@ class StoredOffset:
     commit_timestamp: int
     leader_epoch: int
     record_offset: int
+    # Kafka's expireTimestamp (value version 1, written by Kafka before 2.1); -1: none.
+    expire_timestamp: int = -1
 
 
 class OffsetStore:
@@ -60,7 +62,12 @@ class OffsetStore:
             self._delete(key.group, partition)
             return
         stored = StoredOffset(
-            value.offset, value.metadata, value.commit_timestamp, value.leader_epoch, record_offset
+            value.offset,
+            value.metadata,
+            value.commit_timestamp,
+            value.leader_epoch,
+            record_offset,
+            value.expire_timestamp,
         )
         if transactional and producer_id >= 0:
             self._pending.setdefault(producer_id, {}).setdefault(key.group, {})[partition] = stored

@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Final
 
 from eoslog import crashpoints, limits
 from eoslog._ext.producer_state import NO_OFFSET
-from eoslog.coordinator import hanging_transactions, log_replay, marker_checks
+from eoslog.coordinator import hanging_transactions, marker_checks, transaction_replay
 from eoslog.coordinator.marker_writer import MarkerListener, MarkerWriter, marker_applied
 from eoslog.coordinator.producer_ids import ProducerIdManager
 from eoslog.coordinator.transaction_decisions import (
@@ -49,15 +49,12 @@ from eoslog.coordinator.transaction_decisions import (
     is_own_decided_end,
 )
 from eoslog.coordinator.transaction_log import (
-    decode_key,
-    decode_value,
     encode_key,
     partition_for,
 )
 from eoslog.coordinator.transaction_metadata import (
     TransactionMetadata,
     log_value_bytes,
-    metadata_from_log,
 )
 from eoslog.coordinator.transaction_state import (
     EXPIRATION_ALLOWED,
@@ -73,7 +70,6 @@ from eoslog.errors import (
     InvalidProducerIdMappingError,
     InvalidRequestError,
     InvalidTxnStateError,
-    KafkaException,
     KafkaStorageError,
     TooManyOpenTransactionsError,
     TransactionCoordinatorFencedError,
@@ -160,21 +156,7 @@ class TransactionCoordinator:
         Prepare* the owner finished but for its deferred Complete* record is completed
         first, without a marker (_show_deferred_completes)."""
         open_ends = {(pid, epoch + 1) for _, pid, epoch in self._open_transactions()}
-        decided: dict[tuple[int, int], tuple[bool, frozenset[PartitionKey]]] = {}
-        ends = marker_checks.DecidedEnds()
-        for state_log in self._state_logs:
-            for key, value in _records(state_log):
-                transactional_id = decode_key(key)
-                decoded = decode_value(value)
-                if decoded is None:
-                    self._metadata.pop(transactional_id, None)
-                    continue
-                meta = metadata_from_log(transactional_id, decoded)
-                self._metadata[transactional_id] = meta
-                ends.record(meta)
-                end = (meta.producer_id, meta.producer_epoch)
-                if meta.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT) and end in open_ends:
-                    decided[end] = (meta.state is S.PREPARE_COMMIT, meta.partitions)
+        self._metadata, decided, ends = transaction_replay.replay(self._state_logs, open_ends)
         self._by_producer = {meta.producer_id: meta for meta in self._metadata.values()}
         self._in_progress = {
             transactional_id
@@ -866,14 +848,3 @@ def _still_open(log: PartitionLog, producer_id: int, marker_epoch: int, bumped: 
     if entry is None or entry.current_txn_first_offset == NO_OFFSET:
         return False
     return not marker_applied(log, producer_id, marker_epoch, epoch_bumped=bumped)
-
-
-def _records(state_log: PartitionLog) -> Iterator[tuple[bytes, bytes | None]]:
-    """Every (key, value) of a `__transaction_state` partition, in log order."""
-    for header, records in log_replay.batches(state_log):
-        if header.is_control:
-            continue
-        for record in records:
-            if record.key is None:
-                raise KafkaException(f"a {state_log.topic} record without a key")
-            yield record.key, record.value

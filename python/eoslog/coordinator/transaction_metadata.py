@@ -478,20 +478,37 @@ def _array_of(partitions: frozenset[PartitionKey]) -> bytes:
     return array
 
 
+# The states a record may carry, by their id byte: Dead and PrepareEpochFence are never
+# written as a finished state (§1.1).
+_LOGGED_STATES: Final = {
+    state.value: state
+    for state in TransactionState
+    if state not in (TransactionState.DEAD, TransactionState.PREPARE_EPOCH_FENCE)
+}
+
+
+def logged_state(transactional_id: str, status: int) -> TransactionState:
+    """The state a record's status byte names. CorruptTransactionLogError for an id outside
+    0..7, or Dead / PrepareEpochFence."""
+    state = _LOGGED_STATES.get(status)
+    if state is not None:
+        return state
+    try:
+        unwritten = TransactionState(status)
+    except ValueError:
+        raise CorruptTransactionLogError(
+            f"{transactional_id}: unknown transaction state id {status}"
+        ) from None
+    raise CorruptTransactionLogError(f"{transactional_id}: {unwritten.kafka_name} in the log")
+
+
 def metadata_from_log(transactional_id: str, value: TransactionLogValue) -> TransactionMetadata:
     """The metadata a loaded value describes. The last epoch is not persisted, so it loads as
     -1 (Kafka's readTxnRecordValue), and Empty's partitions are ignored, as Kafka does.
 
     CorruptTransactionLogError for a state id outside 0..7, or Dead / PrepareEpochFence,
     which are never written as a finished state (§1.1)."""
-    try:
-        state = TransactionState(value.transaction_status)
-    except ValueError:
-        raise CorruptTransactionLogError(
-            f"{transactional_id}: unknown transaction state id {value.transaction_status}"
-        ) from None
-    if state in (TransactionState.DEAD, TransactionState.PREPARE_EPOCH_FENCE):
-        raise CorruptTransactionLogError(f"{transactional_id}: {state.kafka_name} in the log")
+    state = logged_state(transactional_id, value.transaction_status)
     partitions: set[PartitionKey] = set()
     if state is not TransactionState.EMPTY:
         for element in value.transaction_partitions or ():
