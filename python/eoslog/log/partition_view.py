@@ -380,19 +380,13 @@ class PartitionView:
         return len(length) == 4 and length != bytes(4)
 
     def _logged_batch(self, offset: int) -> LoggedBatch | None:
-        """The batch holding `offset` in the view, as entry checks read it. Each offset is
-        looked up once: the checks of a .txnindex entry ask for its marker and its first batch
-        twice (outcome, then agreement), each a request on object storage."""
-        if offset in self._looked_up:
-            return self._looked_up[offset]
+        """The batch holding `offset` in the view, as entry checks read it; each looked up once
+        (an entry's checks ask twice, a request each on object storage)."""
         number = bisect.bisect_right(self._bases, offset) - 1
-        if number < 0:
-            return None
-        segment = self.segment(number)
-        with _naming_the_file(segment):
-            found = segment.logged_batch(offset)
-        self._looked_up[offset] = found
-        return found
+        if number >= 0 and offset not in self._looked_up:
+            with _naming_the_file(segment := self.segment(number)):
+                self._looked_up[offset] = segment.logged_batch(offset)
+        return self._looked_up.get(offset)
 
     # --- lookups ----------------------------------------------------------------------------
 
