@@ -34,6 +34,7 @@ from eoslog.fs import FileSystem
 from eoslog.log import recovery
 from eoslog.log.append_signal import AppendSignal
 from eoslog.log.checkpoints import AbortedCounts
+from eoslog.log.compacted import check_keyed
 from eoslog.log.config import LogConfig
 from eoslog.log.partition_reads import (
     ISOLATION_LEVELS,
@@ -262,6 +263,8 @@ class PartitionLog:
                     f"batch of {len(raw)} bytes is larger than segment.bytes {config.segment_bytes}"
                 )
             header = validated.header
+            if config.compact:
+                check_keyed(raw, self.topic, self.partition)
             with self._lock:
                 now = self._clock_ms()
                 if config.timestamp_range_checked or header.attributes & layout.TIMESTAMP_TYPE_MASK:
