@@ -1,0 +1,246 @@
+"""The log cleaner's decisions (docs/design.md "Compaction"): which records of a compacted
+log's cleanable range stay, following Kafka's LogCleaner. The per-record work (hashing keys,
+rewriting batches) is native (eoslog._ext.compaction); here, over its numpy arrays and one
+Python step per batch, not per record:
+
+* the latest record of each key in the range stays, every older one goes; records of aborted
+  transactions go and count for no key (Kafka's buildOffsetMap skips them);
+* a tombstone (a key with a null value) stays until its batch's delete horizon has passed;
+  the first cleaning that keeps it gives its batch a horizon of now + delete.retention.ms
+  (KIP-534's horizon, written in the batch), and the first cleaning after that removes it;
+* a transaction's control batch stays while data of its transaction stays, and once none is
+  left, until its delete horizon (set the same way) has passed;
+* the last batch of each producer the partition's producer state knows stays, emptied of its
+  records if need be, so that the producer's sequence and epoch survive a reopen that
+  rebuilds the state from the log (Kafka's RETAIN_EMPTY);
+* offsets never change: a kept batch keeps its base offset and last offset delta; a batch
+  left with nothing to keep and no producer to remember it disappears.
+
+clean_segment_bytes is pure (bytes in, bytes out); eoslog.log.compactor picks the range and
+swaps the results into a live log. Thread safety: no shared state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from eoslog._ext import compaction, scan
+from eoslog.record import codec, control, layout
+from eoslog.record.status import MESSAGES
+
+NO_HORIZON = -1
+
+
+@dataclass(frozen=True)
+class CleaningRules:
+    """What a cleaning pass knows beyond the bytes: the time, delete.retention.ms, the last
+    offset of the last data batch of each producer in the partition's producer state (the
+    batches kept even when emptied), and the aborted transactions (producer id, first
+    offset, last offset) whose ABORT marker may lie past the range, from the .txnindex files
+    (Kafka's collectAbortedTransactions over the range)."""
+
+    now_ms: int
+    delete_retention_ms: int
+    producer_last_offsets: Mapping[int, int] = field(default_factory=dict)
+    aborted: Sequence[tuple[int, int, int]] = ()
+
+
+@dataclass
+class _Batches:
+    """Every batch of the range in log order, and what the pass learns of each."""
+
+    segment: np.ndarray  # int32: which input segment
+    infos: np.ndarray  # scan.BATCH_INFO rows, positions inside their segment
+    horizon: np.ndarray  # int64: the delete horizon written in the batch, or NO_HORIZON
+    aborted: np.ndarray  # bool: data of an aborted transaction
+    # Control batch index -> (control type, the data batches of its transaction).
+    markers: dict[int, tuple[int, list[int]]] = field(default_factory=dict)
+
+
+def clean_segment_bytes(segments: Sequence[bytes], rules: CleaningRules) -> list[bytes]:
+    """The cleaned contents of `segments`, consecutive whole segments of one log from its
+    start up to the cleanable end (each exactly its batches), one result per segment.
+    ValueError naming the segment and byte for bytes that are not whole valid batches (the
+    cleaner never rewrites damage)."""
+    batches = _read_batches(segments, rules)
+    keep, tombstone, owner = _records_to_keep(segments, batches, rules)
+    kept_any = np.bincount(owner[keep], minlength=len(batches.infos)) > 0
+    bounds = np.searchsorted(owner, np.arange(len(batches.infos) + 1))
+    out: list[list[bytes]] = [[] for _ in segments]
+    for index in range(len(batches.infos)):
+        number = int(batches.segment[index])
+        start, end = int(bounds[index]), int(bounds[index + 1])
+        cleaned = _cleaned_batch(
+            segments[number],
+            batches,
+            index,
+            keep[start:end],
+            tombstone[start:end],
+            kept_any,
+            rules,
+        )
+        if cleaned is not None:
+            out[number].append(cleaned)
+    return [b"".join(parts) for parts in out]
+
+
+def _read_batches(segments: Sequence[bytes], rules: CleaningRules) -> _Batches:
+    rows, owners, horizons = [], [], []
+    for number, data in enumerate(segments):
+        infos, stop, status = scan.scan_batches(data, verify_crc=True)
+        if status != 0 or stop != len(data):
+            what = MESSAGES[status][1] if status else "a partial batch"
+            raise ValueError(f"segment {number} holds {what} at byte {stop}: not cleaned")
+        rows.append(infos)
+        owners.append(np.full(len(infos), number, dtype=np.int32))
+        # One header read per batch: the scan rows carry no base timestamp.
+        horizons.append(
+            np.array(
+                [
+                    codec.read_header(data, position).base_timestamp
+                    if attributes & layout.DELETE_HORIZON_MASK
+                    else NO_HORIZON
+                    for position, attributes in zip(
+                        infos["position"].tolist(), infos["attributes"].tolist(), strict=True
+                    )
+                ],
+                dtype=np.int64,
+            )
+        )
+    infos = np.concatenate(rows) if rows else np.empty(0, dtype=scan.BATCH_INFO)
+    batches = _Batches(
+        np.concatenate(owners) if owners else np.empty(0, dtype=np.int32),
+        infos,
+        np.concatenate(horizons) if horizons else np.empty(0, dtype=np.int64),
+        np.zeros(len(infos), dtype=bool),
+    )
+    _match_transactions(segments, batches, rules)
+    return batches
+
+
+def _match_transactions(segments: Sequence[bytes], batches: _Batches, rules: CleaningRules) -> None:
+    """Mark each transactional data batch whose transaction ended in an ABORT marker (in the
+    range, or in rules.aborted), and give each marker the data batches of its transaction.
+    One step per transactional batch."""
+    open_batches: dict[int, list[int]] = {}
+    infos = batches.infos
+    attributes = infos["attributes"]
+    for index in np.flatnonzero(attributes & layout.TRANSACTIONAL_MASK).tolist():
+        producer = int(infos["producer_id"][index])
+        if not attributes[index] & layout.CONTROL_MASK:
+            open_batches.setdefault(producer, []).append(index)
+            continue
+        data = segments[int(batches.segment[index])]
+        records = codec.batch_records(data, int(infos["position"][index]))
+        marker = control.read_type(records[0].key) if records else None
+        members = open_batches.pop(producer, [])
+        if marker is None:
+            continue  # emptied by an earlier cleaning: it ends nothing any more
+        batches.markers[index] = (marker, members)
+        if marker == control.ABORT:
+            batches.aborted[members] = True
+    for producer, first, last in rules.aborted:
+        batches.aborted |= (
+            (infos["producer_id"] == producer)
+            & (infos["base_offset"] >= first)
+            & (infos["last_offset"] <= last)
+            & (
+                (attributes & (layout.TRANSACTIONAL_MASK | layout.CONTROL_MASK))
+                == layout.TRANSACTIONAL_MASK
+            )
+        )
+
+
+def _records_to_keep(
+    segments: Sequence[bytes], batches: _Batches, rules: CleaningRules
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(keep, tombstone, owner): one entry per record of every data batch in log order, and
+    the index of the batch each record is in."""
+    parts = []
+    for number, data in enumerate(segments):
+        mine = np.flatnonzero(batches.segment == number)
+        offsets, high, low, tombstone, rows = compaction.batch_keys(data, batches.infos[mine])
+        parts.append((offsets, high, low, tombstone.astype(bool), mine[rows]))
+    offsets, high, low, tombstone, owner = (
+        np.concatenate([part[i] for part in parts]) if parts else np.empty(0, dtype=dtype)
+        for i, dtype in enumerate((np.int64, np.uint64, np.uint64, bool, np.int64))
+    )
+    keep = np.zeros(len(offsets), dtype=bool)
+    # The latest record of each key among the live ones (aborted data counts for no key):
+    # sorted by key, then offset, the last of each run of equal keys.
+    live = np.flatnonzero(~batches.aborted[owner])
+    order = live[np.lexsort((offsets[live], low[live], high[live]))]
+    if len(order):
+        last_of_key = np.ones(len(order), dtype=bool)
+        last_of_key[:-1] = (high[order][1:] != high[order][:-1]) | (
+            low[order][1:] != low[order][:-1]
+        )
+        keep[order[last_of_key]] = True
+    # A tombstone goes once its batch's delete horizon has passed.
+    horizon = batches.horizon[owner]
+    keep &= ~(tombstone & (horizon != NO_HORIZON) & (horizon <= rules.now_ms))
+    return keep, tombstone, owner
+
+
+def _cleaned_batch(
+    data: bytes,
+    batches: _Batches,
+    index: int,
+    keep: np.ndarray,
+    tombstone: np.ndarray,
+    kept_any: np.ndarray,
+    rules: CleaningRules,
+) -> bytes | None:
+    """Batch `index` as the cleaned log holds it, or None when it goes."""
+    row = batches.infos[index]
+    position, size = int(row["position"]), int(row["size"])
+    producer = int(row["producer_id"])
+    last_of_producer = producer >= 0 and rules.producer_last_offsets.get(producer) == int(
+        row["last_offset"]
+    )
+    unchanged = data[position : position + size]
+    new_horizon = rules.now_ms + rules.delete_retention_ms
+    if int(row["attributes"]) & layout.CONTROL_MASK:
+        return _cleaned_marker(data, batches, index, kept_any, last_of_producer, rules)
+    if not keep.any() and not last_of_producer:
+        return None
+    has_horizon = int(batches.horizon[index]) != NO_HORIZON
+    horizon = new_horizon if (keep & tombstone).any() and not has_horizon else NO_HORIZON
+    if keep.all() and horizon == NO_HORIZON:
+        return unchanged
+    return compaction.filter_batch(data, position, keep.astype(np.uint8), horizon)
+
+
+def _cleaned_marker(
+    data: bytes,
+    batches: _Batches,
+    index: int,
+    kept_any: np.ndarray,
+    last_of_producer: bool,
+    rules: CleaningRules,
+) -> bytes | None:
+    """A control batch stays while data of its transaction stays; the first cleaning that
+    finds none left gives it a delete horizon, and once that has passed it goes (emptied
+    instead when it is its producer's last batch)."""
+    row = batches.infos[index]
+    position, size = int(row["position"]), int(row["size"])
+    unchanged = data[position : position + size]
+    marker = batches.markers.get(index)
+    if marker is None:  # emptied before: kept only for its producer
+        return unchanged if last_of_producer else None
+    if kept_any[marker[1]].any():
+        return unchanged
+    horizon = int(batches.horizon[index])
+    count = int(row["records_count"])
+    if horizon == NO_HORIZON:
+        return compaction.filter_batch(
+            data, position, np.ones(count, np.uint8), rules.now_ms + rules.delete_retention_ms
+        )
+    if horizon > rules.now_ms:
+        return unchanged
+    if not last_of_producer:
+        return None
+    return compaction.filter_batch(data, position, np.zeros(count, np.uint8))
