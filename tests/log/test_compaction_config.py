@@ -151,7 +151,7 @@ def test_a_producer_to_a_compacted_topic_gets_invalid_record_for_a_null_key(
 
 def _expire_everything(log: PartitionLog, broker: eoslog.Broker, clock: logtools.Clock) -> None:
     for i in range(3):
-        log.append_batch(keyed(i, TS))
+        log.append_batch(keyed(i, TS, key=b"k%d" % i))  # distinct keys: nothing to compact
     log.roll()
     clock.now_ms = TS + 10 * HOUR_MS
     broker.run_maintenance()

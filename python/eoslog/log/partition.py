@@ -48,7 +48,7 @@ from eoslog.log.producer_state import (
     aborted_txn,
     active_producers,
 )
-from eoslog.log.segment import LogSegment
+from eoslog.log.segment import LogSegment, mark_compacted
 from eoslog.log.sync import GroupSync
 from eoslog.log.timestamps import check_client_timestamps
 from eoslog.record import codec, layout
@@ -130,6 +130,7 @@ class PartitionLog:
         loaded: recovery.LoadedLog,
         persist_recovery_point: Callable[[], None] | None = None,
         persist_log_start: Callable[[], None] | None = None,
+        persist_cleaned_end: Callable[[], None] | None = None,
         producer_expiration_ms: int = 86_400_000,
         verify_transaction: Callable[[int, int, str, int], None] | None = None,
         append_signal: AppendSignal | None = None,
@@ -160,6 +161,11 @@ class PartitionLog:
         self._persist_recovery_point = persist_recovery_point
         # Writes the broker's log-start checkpoint: delete_records calls it before answering.
         self._persist_log_start = persist_log_start
+        # Below this offset the cleaner may have left gaps (the partition's entry in the
+        # cleaner-offset-checkpoint); the cleaner raises it, and writes the checkpoint holding
+        # it (persist_cleaned_end) before it swaps anything in above the old value.
+        self.cleaned_end = loaded.cleaned_end
+        self._persist_cleaned_end = persist_cleaned_end
         # Asks the transaction coordinator whether a producer's first transactional batch
         # here belongs to its open transaction (KIP-890 part 1); raises if not.
         self._verify_transaction = verify_transaction
@@ -775,6 +781,59 @@ class PartitionLog:
             else:
                 keep.append((segment, retired_at))
         self._retired = keep
+
+    # --- compaction (eoslog.log.compactor) ----------------------------------------------------
+
+    def raise_cleaned_end(self, offset: int) -> None:
+        """Let gaps lie below `offset` (segments wholly below it are `compacted`), and make
+        that durable (the cleaner-offset-checkpoint) before returning: the cleaner calls it
+        before it swaps in a cleaned segment ending at or below `offset`. Lower values
+        change nothing. KafkaStorageError (fail-stop) when the checkpoint cannot be written."""
+        with self._storage(writing=True), self._lock:
+            self._check_writable()
+            if offset <= self.cleaned_end:
+                return
+            self.cleaned_end = offset
+            mark_compacted(self._segments, offset)
+            if self._persist_cleaned_end is not None:
+                try:
+                    self._persist_cleaned_end()
+                except OSError as error:
+                    self._fail(error)
+            crashpoints.hit("cleaner.checkpoint.after")
+
+    def swap_segment(self, old: LogSegment, swap: Callable[[], LogSegment]) -> bool:
+        """Under the partition lock, if `old` is still an inactive segment of this log, run
+        `swap` (which replaces its files and returns the segment now on them) and put the
+        result in its place; `old` keeps its open files for reads in flight
+        (limits.retired_segment_grace_ms). False, running nothing, when retention or a
+        truncation took `old` meanwhile. An OSError from swap stops the partition."""
+        with self._storage(writing=True), self._lock:
+            self._check_writable()
+            if old not in self._segments[:-1]:
+                return False
+            try:
+                new = swap()
+            except OSError as error:
+                self._fail(error)
+            now = self._clock_ms()
+            self._segments = [new if s is old else s for s in self._segments]
+            self._unsynced.discard(old)
+            self._retired.append((old, now))
+            self._close_retired(now)
+            return True
+
+    def producer_last_offsets(self) -> dict[int, int]:
+        """The last offset of each known producer's last data batch (the batches the cleaner
+        keeps, emptied if need be, so that a reopen finds the producer again)."""
+        with self._lock:
+            table = self._producers.table
+            found = {}
+            for producer_id in table.producer_ids():
+                entry = table.entry(producer_id)
+                if entry is not None and entry.last_data_offset >= 0:
+                    found[producer_id] = entry.last_data_offset
+            return found
 
     def remove_expired_producers(self) -> int:
         """Forget producers idle past producer.id.expiration.ms without an open transaction

@@ -1,0 +1,195 @@
+"""Running the log cleaner on a live partition log (docs/design.md "Compaction"): choosing
+when and how far to clean (Kafka's LogCleanerManager rules), reading the segments under a
+throughput limit, and swapping the cleaned segments in crash-safely. The decisions about
+records are eoslog.log.cleaner's.
+
+The order of a pass, and what a crash at each step leaves (the open's rules in
+eoslog.log.recovery):
+
+1. the segments wholly below the cleanable end are read and cleaned in memory, off the
+   partition lock (they are inactive: nothing appends to them);
+2. the partition's cleaner-offset-checkpoint entry is raised to the cleanable end and made
+   durable (PartitionLog.raise_cleaned_end): from here gaps below it are legal; nothing has
+   changed yet, and a log without gaps is one the looser rule accepts too;
+3. per segment whose bytes changed: `<base>.log.cleaned` is written and synced (a crash
+   leaves a `.cleaned` file, which the next open deletes); then, under the partition lock,
+   the segment's index files are removed (a crash leaves the old .log without indexes,
+   which the open rebuilds), the `.cleaned` file is renamed over the `.log` (one atomic
+   rename: the directory holds the old or the new file, never neither) and the directory
+   synced, and the new indexes are built from the new file and synced (a crash before
+   leaves the new .log without indexes, rebuilt at open).
+
+Kafka writes `.cleaned`, renames it `.swap`, renames the originals `.deleted`, then renames
+the swap in, because one cleaned segment replaces several originals with other names; eoslog
+cleans each segment into itself under its own name, so the one rename replaces it.
+
+Thread safety: a pass runs on the broker's maintenance thread; appends continue meanwhile
+except during each swap (a rename and an index rebuild of one segment).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from eoslog import crashpoints, limits
+from eoslog.fs import create_temporary
+from eoslog.log.cleaner import CleaningRules, clean_segment_bytes
+from eoslog.log.partition import PartitionLog
+from eoslog.log.segment import LogSegment
+from eoslog.log.segment_reads import (
+    CLEANED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+)
+
+
+@dataclass(frozen=True)
+class CleanPass:
+    """What one pass over a log did."""
+
+    segments_read: int
+    segments_swapped: int
+    bytes_read: int
+    bytes_written: int
+    cleaned_end: int
+
+
+class Throttle:
+    """log.cleaner.io.max.bytes.per.second: after each piece of I/O the cleaner waits until
+    its bytes so far fit under the rate since it started (Kafka's Throttler). `wait` sleeps
+    (the maintenance thread passes its stop event's wait, so a close is not held up)."""
+
+    def __init__(
+        self,
+        bytes_per_second: int,
+        wait: Callable[[float], object] = time.sleep,
+        clock_s: Callable[[], float] = time.monotonic,
+    ) -> None:
+        assert bytes_per_second >= 1, bytes_per_second
+        self.bytes_per_second = bytes_per_second
+        self._wait = wait
+        self._clock_s = clock_s
+        self._start = clock_s()
+        self._spent = 0
+
+    def spend(self, size: int) -> None:
+        if self.bytes_per_second >= limits.cleaner_bytes_per_second_off:
+            return
+        self._spent += size
+        due_s = self._spent / self.bytes_per_second - (self._clock_s() - self._start)
+        if due_s > 0:
+            self._wait(due_s)
+
+
+def cleanable_end(log: PartitionLog, now_ms: int) -> int:
+    """Where cleaning must stop (Kafka's firstUncleanableDirtyOffset): the LSO, the active
+    segment's base, and the base of the first segment holding a record newer than
+    min.compaction.lag.ms, whichever comes first; rounded down to a segment boundary."""
+    segments = log.segments
+    end = min(log.last_stable_offset, segments[-1].base_offset)
+    lag_ms = log.config.min_compaction_lag_ms
+    for segment in segments[:-1]:
+        if lag_ms > 0 and segment.size and now_ms - segment.largest_timestamp < lag_ms:
+            end = min(end, segment.base_offset)
+            break
+    bases = [segment.base_offset for segment in segments]
+    return max((base for base in bases if base <= end), default=0)
+
+
+def should_clean(log: PartitionLog, end: int, now_ms: int) -> bool:
+    """Whether the dirty part (from the cleaner-offset-checkpoint entry to `end`) is at least
+    min.cleanable.dirty.ratio of the cleanable bytes, or holds a record older than
+    max.compaction.lag.ms (Kafka's LogCleanerManager.grabFilthiestCompactedLog)."""
+    config = log.config
+    below = [s for s, following in _with_next_base(log) if following <= end]
+    total = sum(segment.size for segment in below)
+    dirty = [segment for segment in below if segment.base_offset >= log.cleaned_end]
+    dirty_bytes = sum(segment.size for segment in dirty)
+    if total == 0 or dirty_bytes == 0:
+        return False
+    if dirty_bytes / total >= config.min_cleanable_dirty_ratio:
+        return True
+    overdue = now_ms - config.max_compaction_lag_ms
+    return any(segment.size and segment.largest_timestamp < overdue for segment in dirty)
+
+
+def clean_log(log: PartitionLog, now_ms: int, throttle: Throttle) -> CleanPass | None:
+    """One cleaning pass over a compacted log when should_clean says so (None otherwise):
+    the module docstring's steps. KafkaStorageError (fail-stop) for an I/O error;
+    ValueError, changing nothing, when a segment to clean holds damage."""
+    if not log.config.compact:
+        return None
+    end = cleanable_end(log, now_ms)
+    if end <= log.log_start_offset or not should_clean(log, end, now_ms):
+        return None
+    chosen = [segment for segment, following in _with_next_base(log) if following <= end]
+    contents = []
+    for segment in chosen:
+        contents.append(segment.log.pread(segment.size, 0))
+        throttle.spend(segment.size)
+    rules = CleaningRules(
+        now_ms=now_ms,
+        delete_retention_ms=log.config.delete_retention_ms,
+        producer_last_offsets=log.producer_last_offsets(),
+    )
+    cleaned = clean_segment_bytes(contents, rules)
+    log.raise_cleaned_end(end)
+    swapped = written = 0
+    for segment, before, after in zip(chosen, contents, cleaned, strict=True):
+        if after == before:
+            continue
+        _write_cleaned(log, segment, after)
+        throttle.spend(len(after))
+        written += len(after)
+        if log.swap_segment(segment, functools.partial(_swap_files, log, segment)):
+            swapped += 1
+        else:
+            log.fs.unlink(segment.path(LOG_SUFFIX + CLEANED_SUFFIX))
+    read = sum(len(data) for data in contents)
+    return CleanPass(len(chosen), swapped, read, written, end)
+
+
+def _with_next_base(log: PartitionLog) -> list[tuple[LogSegment, int]]:
+    segments = log.segments
+    return list(zip(segments, [s.base_offset for s in segments[1:]] + [1 << 63], strict=True))
+
+
+def _write_cleaned(log: PartitionLog, segment: LogSegment, data: bytes) -> None:
+    """Step 3's first part: the cleaned bytes beside the segment, durable."""
+    handle = create_temporary(log.fs, segment.path(LOG_SUFFIX + CLEANED_SUFFIX))
+    try:
+        handle.pwrite(data, 0)
+        handle.sync()
+    finally:
+        handle.close()
+    crashpoints.hit("cleaner.cleaned.after")
+
+
+def _swap_files(log: PartitionLog, old: LogSegment) -> LogSegment:
+    """Step 3's second part, under the partition lock: the old segment keeps its open files
+    (readers holding it finish on them), the new one takes its names."""
+    fs, directory = log.fs, log.directory
+    # Opened first, so that a reader of the old segment keeps its index mappings rather than
+    # opening the new segment's files under the old name.
+    _ = old.offset_index, old.time_index
+    for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
+        if fs.exists(old.path(suffix)):
+            fs.unlink(old.path(suffix))
+    fs.sync_dir(directory)
+    crashpoints.hit("cleaner.unindexed.after")
+    fs.rename(old.path(LOG_SUFFIX + CLEANED_SUFFIX), old.path(LOG_SUFFIX))
+    fs.sync_dir(directory)
+    crashpoints.hit("cleaner.swapped.after")
+    new = LogSegment(fs, directory, old.base_offset, log.config, created_ms=old.created_ms)
+    new.compacted = True
+    new.active = False
+    new.rebuild_indexes()
+    new.release_indexes()
+    fs.sync_dir(directory)
+    crashpoints.hit("cleaner.indexed.after")
+    return new
