@@ -111,7 +111,7 @@ def batch_fields(position: int, header: BatchHeader, *, valid: bool = True) -> d
 
 def describe_batch(position: int, header: BatchHeader, *, valid: bool = True) -> str:
     """One line per batch, with the fields Kafka's DumpLogSegments prints (its
-    deleteHorizonMs, a compaction field eoslog never sets, left out)."""
+    deleteHorizonMs, set by the log cleaner on batches with tombstones, left out)."""
     return (
         f"baseOffset: {header.base_offset} lastOffset: {header.last_offset} "
         f"count: {header.records_count} baseSequence: {header.base_sequence} "
