@@ -67,24 +67,63 @@ def clean_segment_bytes(segments: Sequence[bytes], rules: CleaningRules) -> list
     cleaner never rewrites damage)."""
     batches = _read_batches(segments, rules)
     keep, tombstone, owner = _records_to_keep(segments, batches, rules)
-    kept_any = np.bincount(owner[keep], minlength=len(batches.infos)) > 0
-    bounds = np.searchsorted(owner, np.arange(len(batches.infos) + 1))
-    out: list[list[bytes]] = [[] for _ in segments]
-    for index in range(len(batches.infos)):
-        number = int(batches.segment[index])
-        start, end = int(bounds[index]), int(bounds[index + 1])
-        cleaned = _cleaned_batch(
-            segments[number],
-            batches,
-            index,
-            keep[start:end],
-            tombstone[start:end],
-            kept_any,
-            rules,
-        )
-        if cleaned is not None:
-            out[number].append(cleaned)
-    return [b"".join(parts) for parts in out]
+    count = len(batches.infos)
+    kept = np.bincount(owner[keep], minlength=count)
+    bounds = np.searchsorted(owner, np.arange(count + 1))
+    # Decided for all batches at once: those copied as they are and those that go without
+    # a trace; only the rest (rewritten, control) take a step each below.
+    control = (batches.infos["attributes"] & layout.CONTROL_MASK) != 0
+    tombstones_kept = np.bincount(owner[keep & tombstone], minlength=count) > 0
+    needs_horizon = tombstones_kept & (batches.horizon == NO_HORIZON)
+    plain = ~control & (kept == batches.infos["records_count"]) & ~needs_horizon
+    gone = ~control & (kept == 0) & ~_last_of_producer(batches.infos, rules)
+    kind = np.where(plain, _PLAIN, np.where(gone, _GONE, _REWRITTEN))
+    out = []
+    for number, data in enumerate(segments):
+        rows = np.flatnonzero(batches.segment == number)
+        pieces = []
+        for first, last in _runs(kind[rows]):
+            index = int(rows[first])
+            if kind[index] == _PLAIN:
+                end = int(rows[last - 1])
+                start = int(batches.infos["position"][index])
+                pieces.append(
+                    data[start : int(batches.infos["position"][end] + batches.infos["size"][end])]
+                )
+            elif kind[index] == _REWRITTEN:
+                low, high = int(bounds[index]), int(bounds[index + 1])
+                cleaned = _cleaned_batch(
+                    data, batches, index, keep[low:high], tombstone[low:high], kept > 0, rules
+                )
+                if cleaned is not None:
+                    pieces.append(cleaned)
+        out.append(b"".join(pieces))
+    return out
+
+
+_PLAIN, _GONE, _REWRITTEN = 0, 1, 2
+
+
+def _runs(kinds: np.ndarray) -> list[tuple[int, int]]:
+    """[first, last) row ranges of equal kinds, each rewritten batch a range of its own."""
+    if not len(kinds):
+        return []
+    change = np.ones(len(kinds), dtype=bool)
+    change[1:] = (kinds[1:] != kinds[:-1]) | (kinds[1:] == _REWRITTEN)
+    starts = np.flatnonzero(change)
+    return list(zip(starts.tolist(), [*starts[1:].tolist(), len(kinds)], strict=True))
+
+
+def _last_of_producer(infos: np.ndarray, rules: CleaningRules) -> np.ndarray:
+    """Per batch: whether it is the last data batch of a producer the partition knows."""
+    found = np.zeros(len(infos), dtype=bool)
+    if not rules.producer_last_offsets or not len(infos):
+        return found
+    producers = np.array(sorted(rules.producer_last_offsets), dtype=np.int64)
+    lasts = np.array([rules.producer_last_offsets[p] for p in producers.tolist()], np.int64)
+    at = np.clip(np.searchsorted(producers, infos["producer_id"]), 0, len(producers) - 1)
+    found[:] = (producers[at] == infos["producer_id"]) & (lasts[at] == infos["last_offset"])
+    return found
 
 
 def _read_batches(segments: Sequence[bytes], rules: CleaningRules) -> _Batches:

@@ -164,7 +164,8 @@ def _write_cleaned(log: PartitionLog, segment: LogSegment, data: bytes) -> None:
     handle = create_temporary(log.fs, segment.path(LOG_SUFFIX + CLEANED_SUFFIX))
     try:
         handle.pwrite(data, 0)
-        handle.sync()
+        if log.durability != "none":
+            handle.sync()
     finally:
         handle.close()
     crashpoints.hit("cleaner.cleaned.after")
@@ -174,22 +175,30 @@ def _swap_files(log: PartitionLog, old: LogSegment) -> LogSegment:
     """Step 3's second part, under the partition lock: the old segment keeps its open files
     (readers holding it finish on them), the new one takes its names."""
     fs, directory = log.fs, log.directory
+    # Under durability "none" nothing is synced before close (docs/design.md "Durability"):
+    # the order of the renames and unlinks alone keeps a process crash safe.
+    sync_dir = fs.sync_dir if log.durability != "none" else _no_sync
     # Opened first, so that a reader of the old segment keeps its index mappings rather than
     # opening the new segment's files under the old name.
     _ = old.offset_index, old.time_index
     for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
         if fs.exists(old.path(suffix)):
             fs.unlink(old.path(suffix))
-    fs.sync_dir(directory)
+    sync_dir(directory)
     crashpoints.hit("cleaner.unindexed.after")
     fs.rename(old.path(LOG_SUFFIX + CLEANED_SUFFIX), old.path(LOG_SUFFIX))
-    fs.sync_dir(directory)
+    sync_dir(directory)
     crashpoints.hit("cleaner.swapped.after")
     new = LogSegment(fs, directory, old.base_offset, log.config, created_ms=old.created_ms)
     new.compacted = True
     new.active = False
+    # Built and flushed here; their names need no directory sync: an index a crash loses
+    # is rebuilt at the next open.
     new.rebuild_indexes()
     new.release_indexes()
-    fs.sync_dir(directory)
     crashpoints.hit("cleaner.indexed.after")
     return new
+
+
+def _no_sync(directory: str) -> None:
+    pass

@@ -224,6 +224,11 @@ class PartitionLog:
         return min(max(first_unstable, self._log_start_offset), self.high_watermark)
 
     @property
+    def durability(self) -> str:
+        """The broker's durability mode ("commit", "always" or "none")."""
+        return self._durability
+
+    @property
     def recovery_point(self) -> int:
         """Everything below this offset is durable on disk."""
         return self._group_sync.durable
