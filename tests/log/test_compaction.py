@@ -15,8 +15,9 @@ from collections.abc import Mapping
 import pytest
 
 import eoslog
-from eoslog.errors import CorruptRecordError
-from eoslog.log import checkpoints
+from eoslog import limits
+from eoslog.errors import CorruptRecordError, OffsetOutOfRangeError
+from eoslog.log import checkpoints, compactor
 from eoslog.log.partition import PartitionLog
 from eoslog.record import codec
 from tests.support import REPO_ROOT, logtools
@@ -191,3 +192,34 @@ def test_a_gap_above_the_cleaner_checkpoint_is_still_damage(open_broker: OpenBro
         os.unlink(first.path(suffix))
     with pytest.raises(CorruptRecordError, match="gap"):
         open_broker()
+
+
+def test_a_truncation_into_the_cleaned_range_is_refused_and_changes_nothing(
+    open_broker: OpenBroker,
+) -> None:
+    broker = open_broker()
+    log = _fill_and_clean(broker)
+    before = visible(log)
+    with pytest.raises(OffsetOutOfRangeError, match="log cleaner"):
+        log.truncate_to(log.cleaned_end - 1)
+    assert visible(log) == before
+    log.truncate_to(log.cleaned_end + 1)  # above it, as before
+    assert log.log_end_offset == log.cleaned_end + 1
+
+
+def test_the_throttle_waits_so_the_cleaners_bytes_stay_under_the_rate() -> None:
+    now = [0.0]
+    waits: list[float] = []
+
+    def wait(seconds: float) -> None:
+        waits.append(seconds)
+        now[0] += seconds
+
+    throttle = compactor.Throttle(1000, wait, lambda: now[0])
+    throttle.spend(500)  # 0.5 s worth at once
+    now[0] += 0.2  # work took 0.2 s
+    throttle.spend(500)  # 1 s worth in total after 0.7 s
+    assert waits == pytest.approx([0.5, 0.3])
+    unlimited = compactor.Throttle(limits.cleaner_bytes_per_second_off, wait, lambda: 0.0)
+    unlimited.spend(1 << 40)
+    assert len(waits) == 2

@@ -870,11 +870,20 @@ class PartitionLog:
         (While a view a read returned is alive, the active segment's .log is replaced by a
         synced, renamed copy of its kept prefix instead of cut in place: a crash then leaves
         the old or the new file whole, both past the lowered recovery point, and at most a
-        stray temp file, which open deletes.)"""
+        stray temp file, which open deletes.)
+
+        OffsetOutOfRangeError, changing nothing, for an offset below the cleaner's range end
+        (cleaned_end): a segment with the cleaner's gaps would become the active one, where
+        gaps are damage."""
         with self._storage(writing=True), self._lock:
             self._check_writable()
             if offset >= self._log_end_offset:
                 return
+            if offset < self.cleaned_end:
+                raise OffsetOutOfRangeError(
+                    f"cannot truncate {self.topic}-{self.partition} to offset {offset}: below "
+                    f"{self.cleaned_end}, where the log cleaner has cleaned"
+                )
             now = self._clock_ms()
             self._truncations += 1
             index = max(bisect.bisect_right(self._bases, offset) - 1, 0)
