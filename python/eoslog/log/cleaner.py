@@ -135,20 +135,7 @@ def _read_batches(segments: Sequence[bytes], rules: CleaningRules) -> _Batches:
             raise ValueError(f"segment {number} holds {what} at byte {stop}: not cleaned")
         rows.append(infos)
         owners.append(np.full(len(infos), number, dtype=np.int32))
-        # One header read per batch: the scan rows carry no base timestamp.
-        horizons.append(
-            np.array(
-                [
-                    codec.read_header(data, position).base_timestamp
-                    if attributes & layout.DELETE_HORIZON_MASK
-                    else NO_HORIZON
-                    for position, attributes in zip(
-                        infos["position"].tolist(), infos["attributes"].tolist(), strict=True
-                    )
-                ],
-                dtype=np.int64,
-            )
-        )
+        horizons.append(_horizons(data, infos))
     infos = np.concatenate(rows) if rows else np.empty(0, dtype=scan.BATCH_INFO)
     batches = _Batches(
         np.concatenate(owners) if owners else np.empty(0, dtype=np.int32),
@@ -158,6 +145,18 @@ def _read_batches(segments: Sequence[bytes], rules: CleaningRules) -> _Batches:
     )
     _match_transactions(segments, batches, rules)
     return batches
+
+
+def _horizons(data: bytes, infos: np.ndarray) -> np.ndarray:
+    """Each batch's delete horizon (its base timestamp when the horizon bit is set, else
+    NO_HORIZON), read from the headers at once: the scan rows carry no base timestamp."""
+    flagged = (infos["attributes"] & layout.DELETE_HORIZON_MASK) != 0
+    found = np.full(len(infos), NO_HORIZON, dtype=np.int64)
+    if flagged.any():
+        at = infos["position"][flagged] + layout.BASE_TIMESTAMP_OFFSET
+        raw = np.frombuffer(data, dtype=np.uint8)[at[:, None] + np.arange(8)]
+        found[flagged] = raw.copy().view(">i8").ravel()
+    return found
 
 
 def _match_transactions(segments: Sequence[bytes], batches: _Batches, rules: CleaningRules) -> None:
