@@ -5,7 +5,10 @@ does; each producer's last batch stays, so its state (epoch, sequence) survives 
 
 from __future__ import annotations
 
+import logging
 import os
+
+import pytest
 
 import eoslog
 from eoslog.client.message import TopicPartition
@@ -109,3 +112,21 @@ def test_transactions_go_on_after_cleaning_and_a_reopen(open_broker: OpenBroker)
     assert committed_view(reopened) == expected
     transactions(reopened, 1)  # the transactional id goes on where it stopped
     assert committed_view(reopened)[-1][2] == b"0-2"
+
+
+def test_markers_whose_data_the_cleaner_removed_raise_no_warning_at_a_rebuild(
+    open_broker: OpenBroker, caplog: pytest.LogCaptureFixture
+) -> None:
+    broker = open_broker()
+    log = new_topic(broker, {**COMPACT, "segment.bytes": 300})
+    transactions(broker, 4)
+    log.roll()
+    broker.run_maintenance()
+    broker.close()
+    for path in logtools.partition_files(log.directory, ".snapshot"):
+        os.unlink(path)  # producer state rebuilt from the cleaned log alone
+    with caplog.at_level(logging.INFO, logger="eoslog.log.producer_state"):
+        open_broker()
+    orphans = [r for r in caplog.records if "ends no open transaction" in r.getMessage()]
+    assert orphans, "the cleaned log has markers without data"
+    assert all(r.levelno == logging.INFO for r in orphans)

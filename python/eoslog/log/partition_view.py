@@ -293,7 +293,7 @@ class PartitionView:
                 for row in controls
             }
             with _naming_the_file(segment):  # the replay knows offsets only
-                manager.replay(rows, batches, collected)
+                manager.replay(rows, batches, collected, compacted=segment.compacted)
         manager.end_transactions_with_orphan_commits()
         self._replayed = (start, collected, manager.table.first_unstable_offset())
         return self._replayed
