@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pyarrow as pa
 
@@ -158,3 +159,53 @@ def test_an_offline_scan_in_another_process_never_sees_a_half_swapped_log(
     out, err = child.communicate(timeout=120)
     assert child.returncode == 0, err
     assert out.startswith("scans ")
+
+
+def test_a_consumer_in_this_process_reads_on_while_the_owner_cleans(
+    open_broker: OpenBroker,
+) -> None:
+    broker = open_broker()
+    log = new_topic(broker)
+    fill(log, 2)
+    log.roll()
+    done = threading.Event()
+    failures: list[BaseException] = []
+    passes = [0]
+
+    def consume() -> None:
+        consumer = broker.consumer({"group.id": "live", "enable.auto.commit": False})
+        try:
+            while not done.is_set() or passes[0] == 0:
+                consumer.assign([TopicPartition("t", 0, 0)])
+                last = -1
+                while True:
+                    messages = consumer.consume(50, timeout=0)
+                    for m in messages:
+                        offset = m.offset()
+                        assert offset > last and (m.key(), m.value()) == (
+                            b"key%d" % (offset % 4),
+                            b"value%d-%d" % (offset // 4, offset % 4),
+                        ), (offset, m.key(), m.value())
+                        last = offset
+                    if not messages:
+                        break
+                passes[0] += 1
+        except BaseException as error:  # reported by the main thread
+            failures.append(error)
+        finally:
+            consumer.close()
+
+    reader = threading.Thread(target=consume)
+    reader.start()
+    try:
+        for round_ in range(2, 30):
+            for k in range(4):
+                log.append_batch(keyed(b"key%d" % k, b"value%d-%d" % (round_, k)))
+            log.roll()
+            broker.run_maintenance()
+    finally:
+        done.set()
+        reader.join(timeout=60)
+    assert not reader.is_alive()
+    assert not failures, failures[0]
+    assert passes[0] > 0
