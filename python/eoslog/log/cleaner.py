@@ -22,7 +22,7 @@ swaps the results into a live log. Thread safety: no shared state.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -58,6 +58,11 @@ class _Batches:
     aborted: np.ndarray  # bool: data of an aborted transaction
     # Control batch index -> (control type, the data batches of its transaction).
     markers: dict[int, tuple[int, list[int]]] = field(default_factory=dict)
+    # Control batch index -> its control type (None: emptied), read with its segment.
+    marker_types: dict[int, int | None] = field(default_factory=dict)
+    # One row per record of every data batch, in log order: offset, 128-bit key hash,
+    # tombstone, and the batch it is in.
+    keys: tuple[np.ndarray, ...] = ()
 
 
 def clean_segment_bytes(segments: Sequence[bytes], rules: CleaningRules) -> list[bytes]:
@@ -65,8 +70,19 @@ def clean_segment_bytes(segments: Sequence[bytes], rules: CleaningRules) -> list
     start up to the cleanable end (each exactly its batches), one result per segment.
     ValueError naming the segment and byte for bytes that are not whole valid batches (the
     cleaner never rewrites damage)."""
+    return [
+        data if cleaned is None else cleaned
+        for data, cleaned in zip(segments, iter_cleaned(segments, rules), strict=True)
+    ]
+
+
+def iter_cleaned(segments: Sequence[bytes], rules: CleaningRules) -> Iterator[bytes | None]:
+    """clean_segment_bytes one segment at a time, None for a segment that stays as it is.
+    Every decision is made before the first result (reading each segment once: `segments`
+    may read a file on each access, so only one segment's bytes are held at a time), then
+    each segment is read again to be rewritten. ValueError as clean_segment_bytes."""
     batches = _read_batches(segments, rules)
-    keep, tombstone, owner = _records_to_keep(segments, batches, rules)
+    keep, tombstone, owner = _records_to_keep(batches, rules)
     count = len(batches.infos)
     kept = np.bincount(owner[keep], minlength=count)
     bounds = np.searchsorted(owner, np.arange(count + 1))
@@ -78,9 +94,12 @@ def clean_segment_bytes(segments: Sequence[bytes], rules: CleaningRules) -> list
     plain = ~control & (kept == batches.infos["records_count"]) & ~needs_horizon
     gone = ~control & (kept == 0) & ~_last_of_producer(batches.infos, rules)
     kind = np.where(plain, _PLAIN, np.where(gone, _GONE, _REWRITTEN))
-    out = []
-    for number, data in enumerate(segments):
+    for number in range(len(segments)):
         rows = np.flatnonzero(batches.segment == number)
+        if (kind[rows] == _PLAIN).all():
+            yield None
+            continue
+        data = segments[number]
         pieces = []
         for first, last in _runs(kind[rows]):
             index = int(rows[first])
@@ -97,8 +116,7 @@ def clean_segment_bytes(segments: Sequence[bytes], rules: CleaningRules) -> list
                 )
                 if cleaned is not None:
                     pieces.append(cleaned)
-        out.append(b"".join(pieces))
-    return out
+        yield b"".join(pieces)
 
 
 _PLAIN, _GONE, _REWRITTEN = 0, 1, 2
@@ -127,8 +145,13 @@ def _last_of_producer(infos: np.ndarray, rules: CleaningRules) -> np.ndarray:
 
 
 def _read_batches(segments: Sequence[bytes], rules: CleaningRules) -> _Batches:
-    rows, owners, horizons = [], [], []
-    for number, data in enumerate(segments):
+    """Everything the decisions need, reading each segment once: its batches (framing and
+    CRC checked), their delete horizons, its markers' types and its records' keys."""
+    rows, owners, horizons, keys = [], [], [], []
+    marker_types: dict[int, int | None] = {}
+    total = 0
+    for number in range(len(segments)):
+        data = segments[number]
         infos, stop, status = scan.scan_batches(data, verify_crc=True)
         if status != 0 or stop != len(data):
             what = MESSAGES[status][1] if status else "a partial batch"
@@ -136,14 +159,28 @@ def _read_batches(segments: Sequence[bytes], rules: CleaningRules) -> _Batches:
         rows.append(infos)
         owners.append(np.full(len(infos), number, dtype=np.int32))
         horizons.append(_horizons(data, infos))
+        transactional_control = layout.CONTROL_MASK | layout.TRANSACTIONAL_MASK
+        for index in np.flatnonzero(
+            (infos["attributes"] & transactional_control) == transactional_control
+        ).tolist():
+            records = codec.batch_records(data, int(infos["position"][index]))
+            marker_types[total + index] = control.read_type(records[0].key) if records else None
+        offsets, high, low, tombstone, batch = compaction.batch_keys(data, infos)
+        keys.append((offsets, high, low, tombstone.astype(bool), batch.astype(np.int64) + total))
+        total += len(infos)
     infos = np.concatenate(rows) if rows else np.empty(0, dtype=scan.BATCH_INFO)
     batches = _Batches(
         np.concatenate(owners) if owners else np.empty(0, dtype=np.int32),
         infos,
         np.concatenate(horizons) if horizons else np.empty(0, dtype=np.int64),
         np.zeros(len(infos), dtype=bool),
+        marker_types=marker_types,
+        keys=tuple(
+            np.concatenate([part[i] for part in keys]) if keys else np.empty(0, dtype=dtype)
+            for i, dtype in enumerate((np.int64, np.uint64, np.uint64, bool, np.int64))
+        ),
     )
-    _match_transactions(segments, batches, rules)
+    _match_transactions(batches, rules)
     return batches
 
 
@@ -159,7 +196,7 @@ def _horizons(data: bytes, infos: np.ndarray) -> np.ndarray:
     return found
 
 
-def _match_transactions(segments: Sequence[bytes], batches: _Batches, rules: CleaningRules) -> None:
+def _match_transactions(batches: _Batches, rules: CleaningRules) -> None:
     """Mark each transactional data batch whose transaction ended in an ABORT marker (in the
     range, or in rules.aborted), and give each marker the data batches of its transaction.
     One step per transactional batch."""
@@ -171,9 +208,7 @@ def _match_transactions(segments: Sequence[bytes], batches: _Batches, rules: Cle
         if not attributes[index] & layout.CONTROL_MASK:
             open_batches.setdefault(producer, []).append(index)
             continue
-        data = segments[int(batches.segment[index])]
-        records = codec.batch_records(data, int(infos["position"][index]))
-        marker = control.read_type(records[0].key) if records else None
+        marker = batches.marker_types.get(index)
         members = open_batches.pop(producer, [])
         if marker is None:
             continue  # emptied by an earlier cleaning: it ends nothing any more
@@ -193,19 +228,11 @@ def _match_transactions(segments: Sequence[bytes], batches: _Batches, rules: Cle
 
 
 def _records_to_keep(
-    segments: Sequence[bytes], batches: _Batches, rules: CleaningRules
+    batches: _Batches, rules: CleaningRules
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(keep, tombstone, owner): one entry per record of every data batch in log order, and
     the index of the batch each record is in."""
-    parts = []
-    for number, data in enumerate(segments):
-        mine = np.flatnonzero(batches.segment == number)
-        offsets, high, low, tombstone, rows = compaction.batch_keys(data, batches.infos[mine])
-        parts.append((offsets, high, low, tombstone.astype(bool), mine[rows]))
-    offsets, high, low, tombstone, owner = (
-        np.concatenate([part[i] for part in parts]) if parts else np.empty(0, dtype=dtype)
-        for i, dtype in enumerate((np.int64, np.uint64, np.uint64, bool, np.int64))
-    )
+    offsets, high, low, tombstone, owner = batches.keys
     keep = np.zeros(len(offsets), dtype=bool)
     # The latest record of each key among the live ones (aborted data counts for no key):
     # sorted by key, then offset, the last of each run of equal keys.

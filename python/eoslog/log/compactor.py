@@ -6,13 +6,16 @@ records are eoslog.log.cleaner's.
 The order of a pass, and what a crash at each step leaves (the open's rules in
 eoslog.log.recovery):
 
-1. the segments wholly below the cleanable end are read and cleaned in memory, off the
-   partition lock (they are inactive: nothing appends to them);
+1. the segments wholly below the cleanable end are read, one at a time, and every decision
+   is made (eoslog.log.cleaner.iter_cleaned: the keys of the whole range, 32 bytes a record,
+   are held; segment bytes only one at a time), off the partition lock (they are inactive:
+   nothing appends to them);
 2. the partition's cleaner-offset-checkpoint entry is raised to the cleanable end and made
    durable (PartitionLog.raise_cleaned_end): from here gaps below it are legal; nothing has
    changed yet, and a log without gaps is one the looser rule accepts too;
-3. per segment whose bytes changed: `<base>.log.cleaned` is written and synced (a crash
-   leaves a `.cleaned` file, which the next open deletes); then, under the partition lock,
+3. per segment whose bytes change (read again and rewritten): `<base>.log.cleaned` is
+   written and synced (a crash leaves a `.cleaned` file, which the next open deletes);
+   then, under the partition lock,
    the segment's index files are removed (a crash leaves the old .log without indexes,
    which the open rebuilds), the `.cleaned` file is renamed over the `.log` (one atomic
    rename: the directory holds the old or the new file, never neither) and the directory
@@ -30,13 +33,15 @@ except during each swap (a rename and an index rebuild of one segment).
 from __future__ import annotations
 
 import functools
+import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import overload
 
 from eoslog import crashpoints, limits
 from eoslog.fs import create_temporary
-from eoslog.log.cleaner import CleaningRules, clean_segment_bytes
+from eoslog.log.cleaner import CleaningRules, iter_cleaned
 from eoslog.log.partition import PartitionLog
 from eoslog.log.segment import LogSegment
 from eoslog.log.segment_reads import (
@@ -128,20 +133,20 @@ def clean_log(log: PartitionLog, now_ms: int, throttle: Throttle) -> CleanPass |
     if end <= log.log_start_offset or not should_clean(log, end, now_ms):
         return None
     chosen = [segment for segment, following in _with_next_base(log) if following <= end]
-    contents = []
-    for segment in chosen:
-        contents.append(segment.log.pread(segment.size, 0))
-        throttle.spend(segment.size)
+    if not chosen:
+        return None
+    contents = _SegmentBytes(chosen, throttle)
     rules = CleaningRules(
         now_ms=now_ms,
         delete_retention_ms=log.config.delete_retention_ms,
         producer_last_offsets=log.producer_last_offsets(),
     )
-    cleaned = clean_segment_bytes(contents, rules)
+    cleaned = iter_cleaned(contents, rules)
+    first = next(cleaned)  # every decision is made before the first result
     log.raise_cleaned_end(end)
     swapped = written = 0
-    for segment, before, after in zip(chosen, contents, cleaned, strict=True):
-        if after == before:
+    for segment, after in zip(chosen, itertools.chain([first], cleaned), strict=True):
+        if after is None:
             continue
         _write_cleaned(log, segment, after)
         throttle.spend(len(after))
@@ -150,8 +155,33 @@ def clean_log(log: PartitionLog, now_ms: int, throttle: Throttle) -> CleanPass |
             swapped += 1
         else:
             log.fs.unlink(segment.path(LOG_SUFFIX + CLEANED_SUFFIX))
-    read = sum(len(data) for data in contents)
-    return CleanPass(len(chosen), swapped, read, written, end)
+    return CleanPass(len(chosen), swapped, contents.bytes_read, written, end)
+
+
+class _SegmentBytes(Sequence[bytes]):
+    """The segments' .log bytes, read when asked (so a pass holds one segment's bytes at a
+    time, not the whole range), each read spent on the throttle."""
+
+    def __init__(self, segments: list[LogSegment], throttle: Throttle) -> None:
+        self._segments = segments
+        self._throttle = throttle
+        self.bytes_read = 0
+
+    def __len__(self) -> int:
+        return len(self._segments)
+
+    @overload
+    def __getitem__(self, index: int) -> bytes: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[bytes]: ...
+    def __getitem__(self, index: int | slice) -> bytes | Sequence[bytes]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        segment = self._segments[index]
+        data = segment.log.pread(segment.size, 0)
+        self.bytes_read += len(data)
+        self._throttle.spend(len(data))
+        return data
 
 
 def _with_next_base(log: PartitionLog) -> list[tuple[LogSegment, int]]:
