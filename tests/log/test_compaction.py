@@ -6,6 +6,7 @@ not; gaps are legal only below the cleaner-offset-checkpoint entry."""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from eoslog import limits
 from eoslog.errors import CorruptRecordError, OffsetOutOfRangeError
 from eoslog.log import checkpoints, compactor
 from eoslog.log.partition import PartitionLog
+from eoslog.log.segment import LogSegment
 from eoslog.record import codec
 from tests.support import REPO_ROOT, logtools
 from tests.support.logtools import OpenBroker
@@ -223,3 +225,28 @@ def test_the_throttle_waits_so_the_cleaners_bytes_stay_under_the_rate() -> None:
     unlimited = compactor.Throttle(limits.cleaner_bytes_per_second_off, wait, lambda: 0.0)
     unlimited.spend(1 << 40)
     assert len(waits) == 2
+
+
+def test_a_segment_retention_takes_while_its_indexes_are_built_is_not_swapped_back(
+    open_broker: OpenBroker,
+) -> None:
+    broker = open_broker()
+    log = new_topic(broker, {**COMPACT, "cleanup.policy": "compact,delete"})
+    fill(log, 10)
+    log.roll()
+    old = log.segments[0]
+    following = log.segments[1].base_offset
+    with open(old.path(".log.cleaned"), "wb") as file:
+        file.write(logtools.file_bytes(old.path(".log")))
+
+    def indexed_while_retention_runs() -> LogSegment:
+        broker.delete_records("t", 0, following)  # takes `old` meanwhile
+        return compactor._indexed(log, old)  # the step under test
+
+    replace = functools.partial(compactor._replace_files, log, old)
+    assert not log.swap_segment(old, replace, indexed_while_retention_runs)
+    assert log.segments[0].base_offset == following
+    assert next(r.offset for r in logtools.read_all(log)) == following
+    broker.close()
+    reopened = open_broker().log("t", 0)
+    assert reopened.segments[0].base_offset == following

@@ -19,15 +19,16 @@ eoslog.log.recovery):
    the segment's index files are removed (a crash leaves the old .log without indexes,
    which the open rebuilds), the `.cleaned` file is renamed over the `.log` (one atomic
    rename: the directory holds the old or the new file, never neither) and the directory
-   synced, and the new indexes are built from the new file and synced (a crash before
-   leaves the new .log without indexes, rebuilt at open).
+   synced; off the lock again the new indexes are built from the new file and flushed (a
+   crash before leaves the new .log without indexes, rebuilt at open), and under the lock
+   the new segment takes the old one's place (readers meanwhile read the old one's files).
 
 Kafka writes `.cleaned`, renames it `.swap`, renames the originals `.deleted`, then renames
 the swap in, because one cleaned segment replaces several originals with other names; eoslog
 cleans each segment into itself under its own name, so the one rename replaces it.
 
 Thread safety: a pass runs on the broker's maintenance thread; appends continue meanwhile
-except during each swap (a rename and an index rebuild of one segment).
+except during each swap's renames.
 """
 
 from __future__ import annotations
@@ -151,7 +152,8 @@ def clean_log(log: PartitionLog, now_ms: int, throttle: Throttle) -> CleanPass |
         _write_cleaned(log, segment, after)
         throttle.spend(len(after))
         written += len(after)
-        if log.swap_segment(segment, functools.partial(_swap_files, log, segment)):
+        replace = functools.partial(_replace_files, log, segment)
+        if log.swap_segment(segment, replace, functools.partial(_indexed, log, segment)):
             swapped += 1
         else:
             log.fs.unlink(segment.path(LOG_SUFFIX + CLEANED_SUFFIX))
@@ -201,9 +203,9 @@ def _write_cleaned(log: PartitionLog, segment: LogSegment, data: bytes) -> None:
     crashpoints.hit("cleaner.cleaned.after")
 
 
-def _swap_files(log: PartitionLog, old: LogSegment) -> LogSegment:
+def _replace_files(log: PartitionLog, old: LogSegment) -> None:
     """Step 3's second part, under the partition lock: the old segment keeps its open files
-    (readers holding it finish on them), the new one takes its names."""
+    (readers holding it finish on them); the cleaned file takes its names."""
     fs, directory = log.fs, log.directory
     # Under durability "none" nothing is synced before close (docs/design.md "Durability"):
     # the order of the renames and unlinks alone keeps a process crash safe.
@@ -219,11 +221,15 @@ def _swap_files(log: PartitionLog, old: LogSegment) -> LogSegment:
     fs.rename(old.path(LOG_SUFFIX + CLEANED_SUFFIX), old.path(LOG_SUFFIX))
     sync_dir(directory)
     crashpoints.hit("cleaner.swapped.after")
-    new = LogSegment(fs, directory, old.base_offset, log.config, created_ms=old.created_ms)
+
+
+def _indexed(log: PartitionLog, old: LogSegment) -> LogSegment:
+    """Step 3's last part, off the partition lock: the new segment on the renamed file,
+    with its indexes built and flushed. Their names need no directory sync: an index a
+    crash loses is rebuilt at the next open."""
+    new = LogSegment(log.fs, log.directory, old.base_offset, log.config, created_ms=old.created_ms)
     new.compacted = True
     new.active = False
-    # Built and flushed here; their names need no directory sync: an index a crash loses
-    # is rebuilt at the next open.
     new.rebuild_indexes()
     new.release_indexes()
     crashpoints.hit("cleaner.indexed.after")

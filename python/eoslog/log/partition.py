@@ -807,20 +807,36 @@ class PartitionLog:
                     self._fail(error)
             crashpoints.hit("cleaner.checkpoint.after")
 
-    def swap_segment(self, old: LogSegment, swap: Callable[[], LogSegment]) -> bool:
-        """Under the partition lock, if `old` is still an inactive segment of this log, run
-        `swap` (which replaces its files and returns the segment now on them) and put the
-        result in its place; `old` keeps its open files for reads in flight
-        (limits.retired_segment_grace_ms). False, running nothing, when retention or a
-        truncation took `old` meanwhile. An OSError from swap stops the partition."""
+    def swap_segment(
+        self, old: LogSegment, replace_files: Callable[[], None], open_new: Callable[[], LogSegment]
+    ) -> bool:
+        """Replace the inactive segment `old` with the files the cleaner wrote: under the
+        partition lock, if `old` is still here, `replace_files` (the renames); then, off the
+        lock, `open_new` (the new segment and its indexes, published to nobody yet); then,
+        under the lock again, the new segment takes the old one's place, which keeps its open
+        files for reads in flight (limits.retired_segment_grace_ms). Readers meanwhile read
+        the old segment's files. False when retention took `old` before either step (nothing
+        published; a truncation below cleaned_end is refused). An OSError stops the
+        partition."""
         with self._storage(writing=True), self._lock:
             self._check_writable()
             if old not in self._segments[:-1]:
                 return False
             try:
-                new = swap()
+                replace_files()
             except OSError as error:
                 self._fail(error)
+        try:
+            new = open_new()
+        except OSError as error:
+            with self._lock:
+                self._fail(error)
+        with self._storage(writing=True), self._lock:
+            if old not in self._segments[:-1] or self._closed:
+                # Retention took `old` (and unlinked its names) meanwhile: what open_new made
+                # under them goes too, or a reopen would find a segment below the log start.
+                new.delete()
+                return False
             now = self._clock_ms()
             self._segments = [new if s is old else s for s in self._segments]
             self._unsynced.discard(old)
