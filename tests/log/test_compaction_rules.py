@@ -230,3 +230,14 @@ def test_cleaning_keeps_the_latest_value_of_every_key_at_its_offset(
         ]
     for before, after in zip(segments, twice, strict=True):
         assert {h.base_offset for h in headers(after)} <= {h.base_offset for h in headers(before)}
+
+
+def test_data_of_a_transaction_whose_marker_is_past_the_range_stays_and_shadows_nothing() -> None:
+    log = batch(0, [(b"a", b"committed")])
+    log += batch(1, [(b"a", b"undecided"), (b"b", b"undecided")], producer_id=3, transactional=True)
+    [cleaned] = clean_segment_bytes([log], RULES)
+    assert records(cleaned) == [
+        (0, b"a", b"committed"),
+        (1, b"a", b"undecided"),
+        (2, b"b", b"undecided"),
+    ]

@@ -56,6 +56,9 @@ class _Batches:
     infos: np.ndarray  # scan.BATCH_INFO rows, positions inside their segment
     horizon: np.ndarray  # int64: the delete horizon written in the batch, or NO_HORIZON
     aborted: np.ndarray  # bool: data of an aborted transaction
+    # bool: transactional data whose marker lies past the range (its outcome unknown here):
+    # kept whole, and standing for no key, until a later pass sees the marker.
+    pending: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     # Control batch index -> (control type, the data batches of its transaction).
     markers: dict[int, tuple[int, list[int]]] = field(default_factory=dict)
     # Control batch index -> its control type (None: emptied), read with its segment.
@@ -215,6 +218,9 @@ def _match_transactions(batches: _Batches, rules: CleaningRules) -> None:
         batches.markers[index] = (marker, members)
         if marker == control.ABORT:
             batches.aborted[members] = True
+    batches.pending = np.zeros(len(infos), dtype=bool)
+    for members in open_batches.values():
+        batches.pending[members] = True
     for producer, first, last in rules.aborted:
         batches.aborted |= (
             (infos["producer_id"] == producer)
@@ -234,9 +240,9 @@ def _records_to_keep(
     the index of the batch each record is in."""
     offsets, high, low, tombstone, owner = batches.keys
     keep = np.zeros(len(offsets), dtype=bool)
-    # The latest record of each key among the live ones (aborted data counts for no key):
-    # sorted by key, then offset, the last of each run of equal keys.
-    live = np.flatnonzero(~batches.aborted[owner])
+    # The latest record of each key among the live ones (aborted and pending data count for
+    # no key): sorted by key, then offset, the last of each run of equal keys.
+    live = np.flatnonzero(~batches.aborted[owner] & ~batches.pending[owner])
     order = live[np.lexsort((offsets[live], low[live], high[live]))]
     if len(order):
         last_of_key = np.ones(len(order), dtype=bool)
@@ -247,6 +253,7 @@ def _records_to_keep(
     # A tombstone goes once its batch's delete horizon has passed.
     horizon = batches.horizon[owner]
     keep &= ~(tombstone & (horizon != NO_HORIZON) & (horizon <= rules.now_ms))
+    keep |= batches.pending[owner] & ~batches.aborted[owner]
     return keep, tombstone, owner
 
 
