@@ -250,3 +250,24 @@ def test_a_segment_retention_takes_while_its_indexes_are_built_is_not_swapped_ba
     broker.close()
     reopened = open_broker().log("t", 0)
     assert reopened.segments[0].base_offset == following
+
+
+def test_max_compaction_lag_cleans_a_log_below_the_dirty_ratio(
+    open_broker: OpenBroker, clock: logtools.Clock
+) -> None:
+    broker = open_broker()
+    config = {**COMPACT, "min.cleanable.dirty.ratio": 0.99, "max.compaction.lag.ms": 60_000}
+    log = new_topic(broker, config)
+    fill(log, 10)
+    log.roll()
+    broker.run_maintenance()  # all dirty: cleaned
+    cleaned = visible(log)
+    for k in range(4):  # a little dirt, written at TS
+        log.append_batch(keyed(b"key%d" % k, b"late-%d" % k, TS))
+    log.roll()
+    clock.now_ms = TS + 60_000
+    broker.run_maintenance()
+    assert len(visible(log)) == len(cleaned) + 4  # not overdue yet: below the ratio
+    clock.now_ms = TS + 60_001
+    broker.run_maintenance()
+    assert [value for _, _, value in visible(log)] == [b"late-%d" % k for k in range(4)]

@@ -43,6 +43,7 @@ from typing import overload
 from eoslog import crashpoints, limits
 from eoslog.fs import create_temporary
 from eoslog.log.cleaner import CleaningRules, iter_cleaned
+from eoslog.log.config import COMPACTION_LAG_OFF_MS
 from eoslog.log.partition import PartitionLog
 from eoslog.log.segment import LogSegment
 from eoslog.log.segment_reads import (
@@ -52,6 +53,7 @@ from eoslog.log.segment_reads import (
     TIME_INDEX_SUFFIX,
     TXN_INDEX_SUFFIX,
 )
+from eoslog.record import codec, layout
 
 
 @dataclass(frozen=True)
@@ -120,8 +122,13 @@ def should_clean(log: PartitionLog, end: int, now_ms: int) -> bool:
         return False
     if dirty_bytes / total >= config.min_cleanable_dirty_ratio:
         return True
-    overdue = now_ms - config.max_compaction_lag_ms
-    return any(segment.size and segment.largest_timestamp < overdue for segment in dirty)
+    # Kafka's LogCleanerManager.maxCompactionDelay: the first dirty segment's first batch
+    # timestamp against max.compaction.lag.ms.
+    first = next((segment for segment in dirty if segment.size), None)
+    if first is None or config.max_compaction_lag_ms >= COMPACTION_LAG_OFF_MS:
+        return False
+    header = codec.read_header(first.log.pread(layout.HEADER_SIZE, 0))
+    return 0 <= header.max_timestamp < now_ms - config.max_compaction_lag_ms
 
 
 def clean_log(log: PartitionLog, now_ms: int, throttle: Throttle) -> CleanPass | None:
