@@ -603,3 +603,14 @@ SERVE_PRODUCE_TARGETS = [
         peer=MOCK_TRANSACTIONAL,
     ),
 ]
+
+# The log cleaner (bench/cleaner_bench.py, issue 14): no docs/bench.md target yet.
+CLEANER = Area(
+    "cleaner",
+    rounds=3,
+    sizes=(
+        Size("records", 200_000, 20_000, "records in the compacted partition before a round"),
+        Size("keys", 20_000, 2_000, "distinct keys they are spread over"),
+        Size("appends", 20_000, 2_000, "one-record appends timed per phase"),
+    ),
+)

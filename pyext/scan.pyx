@@ -146,18 +146,22 @@ def find_batch(data, int64_t target, Py_ssize_t start=0, Py_ssize_t end=-1):
     return status, <Py_ssize_t>position, <Py_ssize_t>batch_size
 
 
-def first_offset_violation(infos, int64_t next_offset):
+def first_offset_violation(infos, int64_t next_offset, bint gaps=False):
     """Index of the first batch whose offsets do not continue the previous batch's (the first
     must start at next_offset), or one whose last offset lies below its base; -1 if none.
-    eoslog's own logs are contiguous (no compaction): a jump means a damaged base offset or
-    length, which the CRC does not cover. Sums wrap as Java's long (and numpy's int64) do.
-    Native because a fetch runs it on every read (a numpy pass cost ~4% of consume())."""
+    eoslog's logs are contiguous except where the cleaner removed batches: a jump means a
+    damaged base offset or length, which the CRC does not cover. With `gaps` (a segment the
+    cleaner has cleaned, docs/design.md "Compaction") a batch may start past next_offset, never
+    below it. Sums wrap as Java's long (and numpy's int64) do. Native because a fetch runs it
+    on every read (a numpy pass cost ~4% of consume())."""
     infos = np.ascontiguousarray(infos)
     cdef const eos_batch_info *rows = batch_info_rows(infos, BATCH_INFO)
     cdef Py_ssize_t i, n = len(infos)
     cdef int64_t expected = next_offset
     for i in range(n):
-        if rows[i].base_offset != expected or rows[i].last_offset < rows[i].base_offset:
+        if rows[i].last_offset < rows[i].base_offset:
+            return i
+        if rows[i].base_offset != expected and not (gaps and rows[i].base_offset > expected):
             return i
         expected = <int64_t>(<uint64_t>rows[i].last_offset + 1u)
     return -1

@@ -91,7 +91,7 @@ cdef class SegmentCore:
     @config.setter
     def config(self, config):
         self._segment_bytes = config.segment_bytes
-        self._segment_ms = config.segment_ms
+        self._segment_ms = config.roll_ms
         self._index_interval_bytes = config.index_interval_bytes
         self._config = config
 
@@ -160,8 +160,9 @@ cdef class SegmentCore:
     cpdef bint should_roll(self, int64_t batch_size, int64_t max_timestamp, int64_t last_offset,
                            int64_t now_ms) except -1:
         """Whether the next batch belongs in a new segment (docs/format.md §5.10): it does not
-        fit in segment.bytes, segment.ms has passed since the first batch (or since the
-        segment was made, for batches without timestamps), an index is full, or its last
+        fit in segment.bytes, segment.ms (on a compacted topic max.compaction.lag.ms, if
+        smaller: LogConfig.roll_ms) has passed since the first batch (or since the segment
+        was made, for batches without timestamps), an index is full, or its last
         offset does not fit the segment's relative offsets."""
         cdef int64_t waited
         if self.size > self._segment_bytes - batch_size:

@@ -36,7 +36,7 @@ from eoslog.errors import (
     UnknownTopicOrPartitionError,
 )
 from eoslog.fs import FileSystem, PosixFileSystem, make_directories, remove_tree
-from eoslog.log import checkpoints, meta_file, recovery, topic_changes
+from eoslog.log import checkpoints, compactor, meta_file, recovery, topic_changes
 from eoslog.log.append_signal import AppendSignal
 from eoslog.log.checkpoints import AbortedCounts
 from eoslog.log.config import LogConfig
@@ -215,8 +215,13 @@ class Broker:
         aborted_counts, aborted_problem = checkpoints.read_believed_aborted_counts(
             self.fs, self.path
         )
+        cleaned_ends, cleaner_problem = checkpoints.read_believed_offsets(
+            self.fs, os.path.join(self.path, checkpoints.CLEANER_OFFSET_FILE)
+        )
         problems = [
-            p for p in (recovery_problem, *log_start_problems, aborted_problem) if p is not None
+            p
+            for p in (recovery_problem, *log_start_problems, aborted_problem, cleaner_problem)
+            if p is not None
         ]
         topic_changes.stray_partition_directories(self.fs.list_directories(self.path), self._topics)
         for name, partitions, segment_key in (
@@ -247,6 +252,7 @@ class Broker:
                     log_starts.get(key),
                     aborted_counts.get(key),
                     problems,
+                    cleaned_ends.get(key, 0),
                 )
         if any(key not in recovery_points or key not in aborted_counts for key in self._logs):
             # Every partition has a recovery-point entry and an aborted-transaction count from
@@ -273,6 +279,7 @@ class Broker:
         log_start: checkpoints.LogStart | None,
         aborted_counts: AbortedCounts | None,
         checkpoint_problems: list[str] | None = None,
+        cleaned_end: int = 0,
     ) -> PartitionLog:
         directory = os.path.join(self.path, f"{topic}-{partition}")
         if not self.fs.exists(directory):
@@ -288,6 +295,7 @@ class Broker:
             now_ms=self.clock_ms(),
             aborted_counts=aborted_counts,
             checkpoint_problems=checkpoint_problems or (),
+            cleaned_end=cleaned_end,
         )
         return PartitionLog(
             self.fs,
@@ -300,6 +308,7 @@ class Broker:
             loaded=loaded,
             persist_recovery_point=self._write_recovery_points,
             persist_log_start=self._write_log_start_offsets,
+            persist_cleaned_end=self._write_cleaner_offsets,
             producer_expiration_ms=self.settings["producer.id.expiration.ms"],
             verify_transaction=self._verify_transaction,
             append_signal=self.append_signal,
@@ -654,7 +663,8 @@ class Broker:
     # --- maintenance and shutdown -----------------------------------------------------------
 
     def run_maintenance(self) -> None:
-        """One pass of background work: retention and the rebuild of index files that lookups
+        """One pass of background work: retention, the log cleaner (compacted topics,
+        log.cleaner.io.max.bytes.per.second) and the rebuild of index files that lookups
         found wrong, then the recovery-point checkpoint.
         The maintenance thread calls it every log.retention.check.interval.ms; tests call it
         directly with an injected clock. Safe from any thread, concurrently with the
@@ -664,8 +674,12 @@ class Broker:
             logs = list(self._logs.values())
         if self.archive_url is not None:
             tiering.archive_pass(self.path, self.archive_url, logs)
+        throttle = compactor.Throttle(
+            self.settings["log.cleaner.io.max.bytes.per.second"], self._stop.wait
+        )
         for log in logs:
             log.delete_retained_segments()
+            self._clean(log, throttle)
             log.rebuild_suspect_indexes()
             log.remove_expired_producers()
         self.run_transaction_maintenance()
@@ -680,6 +694,14 @@ class Broker:
             raise failure from error
         if not written:
             self._check_open()  # close() ran meanwhile and wrote the final checkpoints
+
+    def _clean(self, log: PartitionLog, throttle: compactor.Throttle) -> None:
+        """The log cleaner's pass over one log (eoslog.log.compactor), off the append path.
+        Damage in a segment to clean is left for the reads and `eoslog verify` to report."""
+        try:
+            compactor.clean_log(log, self.clock_ms(), throttle)
+        except ValueError as error:  # CorruptRecordError too
+            _log.warning("not cleaning %s-%d: %s", log.topic, log.partition, error)
 
     def run_transaction_maintenance(self) -> None:
         """Abort transactions past their timeout and expire idle transactional ids
@@ -753,6 +775,7 @@ class Broker:
                 return False
             self._write_recovery_points_locked()
             self._write_log_start_offsets_locked(logs)
+            self._write_cleaner_offsets_locked(logs)
             if final:
                 checkpoints.write_clean_shutdown(self.fs, self.path)
                 self._checkpoints_final = True
@@ -765,6 +788,22 @@ class Broker:
             if self._checkpoints_final:
                 raise KafkaStorageError(f"broker for {self.path} is closed")
             self._write_log_start_offsets_locked(list(self._logs.values()))
+
+    def _write_cleaner_offsets(self) -> None:
+        """Write the cleaner-offset-checkpoint from every log's value now: the cleaner calls
+        it (PartitionLog.raise_cleaned_end) before it swaps in a segment with gaps."""
+        with self._checkpoint_lock:
+            if self._checkpoints_final:
+                raise KafkaStorageError(f"broker for {self.path} is closed")
+            self._write_cleaner_offsets_locked(list(self._logs.values()))
+
+    def _write_cleaner_offsets_locked(self, logs: list[PartitionLog]) -> None:
+        """Only once some log was cleaned (or the file exists): a broker that never cleans
+        writes no such file. Rewritten at each pass so that no entry outlives its topic."""
+        path = os.path.join(self.path, checkpoints.CLEANER_OFFSET_FILE)
+        cleaned = {(log.topic, log.partition): log.cleaned_end for log in logs if log.cleaned_end}
+        if cleaned or self.fs.exists(path):
+            checkpoints.write_offsets(self.fs, path, cleaned)
 
     def _write_log_start_offsets_locked(self, logs: list[PartitionLog]) -> None:
         checkpoints.write_log_starts(

@@ -9,7 +9,7 @@ from typing import Final
 
 from eoslog import limits
 from eoslog.errors import InvalidConfigError
-from eoslog.log.config import BROKER_KEYS, DAY_MS, LogConfig
+from eoslog.log.config import BROKER_KEYS, DAY_MS, LogConfig, parse_number
 
 # Broker properties this layer understands, with Kafka's defaults. Kafka spreads its internal
 # topics over 50 partitions to balance load across brokers; one embedded node has nothing to
@@ -45,9 +45,15 @@ BROKER_DEFAULTS: Final[dict[str, int]] = {
     "group.initial.rebalance.delay.ms": 3000,
     "group.min.session.timeout.ms": 6000,
     "group.max.session.timeout.ms": 1_800_000,
+    # The log cleaner's named throughput limit (eoslog.log.cleaner): bytes it reads and
+    # writes per second, at most. Kafka's is a double defaulting to Double.MAX_VALUE (no
+    # limit); eoslog keeps whole bytes, and its default is limits.cleaner_bytes_per_second_off.
+    "log.cleaner.io.max.bytes.per.second": limits.cleaner_bytes_per_second_off,
 }
 
 _BOOLEAN_KEYS: Final = frozenset({"auto.create.topics.enable"})
+# Kafka's DOUBLE broker settings, kept as whole numbers at least 1.
+_RATE_KEYS: Final = frozenset({"log.cleaner.io.max.bytes.per.second"})
 
 
 def parse_broker_config(config: Mapping[str, object]) -> tuple[dict[str, int], LogConfig]:
@@ -62,6 +68,9 @@ def parse_broker_config(config: Mapping[str, object]) -> tuple[dict[str, int], L
             if not isinstance(flag, bool):
                 raise InvalidConfigError(f"{key} must be a boolean, not {value!r}")
             settings[key] = flag
+        elif key in _RATE_KEYS:
+            rate = parse_number(key, value, 1.0, float("inf"))
+            settings[key] = min(int(rate), limits.cleaner_bytes_per_second_off)
         elif key in BROKER_DEFAULTS:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise InvalidConfigError(f"{key} must be a non-negative integer, not {value!r}")

@@ -19,6 +19,11 @@ partitions.committed (eoslog.meta names the new count, recovery points not yet w
 records.deleted (delete_records' log start durable, the segments below it not yet deleted).
 `eoslog archive` has one (ARCHIVE_POINTS): archive.copy, before each chunk of a file it copies
 to the archive is written (eoslog.archive).
+The log cleaner has its own (CLEANER_POINTS, docs/design.md "Compaction"), met per segment it
+swaps: cleaner.checkpoint.after (cleaner-offset-checkpoint durable, nothing swapped yet),
+cleaner.cleaned.after (the `.log.cleaned` file written and synced), cleaner.unindexed.after
+(the old segment's index files removed), cleaner.swapped.after (the cleaned file renamed over
+the `.log`), cleaner.indexed.after (its indexes rebuilt and synced).
 """
 
 from __future__ import annotations
@@ -44,6 +49,13 @@ POINTS: Final = (
 )
 TOPIC_CHANGE_POINTS: Final = ("partitions.made", "partitions.committed", "records.deleted")
 ARCHIVE_POINTS: Final = ("archive.copy",)
+CLEANER_POINTS: Final = (
+    "cleaner.checkpoint.after",
+    "cleaner.cleaned.after",
+    "cleaner.unindexed.after",
+    "cleaner.swapped.after",
+    "cleaner.indexed.after",
+)
 ENV: Final = "EOSLOG_CRASH_AT"
 
 
@@ -51,7 +63,7 @@ def _parse(setting: str | None) -> tuple[str, int] | None:
     if not setting:
         return None
     name, _, count = setting.rpartition(":")
-    known = (*POINTS, *TOPIC_CHANGE_POINTS, *ARCHIVE_POINTS)
+    known = (*POINTS, *TOPIC_CHANGE_POINTS, *ARCHIVE_POINTS, *CLEANER_POINTS)
     if name not in known or not count.isdigit() or int(count) < 1:
         raise ValueError(f"{ENV}={setting!r}: expected <point>:<n> with a point of {known}")
     return name, int(count)

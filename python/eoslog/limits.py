@@ -153,6 +153,10 @@ def decompressed_bytes_max_for(message_bytes_max: int) -> int:
 # the segment list, so reads that captured it just before finish on the right file.
 retired_segment_grace_ms: Final = 60_000
 
+# log.cleaner.io.max.bytes.per.second's default: Kafka's Double.MAX_VALUE, no limit, kept as
+# Long.MAX_VALUE so that the setting stays a whole number of bytes.
+cleaner_bytes_per_second_off: Final = (1 << 63) - 1
+
 # Taking a view lists the directory, then opens the files. A segment vanishing between the two
 # other than at the start (where retention removes them) means the owner replaced files
 # (truncation): list again, at most this many times.

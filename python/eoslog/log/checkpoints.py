@@ -38,6 +38,9 @@ from eoslog.record import primitives
 
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_FILE = "log-start-offset-checkpoint"
+# Kafka's log cleaner's file, in the same form: per partition, the offset below which the
+# cleaner has cleaned (docs/design.md "Compaction"); below it gaps between batches are legal.
+CLEANER_OFFSET_FILE = "cleaner-offset-checkpoint"
 CONFIRMED_LOG_START_FILE = "eoslog-log-start-checkpoint"
 _CRC_LINE: Final = re.compile(rb"crc32c=([0-9a-f]{8})")
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"

@@ -16,7 +16,11 @@ DAY_MS: Final = 24 * 60 * 60 * 1000
 TIMESTAMP_LIMIT_OFF_MS: Final = (1 << 63) - 1
 # Kafka's -2 for local.retention.ms|bytes: the same as retention.ms|bytes.
 LOCAL_RETENTION_AS_TOTAL: Final = -2
+# Long.MAX_VALUE: max.compaction.lag.ms's default, no upper bound on a record's wait.
+COMPACTION_LAG_OFF_MS: Final = (1 << 63) - 1
 _FLAGS: Final = {"remote_storage_enable"}
+# cleanup.policy's words (Kafka's TopicConfig.CLEANUP_POLICY_*): a list of one or both.
+CLEANUP_POLICIES: Final = ("compact", "delete")
 
 
 @dataclass(frozen=True)
@@ -42,12 +46,39 @@ class LogConfig:
     remote_storage_enable: bool = False
     local_retention_ms: int = LOCAL_RETENTION_AS_TOTAL
     local_retention_bytes: int = LOCAL_RETENTION_AS_TOTAL
+    # Compaction (eoslog.log.cleaner; docs/design.md "Compaction"). cleanup.policy as given,
+    # normalized to comma-separated words: "delete", "compact" or both. Retention by time and
+    # size applies only with "delete"; the cleaner cleans only with "compact", whose topics
+    # refuse a record without a key (INVALID_RECORD, as Kafka's LogValidator).
+    cleanup_policy: str = "delete"
+    # The cleaner picks a log whose dirty bytes (past the cleaner-offset checkpoint) reach this
+    # share of its cleanable bytes, or one holding a record older than max.compaction.lag.ms.
+    min_cleanable_dirty_ratio: float = 0.5
+    # A record stays uncompacted for at least this long after its timestamp.
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = COMPACTION_LAG_OFF_MS
+    # A tombstone (and a transaction's control batch with no data left) stays readable this
+    # long after the cleaning that first saw it (Kafka's delete horizon, KIP-534).
+    delete_retention_ms: int = DAY_MS
     # Derived: whether an append checks CreateTime record timestamps against the range above
     # (eoslog.log.timestamps), i.e. a limit is on (not Long.MAX_VALUE) on a CreateTime topic.
     # Computed once here, so an append with nothing to check makes no call for it.
     timestamp_range_checked: bool = field(init=False, repr=False, compare=False)
+    # Derived: the policy's two words, and the age at which the active segment rolls: a
+    # compacted topic's segment rolls no later than max.compaction.lag.ms (Kafka's
+    # LogConfig.maxSegmentMs), so that its records can become cleanable in time.
+    compact: bool = field(init=False, repr=False, compare=False)
+    delete: bool = field(init=False, repr=False, compare=False)
+    roll_ms: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        words = self.cleanup_policy.split(",")
+        object.__setattr__(self, "compact", "compact" in words)
+        object.__setattr__(self, "delete", "delete" in words)
+        roll_ms = self.segment_ms
+        if self.compact:
+            roll_ms = min(roll_ms, self.max_compaction_lag_ms)
+        object.__setattr__(self, "roll_ms", roll_ms)
         object.__setattr__(
             self,
             "timestamp_range_checked",
@@ -58,12 +89,14 @@ class LogConfig:
             ),
         )
 
-    def to_properties(self) -> dict[str, int | str]:
+    def to_properties(self) -> dict[str, int | float | str]:
         """Kafka's property names and values, as list_topics reports them."""
         return {key: self._property(field) for key, field in TOPIC_KEYS.items()}
 
-    def _property(self, field: str) -> int | str:
+    def _property(self, field: str) -> int | float | str:
         value = getattr(self, field)
+        if field in ("cleanup_policy", "min_cleanable_dirty_ratio"):
+            return value  # type: ignore[no-any-return]
         if field == "log_append_time":
             return "LogAppendTime" if value else "CreateTime"
         if field in _FLAGS:
@@ -72,7 +105,10 @@ class LogConfig:
 
     def local_retention(self) -> tuple[int, int]:
         """(ms, bytes) local retention applies: local.retention.* for a tiered topic (-2:
-        retention.*), retention.* otherwise."""
+        retention.*), retention.* otherwise; (-1, -1), nothing, without "delete" in
+        cleanup.policy (a compacted topic loses records only to the cleaner)."""
+        if not self.delete:
+            return -1, -1
         if not self.remote_storage_enable:
             return self.retention_ms, self.retention_bytes
         ms, size = self.local_retention_ms, self.local_retention_bytes
@@ -108,6 +144,11 @@ TOPIC_KEYS: Final = {
     "remote.storage.enable": "remote_storage_enable",
     "local.retention.ms": "local_retention_ms",
     "local.retention.bytes": "local_retention_bytes",
+    "cleanup.policy": "cleanup_policy",
+    "min.cleanable.dirty.ratio": "min_cleanable_dirty_ratio",
+    "min.compaction.lag.ms": "min_compaction_lag_ms",
+    "max.compaction.lag.ms": "max_compaction_lag_ms",
+    "delete.retention.ms": "delete_retention_ms",
 }
 # Broker-level names (eoslog.open config) that set the default of a topic-level field.
 BROKER_KEYS: Final = {
@@ -121,6 +162,11 @@ BROKER_KEYS: Final = {
     "log.message.timestamp.type": "message.timestamp.type",
     "log.message.timestamp.before.max.ms": "message.timestamp.before.max.ms",
     "log.message.timestamp.after.max.ms": "message.timestamp.after.max.ms",
+    "log.cleanup.policy": "cleanup.policy",
+    "log.cleaner.min.cleanable.ratio": "min.cleanable.dirty.ratio",
+    "log.cleaner.min.compaction.lag.ms": "min.compaction.lag.ms",
+    "log.cleaner.max.compaction.lag.ms": "max.compaction.lag.ms",
+    "log.cleaner.delete.retention.ms": "delete.retention.ms",
 }
 
 # (smallest, largest) allowed, from Kafka's LogConfig definitions; the segment limits keep
@@ -137,10 +183,17 @@ _RANGES: Final = {
     "max_message_bytes": (0, limits.batch_bytes_max),
     "local_retention_ms": (LOCAL_RETENTION_AS_TOTAL, (1 << 63) - 1),
     "local_retention_bytes": (LOCAL_RETENTION_AS_TOTAL, (1 << 63) - 1),
+    "min_compaction_lag_ms": (0, (1 << 63) - 1),
+    "max_compaction_lag_ms": (1, (1 << 63) - 1),
+    "delete_retention_ms": (0, (1 << 63) - 1),
 }
 
 
 def _parse(key: str, field: str, value: object) -> object:
+    if field == "cleanup_policy":
+        return _parse_cleanup_policy(key, value)
+    if field == "min_cleanable_dirty_ratio":
+        return parse_number(key, value, 0.0, 1.0)
     if field == "log_append_time":
         if value not in ("CreateTime", "LogAppendTime"):
             raise InvalidConfigError(f"{key} must be CreateTime or LogAppendTime, not {value!r}")
@@ -158,5 +211,37 @@ def _parse(key: str, field: str, value: object) -> object:
         raise InvalidConfigError(f"{key} must be an integer, not {value!r}")
     low, high = _RANGES[field]
     if not low <= number <= high:
+        raise InvalidConfigError(f"{key} must be in [{low}, {high}], not {number}")
+    return number
+
+
+def _parse_cleanup_policy(key: str, value: object) -> str:
+    """cleanup.policy as Kafka's ValidList takes it: a comma-separated list (or a list of
+    strings) of "compact" and "delete", each at most once, normalized to "a,b"."""
+    if isinstance(value, list | tuple):
+        words = [str(word).strip() for word in value]
+    elif isinstance(value, str):
+        words = [word.strip() for word in value.split(",")]
+    else:
+        raise InvalidConfigError(f"Invalid value {value!r} for configuration {key}")
+    if words == [""] or not all(word in CLEANUP_POLICIES for word in words):
+        raise InvalidConfigError(
+            f"Invalid value {value} for configuration {key}: String must be one of: "
+            + ", ".join(CLEANUP_POLICIES)
+        )
+    if len(set(words)) != len(words):
+        raise InvalidConfigError(f"Configuration '{key}' values must not be duplicated.")
+    return ",".join(words)
+
+
+def parse_number(key: str, value: object, low: float, high: float) -> float:
+    """A Kafka DOUBLE setting: an int, a float or a numeric string within [low, high]."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise InvalidConfigError(f"{key} must be a number, not {value!r}") from None
+    if not low <= number <= high:  # also refuses NaN
         raise InvalidConfigError(f"{key} must be in [{low}, {high}], not {number}")
     return number

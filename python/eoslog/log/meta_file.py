@@ -14,6 +14,7 @@ Thread safety: the functions keep no state; the broker serializes the writers of
 from __future__ import annotations
 
 import json
+import math
 import re
 import struct
 from dataclasses import dataclass
@@ -41,7 +42,7 @@ _VERSION: Final = 1
 class TopicMetadata(NamedTuple):
     name: str
     num_partitions: int
-    config: dict[str, int | str]
+    config: dict[str, int | float | str]
 
 
 @dataclass
@@ -143,13 +144,23 @@ def _no_float(text: str) -> NoReturn:
     raise _NotOurs(f"the non-integer number {text[:40]!r}")
 
 
+def _finite_float(text: str) -> float:
+    """A JSON number with a fraction or exponent: eoslog writes one for a Kafka DOUBLE
+    setting (min.cleanable.dirty.ratio), always finite; 1e400 reads as infinity, not ours."""
+    number = float(text)
+    if not math.isfinite(number):
+        _no_float(text)
+    return number
+
+
 def _body(path: str, payload: bytes) -> tuple[dict[str, object], dict[object, object]]:
     """The JSON object and the `topics` object in it; KafkaStorageError naming the file (and
     the byte, for a JSON syntax error) otherwise."""
     try:
-        # eoslog writes integers and strings only: a float (1e400 reads as infinity, which no
-        # int() takes) or a NaN/Infinity constant is no value of ours.
-        body = json.loads(payload, parse_float=_no_float, parse_constant=_no_float)
+        # eoslog writes integers, strings and finite floats only (LogConfig checks each
+        # value's type and range after): an infinite float or a NaN/Infinity constant is no
+        # value of ours.
+        body = json.loads(payload, parse_float=_finite_float, parse_constant=_no_float)
     except _NotOurs as error:
         raise KafkaStorageError(f"{path} holds {error}, which eoslog never writes") from None
     except json.JSONDecodeError as error:

@@ -34,6 +34,7 @@ from eoslog.fs import FileSystem
 from eoslog.log import recovery
 from eoslog.log.append_signal import AppendSignal
 from eoslog.log.checkpoints import AbortedCounts
+from eoslog.log.compacted import check_keyed
 from eoslog.log.config import LogConfig
 from eoslog.log.partition_reads import (
     ISOLATION_LEVELS,
@@ -47,7 +48,7 @@ from eoslog.log.producer_state import (
     aborted_txn,
     active_producers,
 )
-from eoslog.log.segment import LogSegment
+from eoslog.log.segment import LogSegment, mark_compacted
 from eoslog.log.sync import GroupSync
 from eoslog.log.timestamps import check_client_timestamps
 from eoslog.record import codec, layout
@@ -129,6 +130,7 @@ class PartitionLog:
         loaded: recovery.LoadedLog,
         persist_recovery_point: Callable[[], None] | None = None,
         persist_log_start: Callable[[], None] | None = None,
+        persist_cleaned_end: Callable[[], None] | None = None,
         producer_expiration_ms: int = 86_400_000,
         verify_transaction: Callable[[int, int, str, int], None] | None = None,
         append_signal: AppendSignal | None = None,
@@ -159,6 +161,11 @@ class PartitionLog:
         self._persist_recovery_point = persist_recovery_point
         # Writes the broker's log-start checkpoint: delete_records calls it before answering.
         self._persist_log_start = persist_log_start
+        # Below this offset the cleaner may have left gaps (the partition's entry in the
+        # cleaner-offset-checkpoint); the cleaner raises it, and writes the checkpoint holding
+        # it (persist_cleaned_end) before it swaps anything in above the old value.
+        self.cleaned_end = loaded.cleaned_end
+        self._persist_cleaned_end = persist_cleaned_end
         # Asks the transaction coordinator whether a producer's first transactional batch
         # here belongs to its open transaction (KIP-890 part 1); raises if not.
         self._verify_transaction = verify_transaction
@@ -217,6 +224,11 @@ class PartitionLog:
         return min(max(first_unstable, self._log_start_offset), self.high_watermark)
 
     @property
+    def durability(self) -> str:
+        """The broker's durability mode ("commit", "always" or "none")."""
+        return self._durability
+
+    @property
     def recovery_point(self) -> int:
         """Everything below this offset is durable on disk."""
         return self._group_sync.durable
@@ -262,6 +274,8 @@ class PartitionLog:
                     f"batch of {len(raw)} bytes is larger than segment.bytes {config.segment_bytes}"
                 )
             header = validated.header
+            if config.compact:
+                check_keyed(raw, self.topic, self.partition)
             with self._lock:
                 now = self._clock_ms()
                 if config.timestamp_range_checked or header.attributes & layout.TIMESTAMP_TYPE_MASK:
@@ -773,6 +787,75 @@ class PartitionLog:
                 keep.append((segment, retired_at))
         self._retired = keep
 
+    # --- compaction (eoslog.log.compactor) ----------------------------------------------------
+
+    def raise_cleaned_end(self, offset: int) -> None:
+        """Let gaps lie below `offset` (segments wholly below it are `compacted`), and make
+        that durable (the cleaner-offset-checkpoint) before returning: the cleaner calls it
+        before it swaps in a cleaned segment ending at or below `offset`. Lower values
+        change nothing. KafkaStorageError (fail-stop) when the checkpoint cannot be written."""
+        with self._storage(writing=True), self._lock:
+            self._check_writable()
+            if offset <= self.cleaned_end:
+                return
+            self.cleaned_end = offset
+            mark_compacted(self._segments, offset)
+            if self._persist_cleaned_end is not None:
+                try:
+                    self._persist_cleaned_end()
+                except OSError as error:
+                    self._fail(error)
+            crashpoints.hit("cleaner.checkpoint.after")
+
+    def swap_segment(
+        self, old: LogSegment, replace_files: Callable[[], None], open_new: Callable[[], LogSegment]
+    ) -> bool:
+        """Replace the inactive segment `old` with the files the cleaner wrote: under the
+        partition lock, if `old` is still here, `replace_files` (the renames); then, off the
+        lock, `open_new` (the new segment and its indexes, published to nobody yet); then,
+        under the lock again, the new segment takes the old one's place, which keeps its open
+        files for reads in flight (limits.retired_segment_grace_ms). Readers meanwhile read
+        the old segment's files. False when retention took `old` before either step (nothing
+        published; a truncation below cleaned_end is refused). An OSError stops the
+        partition."""
+        with self._storage(writing=True), self._lock:
+            self._check_writable()
+            if old not in self._segments[:-1]:
+                return False
+            try:
+                replace_files()
+            except OSError as error:
+                self._fail(error)
+        try:
+            new = open_new()
+        except OSError as error:
+            with self._lock:
+                self._fail(error)
+        with self._storage(writing=True), self._lock:
+            if old not in self._segments[:-1] or self._closed:
+                # Retention took `old` (and unlinked its names) meanwhile: what open_new made
+                # under them goes too, or a reopen would find a segment below the log start.
+                new.delete()
+                return False
+            now = self._clock_ms()
+            self._segments = [new if s is old else s for s in self._segments]
+            self._unsynced.discard(old)
+            self._retired.append((old, now))
+            self._close_retired(now)
+            return True
+
+    def producer_last_offsets(self) -> dict[int, int]:
+        """The last offset of each known producer's last data batch (the batches the cleaner
+        keeps, emptied if need be, so that a reopen finds the producer again)."""
+        with self._lock:
+            table = self._producers.table
+            found = {}
+            for producer_id in table.producer_ids():
+                entry = table.entry(producer_id)
+                if entry is not None and entry.last_data_offset >= 0:
+                    found[producer_id] = entry.last_data_offset
+            return found
+
     def remove_expired_producers(self) -> int:
         """Forget producers idle past producer.id.expiration.ms without an open transaction
         (docs/format.md §8.5); the maintenance pass calls it. Returns how many."""
@@ -803,11 +886,20 @@ class PartitionLog:
         (While a view a read returned is alive, the active segment's .log is replaced by a
         synced, renamed copy of its kept prefix instead of cut in place: a crash then leaves
         the old or the new file whole, both past the lowered recovery point, and at most a
-        stray temp file, which open deletes.)"""
+        stray temp file, which open deletes.)
+
+        OffsetOutOfRangeError, changing nothing, for an offset below the cleaner's range end
+        (cleaned_end): a segment with the cleaner's gaps would become the active one, where
+        gaps are damage."""
         with self._storage(writing=True), self._lock:
             self._check_writable()
             if offset >= self._log_end_offset:
                 return
+            if offset < self.cleaned_end:
+                raise OffsetOutOfRangeError(
+                    f"cannot truncate {self.topic}-{self.partition} to offset {offset}: below "
+                    f"{self.cleaned_end}, where the log cleaner has cleaned"
+                )
             now = self._clock_ms()
             self._truncations += 1
             index = max(bisect.bisect_right(self._bases, offset) - 1, 0)

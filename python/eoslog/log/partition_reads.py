@@ -154,7 +154,12 @@ def read_published(
             # Cut at the bound, not only when a transaction is open: the segment's size may
             # already cover a batch the log end captured does not (append publishes the
             # size first), an open transaction's first batch included.
-            found = segment.read(offset, max_bytes, segment.size, contiguous=True, offset_end=bound)
+            # A segment the cleaner cleaned may leave gaps: its batches are checked for order
+            # only, and a read in a gap gets the next batch after it (Kafka's rule).
+            contiguous = not segment.compacted
+            found = segment.read(
+                offset, max_bytes, segment.size, contiguous=contiguous, offset_end=bound
+            )
             if found is not None:
                 records, position, batches = found
                 if aborted is not None:
@@ -168,7 +173,7 @@ def read_published(
                     )
                 path = segment.log_path
                 return FetchResult(records, aborted, end, stable, start, path, position, batches)
-            if segment.size > 0:
+            if segment.size > 0 and contiguous:
                 # The log is contiguous: the segment whose range holds `offset` must hold a
                 # batch with it. None means its batches skip the offset.
                 raise segment.corruption(0, f"no batch holds offset {offset}")

@@ -45,7 +45,7 @@ from eoslog.fs import FileHandle, FileSystem
 from eoslog.log import checkpoint_checks, checkpoints, recovery, view_open
 from eoslog.log.offset_index import OffsetIndex
 from eoslog.log.producer_state import ProducerStateManager, snapshot_disagreement
-from eoslog.log.segment import LogSegment, first_offset_violation
+from eoslog.log.segment import LogSegment
 from eoslog.log.segment_reads import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -71,6 +71,7 @@ class _HeaderOnly(NamedTuple):
     base_offset: int
     log: FileHandle
     size: int
+    compacted: bool
 
 
 class SegmentFiles(SegmentReads):
@@ -86,6 +87,7 @@ class SegmentFiles(SegmentReads):
         self.base_offset = base_offset
         self.size = size
         self.index_suspect = False
+        self.compacted = False  # below the cleaner-offset-checkpoint: gaps are legal
         self._handle = handle
         self._offset_index = OffsetIndex(
             fs, self.path(INDEX_SUFFIX), base_offset, writable=False, missing_ok=True
@@ -167,13 +169,16 @@ class PartitionView:
         marked_before = fs.exists(marker)
         handles = view_open.open_segments(fs, directory)
         sizes = [handle.size() for _, handle in handles]
+        bases = [base for base, _ in handles]
+        cleaned_end = view_open.cleaned_end(fs, root, topic, partition)  # after the opens
+        self._compacted = [following <= cleaned_end for following in bases[1:]] + [False]
         # The owner takes the marker when it opens and writes it back when it has closed:
         # there before and after the sizes were captured, no owner was appending meanwhile,
         # so everything captured was closed cleanly (durable).
         clean = marked_before and fs.exists(marker)
         self._handles = handles
         self._sizes = sizes
-        self._bases = [base for base, _ in handles]
+        self._bases = bases
         self._segments: dict[int, SegmentFiles] = {}
         self._replayed: tuple[int, list[AbortedTxn], int | None] | None = None
         try:
@@ -212,6 +217,7 @@ class PartitionView:
         if found is None:
             base, handle = self._handles[number]
             found = SegmentFiles(self.fs, self.directory, base, handle, self._sizes[number])
+            found.compacted = self._compacted[number]
             self._segments[number] = found
         return found
 
@@ -223,9 +229,10 @@ class PartitionView:
         for number, (base, handle) in enumerate(self._handles):
             size = self._sizes[number]
             # It reads only these three attributes; a SegmentFiles would read the indexes.
-            header_only = _HeaderOnly(base_offset=base, log=handle, size=size)
+            compacted = self._compacted[number]  # the cleaner may empty a segment
+            header_only = _HeaderOnly(base, handle, size, compacted)
             problem = LogSegment.first_batch_problem(header_only)  # type: ignore[arg-type]
-            if problem is None and size == 0 and number < len(self._handles) - 1:
+            if problem is None and size == 0 and number < len(self._handles) - 1 and not compacted:
                 next_base = self._bases[number + 1]
                 problem = 0, f"it is empty, but the next segment starts at {next_base}"
             if problem is not None:
@@ -288,7 +295,7 @@ class PartitionView:
                 for row in controls
             }
             with _naming_the_file(segment):  # the replay knows offsets only
-                manager.replay(rows, batches, collected)
+                manager.replay(rows, batches, collected, compacted=segment.compacted)
         manager.end_transactions_with_orphan_commits()
         self._replayed = (start, collected, manager.table.first_unstable_offset())
         return self._replayed
@@ -451,10 +458,12 @@ class PartitionView:
                 number += 1
                 if number >= len(self._handles):
                     return
+                if segment.compacted:  # the gap after its last batch is the cleaner's
+                    expected = self._bases[number]
                 segment, position = self.segment(number), 0
                 continue
             data, infos = _batches_read_at(segment, position, chunk_bytes)
-            _check_continuity(segment, position, infos, expected, start)
+            view_open.check_continuity(segment, position, infos, expected, start)
             expected = int(infos["last_offset"][-1]) + 1
             # The batches before the one holding `start` (the offset index points at or
             # below it) are not part of the read.
@@ -529,32 +538,11 @@ class PartitionView:
                 if columns.end_position <= position:
                     raise AssertionError("a column limit stopped the first batch")
                 if columns.count:
-                    returned = _checked_record_offsets(
+                    returned = view_open.checked_record_offsets(
                         columns.offset, returned, segment, file_position + position
                     )
                     yield columns
                 position = columns.end_position
-
-
-def _checked_record_offsets(
-    offsets: np.ndarray, returned: int, segment: SegmentFiles, position: int
-) -> int:
-    """The last of `offsets` (the records of one decoded run of batches, read at `position`
-    of the segment's .log), after checking that they continue `returned` (the last offset a
-    read yielded) in strictly increasing order. A record's offset delta is inside the CRC
-    but only the writer checks it: a forged batch repeating one would make a reader return a
-    record twice or move backwards. CorruptRecordError naming the file and the run's byte."""
-    steps = np.diff(offsets, prepend=np.int64(returned))
-    bad = np.flatnonzero(steps <= 0)
-    if len(bad):
-        at = int(bad[0])
-        previous = returned if at == 0 else int(offsets[at - 1])
-        raise segment.corruption(
-            position,
-            f"a record of offset {int(offsets[at])} follows offset {previous} in the batches "
-            "read from there: record offsets must increase",
-        )
-    return int(offsets[-1])
 
 
 @contextlib.contextmanager
@@ -583,27 +571,6 @@ def _gaps(runs: list[tuple[int, int]], size: int) -> list[tuple[int, int]]:
     if position < size:
         gaps.append((position, size))
     return gaps
-
-
-def _check_continuity(
-    segment: SegmentFiles, position: int, infos: np.ndarray, expected: int | None, start: int
-) -> None:
-    """CorruptRecordError (naming the file and byte) unless the batches of a read (rows,
-    positions relative to `position`) continue each other and the batch before them
-    (`expected`; the first read must begin at or below `start`): base offsets and lengths
-    are outside the CRC, and a read trusting a damaged one would return records twice or
-    out of order. The log is contiguous (no compaction)."""
-    first = int(infos["base_offset"][0])
-    bad = first_offset_violation(infos, first if expected is None else expected)
-    if bad is None and expected is None and first > start:
-        bad = 0
-    if bad is not None:
-        row = infos[bad]
-        raise segment.corruption(
-            position + int(row["position"]),
-            f"a batch of offsets {int(row['base_offset'])}-{int(row['last_offset'])} breaks the "
-            "order of offsets",
-        )
 
 
 def _batches_read_at(

@@ -395,18 +395,25 @@ class ProducerStateManager:
                 for row in controls
             }
             rebuilding = txn_index_from is not None and segment.base_offset >= txn_index_from
-            self.replay(rows, batches, _KeptIndexSink(segment.txn_index) if rebuilding else None)
+            sink = _KeptIndexSink(segment.txn_index) if rebuilding else None
+            self.replay(rows, batches, sink, compacted=segment.compacted)
         self.table.map_end_offset = log_end_offset
         self.take_snapshot()
 
     def replay(
-        self, rows: np.ndarray, batches: dict[int, bytes], txn_index: AbortedTxnSink | None
+        self,
+        rows: np.ndarray,
+        batches: dict[int, bytes],
+        txn_index: AbortedTxnSink | None,
+        *,
+        compacted: bool = False,
     ) -> None:
         """Apply batches already in the log to the table without checks (docs/format.md §8.4,
         REPLICATION origin). rows: scan.BATCH_INFO rows in log order; batches: the bytes of
         each control batch, by its base offset (a marker's coordinator epoch and type are in
         its record); txn_index: where to write the entries of ABORT markers that end a
-        transaction (a segment whose index recovery reset), or None."""
+        transaction (a segment whose index recovery reset), or None. compacted: the rows are
+        of a segment the cleaner cleaned, where a marker whose data it removed is expected."""
         table = self.table
         for row in rows:
             producer_id = int(row["producer_id"])
@@ -438,7 +445,7 @@ class ProducerStateManager:
                 )
                 aborted = record.key is not None and marker_type(record.key) == control.ABORT
                 if first is None:
-                    self._orphan_marker(last_offset, producer_id, row, aborted, known)
+                    self._orphan_marker(last_offset, producer_id, row, aborted, known or compacted)
                 if txn_index is not None and first is not None and aborted:
                     txn_index.append(aborted_txn(table, producer_id, first, last_offset))
                 continue
@@ -459,8 +466,9 @@ class ProducerStateManager:
         self, offset: int, producer_id: int, row: np.void, aborted: bool, known: bool
     ) -> None:
         """Keep and report a marker that ended no transaction. One for a producer this
-        partition knows is usually a marker the coordinator sent again after a crash (info);
-        one naming a producer never seen here is a sign of damage (warning)."""
+        partition knows is usually a marker the coordinator sent again after a crash, and one
+        in a segment the cleaner cleaned ends data it removed (info); one naming a producer
+        never seen here is a sign of damage (warning)."""
         marker = OrphanMarker(
             offset,
             producer_id,

@@ -59,9 +59,10 @@ from eoslog.log import checkpoint_checks
 from eoslog.log.checkpoints import AbortedCounts, LogStart
 from eoslog.log.config import LogConfig
 from eoslog.log.repair import repair_truncate as repair_truncate  # the call refusals name
-from eoslog.log.segment import LogSegment, first_offset_violation
+from eoslog.log.segment import LogSegment, first_offset_violation, mark_compacted
 from eoslog.log.segment_check import zero_tail
 from eoslog.log.segment_reads import (
+    CLEANED_SUFFIX,
     DELETED_SUFFIX,
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -124,6 +125,9 @@ class LoadedLog:
     # The base offset of the first segment rescanned (its transaction index was reset and
     # must be rebuilt by a producer-state replay from at most there), or None.
     rescanned_from: int | None = None
+    # The partition's cleaner-offset-checkpoint entry (0: none): segments wholly below it
+    # may hold the cleaner's gaps (LogSegment.compacted).
+    cleaned_end: int = 0
 
 
 def load(
@@ -137,13 +141,14 @@ def load(
     now_ms: int,
     aborted_counts: AbortedCounts | None,
     checkpoint_problems: Sequence[str] = (),
+    cleaned_end: int = 0,
 ) -> LoadedLog:
     """Open every segment of the partition directory, recovering from the recovery point
     when the last stop was not clean (module docstring). recovery_point, log_start_offset
     and aborted_counts are the checkpoints' entries (None: no readable entry);
     checkpoint_problems are the reasons checkpoint files were not read, copied into the
-    report. CorruptRecordError for damage recovery may not cut, CorruptCheckpointError for a
-    checkpoint past the log end; both before anything is cut."""
+    report; below cleaned_end (cleaner-offset-checkpoint) gaps are no damage. CorruptRecordError
+    for damage recovery may not cut, CorruptCheckpointError for a checkpoint past the log end."""
     report = RecoveryReport(
         clean_shutdown=clean_shutdown,
         recovery_point_trusted=recovery_point is not None,
@@ -158,6 +163,7 @@ def load(
         if file_name(base, suffix) not in names
     }
     segments = [LogSegment(fs, directory, base, config, created_ms=now_ms) for base in bases]
+    mark_compacted(segments, cleaned_end)
     try:
         rescanned, cut, log_end_offset = _recover_and_check(
             directory,
@@ -197,7 +203,9 @@ def load(
     recovered_to = _recovered_to(segments, clean_shutdown, recovery_point, log_end_offset)
     if rescanned_from is not None and rescanned_from > log_end_offset:
         rescanned_from = None  # the rescanned segments were all cut away
-    return LoadedLog(segments, log_end_offset, log_start, recovered_to, report, rescanned_from)
+    loaded = LoadedLog(segments, log_end_offset, log_start, recovered_to, report, rescanned_from)
+    loaded.cleaned_end = cleaned_end
+    return loaded
 
 
 def _set_active(segments: list[LogSegment], config: LogConfig) -> None:
@@ -292,10 +300,11 @@ def _rescan(
 
 def _check_segment_start(segment: LogSegment, segments: list[LogSegment]) -> None:
     """The check of a segment not rescanned (its data is durable): its first batch starts
-    at its base offset (one header read), and unless it is the last it is not empty (eoslog
-    rolls only a segment with data; an empty one before another means records missing)."""
+    at its base offset (one header read), and unless it is the last or compacted (the
+    cleaner may empty one) it is not empty (eoslog rolls only a segment with data)."""
     problem = segment.first_batch_problem()
-    if problem is None and segment.size == 0 and segment is not segments[-1]:
+    emptied = segment.compacted or segment is segments[-1]
+    if problem is None and segment.size == 0 and not emptied:
         problem = 0, f"it is empty, but the next segment starts at {_next_base(segments, segment)}"
     if problem is not None:
         raise segment.corruption(*problem)
@@ -309,9 +318,9 @@ def _next_base(segments: list[LogSegment], segment: LogSegment) -> int:
 def _clean_directory(
     fs: FileSystem, directory: str, report: RecoveryReport
 ) -> tuple[list[int], set[str]]:
-    """Delete leftovers (`.deleted` and `.tmp` files of segment files, index files without a
-    .log); return the base offsets of the segments, sorted, and the names left in the
-    directory. Only a file named by 20 decimal digits and a known suffix is a segment file
+    """Delete leftovers (`.deleted`, `.tmp` and `.cleaned` files of segment files, index
+    files without a .log); return the sorted base offsets of the segments and the names left.
+    Only a file named by 20 decimal digits and a known suffix is a segment file
     (segment_reads.parse_file_name); any other entry (`junk.log`, `-5.log`, a 23-digit name,
     `...log.bak`, a directory) is a stray: listed in report.stray_files and left alone,
     never read as a segment and never deleted, since it is not ours to judge."""
@@ -339,7 +348,8 @@ def _is_leftover(name: str, parsed: tuple[int, str] | None, logs: set[str]) -> b
         base_offset, suffix = parsed
         return suffix in _INDEX_SUFFIXES and file_name(base_offset, LOG_SUFFIX) not in logs
     stem, _, ending = name.rpartition(".")
-    return f".{ending}" in (DELETED_SUFFIX, ".tmp") and parse_file_name(stem) is not None
+    leftovers = (DELETED_SUFFIX, ".tmp", CLEANED_SUFFIX)
+    return f".{ending}" in leftovers and parse_file_name(stem) is not None
 
 
 def _indexes_sane(
@@ -481,7 +491,7 @@ def _recover_segment(
         if not may_cut(durable_to, next_offset, valid_after):
             raise _refusal(segment, position, "is damaged", durable_to, next_offset)
         cut = _Cut(segment, position, next_offset)
-    elif next_offset < next_base < 1 << 63:
+    elif next_offset < next_base < 1 << 63 and not segment.compacted:
         # The segment ends before the next one begins: a power loss dropped the end of its
         # data but kept a later segment's. Past the recovery point that is a torn tail too
         # (the later segments go); anywhere else durable records are missing.
@@ -544,7 +554,7 @@ def _valid_prefix(
                 return position, segment.base_offset, True
             next_offset = int(infos["base_offset"][0])
         if len(infos) and next_offset is not None:
-            bad = first_offset_violation(infos, next_offset)
+            bad = first_offset_violation(infos, next_offset, segment.compacted)
             overlapping = np.flatnonzero(infos["last_offset"] >= offset_end)
             if len(overlapping) and (bad is None or overlapping[0] < bad):
                 bad = int(overlapping[0])

@@ -16,6 +16,7 @@ recovery, index rebuilds) preads, and maps nothing.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from typing import NamedTuple, TypeVar
 
@@ -62,12 +63,20 @@ class SegmentRead(NamedTuple):
     batches: np.ndarray | None = None
 
 
-def first_offset_violation(infos: np.ndarray, next_offset: int) -> int | None:
+def first_offset_violation(infos: np.ndarray, next_offset: int, gaps: bool = False) -> int | None:
     """Index of the first batch whose offsets do not continue the previous batch's (the first
     must start at next_offset), or None (scan.first_offset_violation: eoslog's own logs are
-    contiguous, so a jump means a damaged base offset, which the CRC does not cover)."""
-    bad = scan.first_offset_violation(infos, next_offset)
+    contiguous, so a jump means a damaged base offset, which the CRC does not cover; with
+    `gaps`, for a segment the cleaner cleaned, a batch may start past next_offset)."""
+    bad = scan.first_offset_violation(infos, next_offset, gaps)
     return None if bad < 0 else bad
+
+
+def mark_compacted(segments: list[LogSegment], cleaned_end: int) -> None:
+    """Set `compacted` on each of a log's segments (oldest first) that lies wholly below
+    cleaned_end, the partition's cleaner-offset-checkpoint entry."""
+    for segment, following in itertools.pairwise(segments):
+        segment.compacted = following.base_offset <= cleaned_end
 
 
 class LogSegment(SegmentReads, SegmentCore):
@@ -118,6 +127,10 @@ class LogSegment(SegmentReads, SegmentCore):
         # Set when a lookup found an index entry that its batch contradicts (damage in a
         # segment not rescanned at open); lookups then scan from the segment start.
         self.index_suspect = False
+        # True for a segment wholly below the partition's cleaner checkpoint (the cleaner has
+        # cleaned it, or may have: docs/design.md "Compaction"): its batches may leave gaps
+        # between them and after its base offset. Everywhere else a gap is damage.
+        self.compacted = False
         # False once rolled (or loaded behind another segment): its indexes are trimmed and
         # final, and close() adds nothing to them.
         self.active = True
@@ -390,7 +403,7 @@ class LogSegment(SegmentReads, SegmentCore):
         infos, stop, _ = scan.scan_batches(data, verify_crc=False)
         keep = len(infos)
         if contiguous and len(infos) > 1:
-            bad = first_offset_violation(infos, int(infos["base_offset"][0]))
+            bad = first_offset_violation(infos, int(infos["base_offset"][0]), self.compacted)
             if bad is not None:
                 stop, keep = int(infos["position"][bad]), bad
                 row = infos[bad]
@@ -478,7 +491,8 @@ class LogSegment(SegmentReads, SegmentCore):
         if header[layout.MAGIC_OFFSET] != layout.MAGIC_V2:
             return 0, f"the first batch's magic byte is {header[layout.MAGIC_OFFSET]}, not 2"
         base_offset, last_offset = _base_offset(header, 0), last_offset_at(header, 0)
-        if base_offset != self.base_offset or last_offset < base_offset:
+        starts_late = self.compacted and base_offset > self.base_offset  # the cleaner's gap
+        if (base_offset != self.base_offset and not starts_late) or last_offset < base_offset:
             return 0, (
                 f"the first batch holds offsets {base_offset}..{last_offset}, but the segment "
                 f"(and so the log) continues at offset {self.base_offset}"
@@ -530,7 +544,7 @@ class LogSegment(SegmentReads, SegmentCore):
         while position < self.size:
             infos, stop, status = self.scan_chunk_checked(position, self.size)
             if len(infos):
-                bad = first_offset_violation(infos, next_offset)
+                bad = first_offset_violation(infos, next_offset, self.compacted)
                 if bad is not None:
                     infos, status = infos[:bad], -1
                 else:

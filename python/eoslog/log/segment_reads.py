@@ -42,6 +42,9 @@ TIME_INDEX_SUFFIX: Final = ".timeindex"
 TXN_INDEX_SUFFIX: Final = ".txnindex"
 SNAPSHOT_SUFFIX: Final = ".snapshot"
 DELETED_SUFFIX: Final = ".deleted"
+# The cleaner writes a cleaned segment beside the original under this suffix, then renames it
+# over the .log (eoslog.log.compactor); an open deletes one a crash left.
+CLEANED_SUFFIX: Final = ".cleaned"
 
 # A batch header's base offset (int64, first) and last offset delta (int32), read in one call
 # at layout's offsets: a read's hot path reads them, and int.from_bytes costs several times more.

@@ -6,6 +6,7 @@ valid batches (a torn tail is left out; damage recovery would refuse is reported
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING, Final
 
 import numpy as np
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
     from eoslog.log.partition_view import SegmentFiles
     from eoslog.log.txn_index import AbortedTxn
 
+# A partition directory's name: `<topic>-<partition>` (docs/format.md §5.1).
+_PARTITION_DIRECTORY: Final = re.compile(r"(.+)-([0-9]+)")
 # An offset past this leaves no log end offset an int64 can hold (Kafka's offsets are int64):
 # a batch claiming one is damage.
 OFFSET_LIMIT: Final = (1 << 63) - 1
@@ -55,6 +58,43 @@ def recovery_point(fs: FileSystem, root: str, topic: str, partition: int) -> int
     except OSError:
         return None  # replaced or made unreadable under us: nothing is known durable
     return offsets.get((topic, partition))
+
+
+def cleaned_end(fs: FileSystem, root: str, topic: str, partition: int) -> int:
+    """The partition's entry in the owner's cleaner-offset-checkpoint (0 when missing or
+    unreadable: then no gap is believed to be the cleaner's). Read after the segments are
+    opened: the owner raises it before it swaps a segment with gaps in, so a value read then
+    covers every segment the view holds."""
+    try:
+        offsets, _ = checkpoints.read_believed_offsets(
+            fs, os.path.join(root, checkpoints.CLEANER_OFFSET_FILE)
+        )
+    except OSError:
+        return 0
+    return offsets.get((topic, partition), 0)
+
+
+def segment_compacted(fs: FileSystem, log_path: str) -> bool:
+    """Whether the segment at log_path lies wholly below its partition's entry in the
+    cleaner-offset-checkpoint of the log directory holding it (so the cleaner may have left
+    gaps in it): a later segment starts at or below that entry. False for a file outside a
+    `<topic>-<partition>` directory or without such an entry. Read when asked, after the
+    segment was opened: the owner raises the entry before it swaps a segment in."""
+    directory, name = os.path.split(os.path.abspath(log_path))
+    parsed = parse_file_name(name)
+    found = _PARTITION_DIRECTORY.fullmatch(os.path.basename(directory))
+    if parsed is None or found is None:
+        return False
+    root = os.path.dirname(directory)
+    end = cleaned_end(fs, root, found.group(1), int(found.group(2)))
+    if end <= parsed[0]:
+        return False
+    later = [
+        base
+        for base, suffix in filter(None, map(parse_file_name, fs.listdir(directory)))
+        if suffix == LOG_SUFFIX and base > parsed[0]
+    ]
+    return bool(later) and min(later) <= end
 
 
 def aborted_counts(
@@ -143,3 +183,45 @@ def open_segments(fs: FileSystem, directory: str) -> list[tuple[int, FileHandle]
         for _, handle in opened:
             handle.close()
     raise KafkaStorageError(f"{directory}: the segment files kept changing while being opened")
+
+
+def checked_record_offsets(
+    offsets: np.ndarray, returned: int, segment: SegmentFiles, position: int
+) -> int:
+    """The last of `offsets` (the records of one decoded run of batches, read at `position`
+    of the segment's .log), after checking that they continue `returned` (the last offset a
+    read yielded) in strictly increasing order. A record's offset delta is inside the CRC
+    but only the writer checks it: a forged batch repeating one would make a reader return a
+    record twice or move backwards. CorruptRecordError naming the file and the run's byte."""
+    steps = np.diff(offsets, prepend=np.int64(returned))
+    bad = np.flatnonzero(steps <= 0)
+    if len(bad):
+        at = int(bad[0])
+        previous = returned if at == 0 else int(offsets[at - 1])
+        raise segment.corruption(
+            position,
+            f"a record of offset {int(offsets[at])} follows offset {previous} in the batches "
+            "read from there: record offsets must increase",
+        )
+    return int(offsets[-1])
+
+
+def check_continuity(
+    segment: SegmentFiles, position: int, infos: np.ndarray, expected: int | None, start: int
+) -> None:
+    """CorruptRecordError (naming the file and byte) unless the batches of a read (rows,
+    positions relative to `position`) continue each other and the batch before them
+    (`expected`; the first read must begin at or below `start`): base offsets and lengths
+    are outside the CRC, and a read trusting a damaged one would return records twice or
+    out of order. The log is contiguous except in segments the cleaner cleaned."""
+    first = int(infos["base_offset"][0])
+    bad = first_offset_violation(infos, first if expected is None else expected, segment.compacted)
+    if bad is None and expected is None and first > start and not segment.compacted:
+        bad = 0
+    if bad is not None:
+        row = infos[bad]
+        raise segment.corruption(
+            position + int(row["position"]),
+            f"a batch of offsets {int(row['base_offset'])}-{int(row['last_offset'])} breaks the "
+            "order of offsets",
+        )
