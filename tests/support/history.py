@@ -32,7 +32,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any
 
@@ -55,11 +55,13 @@ def split_key(key: Key) -> tuple[str, int]:
 
 @dataclass(frozen=True)
 class Write:
-    """One record sent: to `key`, the unique `value`, at `offset` (None while unknown)."""
+    """One record sent: to `key`, the unique `value`, at `offset` (None while unknown), with
+    the record key `record_key` (None: none; it matters on compacted partitions only)."""
 
     key: Key
     value: str
     offset: int | None = None
+    record_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,9 @@ class Op:
     seek       positions moved to offsets[key]
     commit     a consumer's plain commit of `offsets` for `group`
     committed  the offsets `group` had committed, as committed() returned them (None: none)
+    compacted  `keys` are partitions of compacted topics (cleanup.policy=compact): the cleaner
+               may remove records there (tests/support/history_model.py, cleanable)
+    clean      a log cleaner pass ran (no effect on the checks)
     scan       the log files read after the last run (`scan`)
 
     complete_ns is None when no completion was written (the process was killed); bound_ns is
@@ -187,9 +192,9 @@ class Recording:
             {"p": self._process, "k": "step", "t": self._recorder.clock(), **fields}
         )
 
-    def writing(self, key: Key, value: str) -> None:
-        """Before producing `value` to `key`."""
-        self.step(w=[[key, value]])
+    def writing(self, key: Key, value: str, record_key: str | None = None) -> None:
+        """Before producing `value` to `key` (with `record_key`, if any)."""
+        self.step(w=[[key, value] if record_key is None else [key, value, record_key]])
 
     def read(self, records: Sequence[tuple[Key, int, str]]) -> None:
         """What one poll returned, in order."""
@@ -273,13 +278,13 @@ def load(records: Iterable[dict[str, Any]]) -> list[Op]:
 
 def _apply(op: Op, record: dict[str, Any]) -> None:
     """The fields an invocation, a step or a completion adds to its operation."""
-    for key, value in record.get("w", ()):
-        op.writes.append(Write(key, value))
+    for key, value, *record_key in record.get("w", ()):
+        op.writes.append(Write(key, value, record_key=record_key[0] if record_key else None))
     for key, offset, value in record.get("r", ()):
         op.reads.append(Read(key, offset, value, record["t"]))
     if "written" in record:
         written = record["written"]
-        op.writes = [Write(w.key, w.value, written.get(w.value, w.offset)) for w in op.writes]
+        op.writes = [replace(w, offset=written.get(w.value, w.offset)) for w in op.writes]
     op.offsets.update(record.get("o", {}))
     op.keys = tuple(record.get("keys", op.keys))
     op.rebalanced = op.rebalanced | frozenset(record.get("rebalanced", ()))
