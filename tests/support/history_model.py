@@ -18,12 +18,14 @@ offsets are not skips.
 Compaction: on a partition the history declares compacted (an operation "compacted" naming
 it), the log cleaner may remove a record once another record of the same record key stands
 committed at a higher offset (a non-transactional record, or one of a committed transaction),
-and a record of an aborted transaction at any time. Such a value is *cleanable* from the
-moment the first such later record's write was invoked (from its own writer's invocation if
-aborted): a reader may pass over it from then on, and its absence from every read is no
-loss. It keeps its place in the orders (a reader before the clean still sees it there), and
-nothing else changes: a value at two offsets, an offset with two values, a skip over a value
-that is the latest committed one of its key, all stand.
+and a record of an aborted transaction at any time, and a tombstone once delete.retention.ms
+passed. Such a value is *cleanable* from the moment the first such later record's write was
+invoked (from its own writer's invocation if aborted; that plus delete.retention.ms for a
+tombstone, as Kafka's delete horizon counts from a clean after it was written): a reader may
+pass over it from then on, and its absence from every read is no loss. It keeps its place in
+the orders (a reader before the clean still sees it there), and nothing else changes: a value
+at two offsets, an offset with two values, a skip over a value that is the latest committed
+one of its key, all stand.
 """
 
 from __future__ import annotations
@@ -93,9 +95,13 @@ class Model:
         self._index_scan()
         self.fate = {pair: self._fate(pair) for pair in self.offsets_of.keys() | self._written()}
         self.orders = self._orders()
-        self.compacted = {key for op in self.ops if op.f == "compacted" for key in op.keys}
+        # compacted partition -> its delete.retention.ms (None: tombstones are kept)
+        self.compacted = {
+            key: op.delete_retention_ms for op in self.ops if op.f == "compacted" for key in op.keys
+        }
         # (key, value) -> the moment from which the cleaner may have removed it.
         self.cleanable = self._cleanable()
+        self.last_ns = max((op.complete_ns or op.invoke_ns for op in self.ops), default=0)
 
     # --- building ---------------------------------------------------------------------------
 
@@ -180,24 +186,31 @@ class Model:
     def _cleanable(self) -> dict[tuple[Key, str], int]:
         """The cleanable values of the compacted partitions (module docstring)."""
         found: dict[tuple[Key, str], int] = {}
+
+        def since(pair: tuple[Key, str], moment: int) -> None:
+            found[pair] = min(found.get(pair, moment), moment)
+
         by_record_key: dict[tuple[Key, str], list[tuple[int, str, Writer]]] = defaultdict(list)
         for value, writer in self.writers.items():
             key = writer.write.key
             if key not in self.compacted:
                 continue
             if self.fate.get((key, value)) == ABORTED:
-                found[(key, value)] = writer.op.invoke_ns
+                since((key, value), writer.op.invoke_ns)
+            retention_ms = self.compacted[key]
+            if writer.write.tombstone and retention_ms is not None:
+                since((key, value), writer.op.invoke_ns + retention_ms * 1_000_000)
             offset = self.offset_of(key, value)
             if writer.write.record_key is not None and offset is not None:
                 by_record_key[(key, writer.write.record_key)].append((offset, value, writer))
         for (key, _), written in by_record_key.items():
-            since: int | None = None  # the earliest invocation of a committed later record
+            later: int | None = None  # the earliest invocation of a committed later record
             for _, value, writer in sorted(written, key=lambda entry: -entry[0]):
-                if since is not None:
-                    found[(key, value)] = min(found.get((key, value), since), since)
+                if later is not None:
+                    since((key, value), later)
                 if self.fate.get((key, value)) == COMMITTED:
                     invoked = writer.op.invoke_ns
-                    since = invoked if since is None else min(since, invoked)
+                    later = invoked if later is None else min(later, invoked)
         return found
 
     # --- queries ----------------------------------------------------------------------------
@@ -214,8 +227,10 @@ class Model:
         writer = self.writers.get(value)
         return writer if writer is not None and writer.write.key == key else None
 
-    def cleaned_by(self, key: Key, value: str, at: float) -> bool:
-        """Whether the cleaner may have removed `value` from `key` by the moment `at`."""
+    def cleaned_by(self, key: Key, value: str, at: float | None = None) -> bool:
+        """Whether the cleaner may have removed `value` from `key` by the moment `at` (by the
+        end of the history if None)."""
+        at = self.last_ns if at is None else at
         since = self.cleanable.get((key, value))
         return since is not None and since <= at
 

@@ -239,7 +239,7 @@ def check_consumption(model: Model, report: Report) -> None:
                 continue
             order = model.order(READ_COMMITTED, key)
             for value in order.values[: order.first_at_or_after(end)]:
-                if (key, value) not in consumed and (key, value) not in model.cleanable:
+                if (key, value) not in consumed and not model.cleaned_by(key, value):
                     report.add(
                         "consumed_never",
                         f"group {group}: {value!r} of {key} below its committed offset {end}",

@@ -11,6 +11,7 @@ The legal history, of partition kv/0 (record keys k1, k2, k3):
     offset 3 d k2           a committed transaction (producer 7): b is now cleanable
     offset 5 e k1           an aborted transaction: e is cleanable
     offset 7 f k3           an idempotent send
+    (offset 8 t k3          in some tests: a tombstone, which makes f cleanable)
 
 A read_committed reader read a before c was written; after a clean, a second one reads from
 offset 0 and gets c, d, f, and a read_uncommitted reader the same; the log scan holds c, d, its
@@ -23,7 +24,15 @@ import os
 from collections.abc import Sequence
 
 from tests.reliability.f08_history.test_history_checker import History, data, found, marker
-from tests.support.history import READ_UNCOMMITTED, Recorder, ScanRecord, Write, load, read_records
+from tests.support.history import (
+    READ_UNCOMMITTED,
+    Recorder,
+    ScanRecord,
+    Write,
+    identity,
+    load,
+    read_records,
+)
 
 KV = "kv/0"
 LEGAL_SCAN = [
@@ -39,7 +48,7 @@ def placed(offset: int, value: str, record_key: str) -> Write:
 
 
 def reads(*values: str) -> list[tuple[str, int, str]]:
-    offsets = {"a": 0, "b": 1, "c": 2, "d": 3, "e": 5, "f": 7}
+    offsets = {"a": 0, "b": 1, "c": 2, "d": 3, "e": 5, "f": 7, "t": 8}
     return [(KV, offsets[value], value) for value in values]
 
 
@@ -51,14 +60,16 @@ def compacted(
     late_start: int = 0,
     late: Sequence[str] = ("c", "d", "f"),
     scan: Sequence[ScanRecord] = LEGAL_SCAN,
+    tombstone_retention_ms: int | None = None,
 ) -> History:
     """The legal history of the module docstring, or a variant: `declared` False leaves out
     that kv/0 is compacted; `keys_of_d_and_e` are d's and e's record keys; `early` what the
     first reader polls again just after c was sent; `late_start` and `late` where the readers
-    after the clean start and what they read; `scan` the log scan."""
+    after the clean start and what they read; `scan` the log scan; `tombstone_retention_ms`
+    adds the tombstone t to a partition with that delete.retention.ms."""
     h = History()
     if declared:
-        h.add("setup", "compacted", keys=(KV,))
+        h.add("setup", "compacted", keys=(KV,), delete_retention_ms=tombstone_retention_ms)
     h.add("r0:idem", "send", writes=[placed(0, "a", "k1"), placed(1, "b", "k2")])
     h.assign("r0:aud", {KV: 0})
     h.poll("r0:aud", *reads("a"))
@@ -69,6 +80,8 @@ def compacted(
     h.txn("r0:txw", producer_id=7).writes.append(placed(3, "d", d_key))
     h.txn("r0:txw", type="fail", producer_id=7).writes.append(placed(5, "e", e_key))
     h.add("r0:idem", "send", writes=[placed(7, "f", "k3")])
+    if tombstone_retention_ms is not None:
+        h.add("r0:idem", "send", writes=[Write(KV, "t", 8, "k3", tombstone=True)])
     h.add("r0:cleaner", "clean")
     h.assign("r1:aud", {KV: late_start})
     h.poll("r1:aud", *reads(*late))
@@ -127,6 +140,23 @@ def test_passing_over_a_record_before_its_later_record_was_written_is_a_poll_ski
     assert found(compacted(early=("c",))) == {"poll_skip"}
 
 
+def test_a_tombstone_past_delete_retention_ms_may_be_gone() -> None:
+    # t supersedes f; then t itself goes once delete.retention.ms (here 0) has passed.
+    scan = [record for record in LEGAL_SCAN if record.value != "f"]
+    history = compacted(late=("c", "d"), scan=scan, tombstone_retention_ms=0)
+    assert found(history) == set()
+
+
+def test_a_tombstone_within_delete_retention_ms_missing_is_unseen() -> None:
+    scan = [record for record in LEGAL_SCAN if record.value != "f"]
+    history = compacted(late=("c", "d"), scan=scan, tombstone_retention_ms=60_000)
+    assert found(history) == {"unseen"}
+    kept = compacted(
+        late=("c", "d", "t"), scan=[*scan, data(KV, 8, "t")], tombstone_retention_ms=60_000
+    )
+    assert found(kept) == set()
+
+
 def test_a_record_read_at_two_offsets_of_a_compacted_partition_is_a_duplicate() -> None:
     h = compacted()
     h.poll("r2:peek", (KV, 8, "f"))  # f, at 7, found at 8 too
@@ -140,16 +170,29 @@ def test_a_cleaned_record_renumbered_is_a_duplicate_and_an_inconsistent_offset()
     assert {"duplicate", "inconsistent_offsets"} <= found(compacted(scan=scan))
 
 
-def test_record_keys_and_the_compacted_partitions_are_recorded_and_loaded(tmp_path: str) -> None:
+def test_record_keys_tombstones_and_compacted_partitions_are_recorded_and_loaded(
+    tmp_path: str,
+) -> None:
     path = os.path.join(tmp_path, "history.jsonl")
     recorder = Recorder(path)
-    with recorder.op("setup", "compacted", keys=[KV]):
+    with recorder.op("setup", "compacted", keys=[KV], delete_retention_ms=100):
         pass
     with recorder.op("r0:idem", "send") as op:
         op.writing(KV, "a", "k1")
+        op.writing(KV, "t", "k1", tombstone=True)
         op.writing("in/0", "b")
         op.delivered("a", 4)
     recorder.close()
     setup, send = load(read_records([path]))
-    assert (setup.f, setup.keys) == ("compacted", (KV,))
-    assert send.writes == [Write(KV, "a", 4, "k1"), Write("in/0", "b")]
+    assert (setup.f, setup.keys, setup.delete_retention_ms) == ("compacted", (KV,), 100)
+    assert send.writes == [
+        Write(KV, "a", 4, "k1"),
+        Write(KV, "t", None, "k1", tombstone=True),
+        Write("in/0", "b"),
+    ]
+
+
+def test_a_tombstone_read_is_identified_by_its_header() -> None:
+    assert identity(None, [("id", b"t")]) == "t"
+    assert identity(b"a", [("id", b"t")]) == "a"
+    assert identity(None, None) == ""
