@@ -15,17 +15,19 @@ A reader's positions are compared as indexes in the order of its isolation level
 that control records and (for read_committed) aborted or undecided records leave in the
 offsets are not skips.
 
-Compaction: on a partition the history declares compacted (an operation "compacted" naming
-it), the log cleaner may remove a record once another record of the same record key stands
-committed at a higher offset (a non-transactional record, or one of a committed transaction),
-and a record of an aborted transaction at any time, and a tombstone once delete.retention.ms
-passed. Such a value is *cleanable* from the moment the first such later record's write was
-invoked (from its own writer's invocation if aborted; that plus delete.retention.ms for a
-tombstone, as Kafka's delete horizon counts from a clean after it was written): a reader may
-pass over it from then on, and its absence from every read is no loss. It keeps its place in
-the orders (a reader before the clean still sees it there), and nothing else changes: a value
-at two offsets, an offset with two values, a skip over a value that is the latest committed
-one of its key, all stand.
+Compaction: on a partition the history declares compacted (an operation "compacted" naming it),
+the log cleaner may remove a record once another record of the same record key stands committed
+at a higher offset (a non-transactional record, or one of a committed transaction), and a
+record of an aborted transaction at any time, and a tombstone once delete.retention.ms passed.
+A later record whose fate is unknown (an indeterminate write, never seen decided) counts as one
+that may stand committed, and so does an indeterminate write nobody saw, invoked after the
+record's write completed (if it landed, it landed past it). Such a value is *cleanable* from
+the moment the first such later record's write was invoked (from its own writer's invocation if
+aborted; that plus delete.retention.ms for a tombstone, as Kafka's delete horizon counts from a
+clean after it was written): a reader may pass over it from then on, and its absence from every
+read is no loss. It keeps its place in the orders (a reader before the clean still sees it
+there), and nothing else changes: a value at two offsets, an offset with two values, a skip
+over a value that is the latest committed one of its key, all stand.
 """
 
 from __future__ import annotations
@@ -187,30 +189,37 @@ class Model:
         """The cleanable values of the compacted partitions (module docstring)."""
         found: dict[tuple[Key, str], int] = {}
 
-        def since(pair: tuple[Key, str], moment: int) -> None:
-            found[pair] = min(found.get(pair, moment), moment)
+        def since(pair: tuple[Key, str], moment: float) -> None:
+            if moment != float("inf"):
+                found[pair] = min(found.get(pair, int(moment)), int(moment))
 
-        by_record_key: dict[tuple[Key, str], list[tuple[int, str, Writer]]] = defaultdict(list)
+        placed: dict[tuple[Key, str], list[tuple[int, str, Writer]]] = defaultdict(list)
+        unplaced: dict[tuple[Key, str], list[int]] = defaultdict(list)
         for value, writer in self.writers.items():
-            key = writer.write.key
+            key, record_key = writer.write.key, writer.write.record_key
             if key not in self.compacted:
                 continue
-            if self.fate.get((key, value)) == ABORTED:
+            fate = self.fate.get((key, value))
+            if fate == ABORTED:
                 since((key, value), writer.op.invoke_ns)
             retention_ms = self.compacted[key]
             if writer.write.tombstone and retention_ms is not None:
                 since((key, value), writer.op.invoke_ns + retention_ms * 1_000_000)
             offset = self.offset_of(key, value)
-            if writer.write.record_key is not None and offset is not None:
-                by_record_key[(key, writer.write.record_key)].append((offset, value, writer))
-        for (key, _), written in by_record_key.items():
-            later: int | None = None  # the earliest invocation of a committed later record
+            if record_key is None:
+                continue
+            if offset is not None:
+                placed[(key, record_key)].append((offset, value, writer))
+            elif fate == UNKNOWN:  # may have landed past every record written before it
+                unplaced[(key, record_key)].append(writer.op.invoke_ns)
+        for group, written in placed.items():
+            key = group[0]
+            later = float("inf")  # the earliest invocation of a record later in the log
             for _, value, writer in sorted(written, key=lambda entry: -entry[0]):
-                if later is not None:
-                    since((key, value), later)
-                if self.fate.get((key, value)) == COMMITTED:
-                    invoked = writer.op.invoke_ns
-                    later = invoked if later is None else min(later, invoked)
+                landed = [t for t in unplaced.get(group, ()) if t > writer.op.end_ns]
+                since((key, value), min([later, *landed]))
+                if self.fate.get((key, value)) != ABORTED:
+                    later = min(later, writer.op.invoke_ns)
         return found
 
     # --- queries ----------------------------------------------------------------------------

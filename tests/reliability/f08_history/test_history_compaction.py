@@ -61,12 +61,14 @@ def compacted(
     late: Sequence[str] = ("c", "d", "f"),
     scan: Sequence[ScanRecord] = LEGAL_SCAN,
     tombstone_retention_ms: int | None = None,
+    indeterminate: str | None = None,
 ) -> History:
     """The legal history of the module docstring, or a variant: `declared` False leaves out
     that kv/0 is compacted; `keys_of_d_and_e` are d's and e's record keys; `early` what the
     first reader polls again just after c was sent; `late_start` and `late` where the readers
     after the clean start and what they read; `scan` the log scan; `tombstone_retention_ms`
-    adds the tombstone t to a partition with that delete.retention.ms."""
+    adds the tombstone t to a partition with that delete.retention.ms; `indeterminate`
+    ("before" or "after" f) adds a send of g, k3's too, killed before anyone saw it."""
     h = History()
     if declared:
         h.add("setup", "compacted", keys=(KV,), delete_retention_ms=tombstone_retention_ms)
@@ -79,7 +81,12 @@ def compacted(
     d_key, e_key = keys_of_d_and_e
     h.txn("r0:txw", producer_id=7).writes.append(placed(3, "d", d_key))
     h.txn("r0:txw", type="fail", producer_id=7).writes.append(placed(5, "e", e_key))
+    killed = [Write(KV, "g", None, "k3")]
+    if indeterminate == "before":
+        h.add("r0:idem2", "send", type="info", writes=killed)
     h.add("r0:idem", "send", writes=[placed(7, "f", "k3")])
+    if indeterminate == "after":
+        h.add("r0:idem2", "send", type="info", writes=killed)
     if tombstone_retention_ms is not None:
         h.add("r0:idem", "send", writes=[Write(KV, "t", 8, "k3", tombstone=True)])
     h.add("r0:cleaner", "clean")
@@ -155,6 +162,17 @@ def test_a_tombstone_within_delete_retention_ms_missing_is_unseen() -> None:
         late=("c", "d", "t"), scan=[*scan, data(KV, 8, "t")], tombstone_retention_ms=60_000
     )
     assert found(kept) == set()
+
+
+def test_a_record_may_be_gone_once_an_indeterminate_write_of_its_key_followed_it() -> None:
+    scan = [record for record in LEGAL_SCAN if record.value != "f"]
+    assert found(compacted(late=("c", "d"), scan=scan, indeterminate="after")) == set()
+
+
+def test_an_indeterminate_write_invoked_before_a_record_completed_does_not_excuse_it() -> None:
+    # g may have landed before f: f may still be k3's latest.
+    scan = [record for record in LEGAL_SCAN if record.value != "f"]
+    assert found(compacted(late=("c", "d"), scan=scan, indeterminate="before")) == {"unseen"}
 
 
 def test_a_record_read_at_two_offsets_of_a_compacted_partition_is_a_duplicate() -> None:
