@@ -32,7 +32,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Any
 
@@ -42,6 +42,8 @@ READ_UNCOMMITTED = "read_uncommitted"
 OP_TYPES = ("ok", "fail", "info")
 COMMIT = "commit"
 ABORT = "abort"
+# A tombstone's value is null: this header holds what identifies it in the history.
+TOMBSTONE_HEADER = "id"
 
 
 def key_of(topic: str, partition: int) -> Key:
@@ -53,13 +55,25 @@ def split_key(key: Key) -> tuple[str, int]:
     return topic, int(partition)
 
 
+def identity(value: bytes | None, headers: Iterable[tuple[str, bytes | None]] | None) -> str:
+    """What identifies a record read in the history: its value, or a tombstone's
+    TOMBSTONE_HEADER header ("" if it has neither)."""
+    if value is None:
+        value = dict(headers or ()).get(TOMBSTONE_HEADER)
+    return (value or b"").decode()
+
+
 @dataclass(frozen=True)
 class Write:
-    """One record sent: to `key`, the unique `value`, at `offset` (None while unknown)."""
+    """One record sent: to `key`, the unique `value`, at `offset` (None while unknown), with
+    the record key `record_key` (None: none; it matters on compacted partitions only). A
+    tombstone is sent with a null value and `value` in its TOMBSTONE_HEADER header."""
 
     key: Key
     value: str
     offset: int | None = None
+    record_key: str | None = None
+    tombstone: bool = False
 
 
 @dataclass(frozen=True)
@@ -103,6 +117,10 @@ class Op:
     seek       positions moved to offsets[key]
     commit     a consumer's plain commit of `offsets` for `group`
     committed  the offsets `group` had committed, as committed() returned them (None: none)
+    compacted  `keys` are partitions of compacted topics (cleanup.policy=compact) with
+               delete.retention.ms `delete_retention_ms`: the cleaner may remove records there
+               (tests/support/history_model.py, cleanable)
+    clean      a log cleaner pass ran (no effect on the checks)
     scan       the log files read after the last run (`scan`)
 
     complete_ns is None when no completion was written (the process was killed); bound_ns is
@@ -126,6 +144,7 @@ class Op:
     producer_epoch: int | None = None
     commit_ns: int | None = None
     scan: list[ScanRecord] = field(default_factory=list)
+    delete_retention_ms: int | None = None
     error: str | None = None
     index: int = 0
 
@@ -187,9 +206,16 @@ class Recording:
             {"p": self._process, "k": "step", "t": self._recorder.clock(), **fields}
         )
 
-    def writing(self, key: Key, value: str) -> None:
-        """Before producing `value` to `key`."""
-        self.step(w=[[key, value]])
+    def writing(
+        self, key: Key, value: str, record_key: str | None = None, tombstone: bool = False
+    ) -> None:
+        """Before producing `value` to `key` (with `record_key`, if any; as a tombstone)."""
+        write: list[object] = [key, value]
+        if record_key is not None or tombstone:
+            write.append(record_key)
+        if tombstone:
+            write.append(True)
+        self.step(w=[write])
 
     def read(self, records: Sequence[tuple[Key, int, str]]) -> None:
         """What one poll returned, in order."""
@@ -236,6 +262,7 @@ _INVOKE_FIELDS = {
     "tid": "transactional_id",
     "pid": "producer_id",
     "epoch": "producer_epoch",
+    "delete_retention_ms": "delete_retention_ms",
 }
 
 
@@ -273,13 +300,14 @@ def load(records: Iterable[dict[str, Any]]) -> list[Op]:
 
 def _apply(op: Op, record: dict[str, Any]) -> None:
     """The fields an invocation, a step or a completion adds to its operation."""
-    for key, value in record.get("w", ()):
-        op.writes.append(Write(key, value))
+    for key, value, *more in record.get("w", ()):
+        record_key, tombstone = (*more, None, False)[:2]
+        op.writes.append(Write(key, value, record_key=record_key, tombstone=bool(tombstone)))
     for key, offset, value in record.get("r", ()):
         op.reads.append(Read(key, offset, value, record["t"]))
     if "written" in record:
         written = record["written"]
-        op.writes = [Write(w.key, w.value, written.get(w.value, w.offset)) for w in op.writes]
+        op.writes = [replace(w, offset=written.get(w.value, w.offset)) for w in op.writes]
     op.offsets.update(record.get("o", {}))
     op.keys = tuple(record.get("keys", op.keys))
     op.rebalanced = op.rebalanced | frozenset(record.get("rebalanced", ()))

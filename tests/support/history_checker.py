@@ -57,6 +57,12 @@ consumed_twice        a value read by two committed transactions of a group that
                       offsets in its transactions (consume-transform-produce; per value).
 consumed_never        a committed value below the group's final committed offset that no
                       committed transaction of the group read (per value).
+
+Compaction (tests/support/history_model.py, "cleanable"): on a compacted partition, a value the
+cleaner may have removed (an older record of a record key with a later committed one, an
+aborted record, or a tombstone past delete.retention.ms) is excused from lost_write, unseen
+and consumed_never, and a reader passing over it once it became cleanable is no poll skip;
+every other rule stands.
 """
 
 from __future__ import annotations
@@ -187,6 +193,8 @@ def check_lost_writes(model: Model, report: Report) -> None:
         key = writer.write.key
         if (key, value) in model.committed_reads or not model.acknowledged(key, value):
             continue
+        if model.cleaned_by(key, value):
+            continue  # the cleaner may have removed it
         offset = model.offset_of(key, value)
         where = f"{value!r} ({writer.op.describe()}) at {key} offset {offset}"
         if offset is not None and offset <= reach.get(key, -1):

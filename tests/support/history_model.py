@@ -14,6 +14,20 @@ seen anywhere. Two orders are kept per partition:
 A reader's positions are compared as indexes in the order of its isolation level, so the gaps
 that control records and (for read_committed) aborted or undecided records leave in the
 offsets are not skips.
+
+Compaction: on a partition the history declares compacted (an operation "compacted" naming it),
+the log cleaner may remove a record once another record of the same record key stands committed
+at a higher offset (a non-transactional record, or one of a committed transaction), and a
+record of an aborted transaction at any time, and a tombstone once delete.retention.ms passed.
+A later record whose fate is unknown (an indeterminate write, never seen decided) counts as one
+that may stand committed, and so does an indeterminate write nobody saw, invoked after the
+record's write completed (if it landed, it landed past it). Such a value is *cleanable* from
+the moment the first such later record's write was invoked (from its own writer's invocation if
+aborted; that plus delete.retention.ms for a tombstone, as Kafka's delete horizon counts from a
+clean after it was written): a reader may pass over it from then on, and its absence from every
+read is no loss. It keeps its place in the orders (a reader before the clean still sees it
+there), and nothing else changes: a value at two offsets, an offset with two values, a skip
+over a value that is the latest committed one of its key, all stand.
 """
 
 from __future__ import annotations
@@ -83,6 +97,13 @@ class Model:
         self._index_scan()
         self.fate = {pair: self._fate(pair) for pair in self.offsets_of.keys() | self._written()}
         self.orders = self._orders()
+        # compacted partition -> its delete.retention.ms (None: tombstones are kept)
+        self.compacted = {
+            key: op.delete_retention_ms for op in self.ops if op.f == "compacted" for key in op.keys
+        }
+        # (key, value) -> the moment from which the cleaner may have removed it.
+        self.cleanable = self._cleanable()
+        self.last_ns = max((op.complete_ns or op.invoke_ns for op in self.ops), default=0)
 
     # --- building ---------------------------------------------------------------------------
 
@@ -164,6 +185,43 @@ class Model:
             READ_COMMITTED: {key: Order.of(placed) for key, placed in committed.items()},
         }
 
+    def _cleanable(self) -> dict[tuple[Key, str], int]:
+        """The cleanable values of the compacted partitions (module docstring)."""
+        found: dict[tuple[Key, str], int] = {}
+
+        def since(pair: tuple[Key, str], moment: float) -> None:
+            if moment != float("inf"):
+                found[pair] = min(found.get(pair, int(moment)), int(moment))
+
+        placed: dict[tuple[Key, str], list[tuple[int, str, Writer]]] = defaultdict(list)
+        unplaced: dict[tuple[Key, str], list[int]] = defaultdict(list)
+        for value, writer in self.writers.items():
+            key, record_key = writer.write.key, writer.write.record_key
+            if key not in self.compacted:
+                continue
+            fate = self.fate.get((key, value))
+            if fate == ABORTED:
+                since((key, value), writer.op.invoke_ns)
+            retention_ms = self.compacted[key]
+            if writer.write.tombstone and retention_ms is not None:
+                since((key, value), writer.op.invoke_ns + retention_ms * 1_000_000)
+            offset = self.offset_of(key, value)
+            if record_key is None:
+                continue
+            if offset is not None:
+                placed[(key, record_key)].append((offset, value, writer))
+            elif fate == UNKNOWN:  # may have landed past every record written before it
+                unplaced[(key, record_key)].append(writer.op.invoke_ns)
+        for group, written in placed.items():
+            key = group[0]
+            later = float("inf")  # the earliest invocation of a record later in the log
+            for _, value, writer in sorted(written, key=lambda entry: -entry[0]):
+                landed = [t for t in unplaced.get(group, ()) if t > writer.op.end_ns]
+                since((key, value), min([later, *landed]))
+                if self.fate.get((key, value)) != ABORTED:
+                    later = min(later, writer.op.invoke_ns)
+        return found
+
     # --- queries ----------------------------------------------------------------------------
 
     def order(self, isolation: str, key: Key) -> Order:
@@ -177,6 +235,13 @@ class Model:
         """The operation that wrote `value` to `key` (None: nobody did, to that key)."""
         writer = self.writers.get(value)
         return writer if writer is not None and writer.write.key == key else None
+
+    def cleaned_by(self, key: Key, value: str, at: float | None = None) -> bool:
+        """Whether the cleaner may have removed `value` from `key` by the moment `at` (by the
+        end of the history if None)."""
+        at = self.last_ns if at is None else at
+        since = self.cleanable.get((key, value))
+        return since is not None and since <= at
 
     def acknowledged(self, key: Key, value: str) -> bool:
         """Whether the write must be in the log for good: its writer completed ok, or the log

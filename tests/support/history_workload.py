@@ -14,18 +14,23 @@ recording every operation in the run's history file (tests/support/history.py):
   after an abort, committed() and a seek back to it);
 - aud: a read_committed consumer of group "auditors" with assigned partitions, started at the
   group's committed offsets, that polls, commits, seeks and reads its committed offsets;
-- ru: a read_uncommitted consumer of every partition, seeking back now and then.
+- ru: a read_uncommitted consumer of every partition, seeking back now and then;
+- cln (with compaction only): the log cleaner kept running, a pass every few milliseconds
+  after rolling a partition of `kv` now and then (Broker.run_maintenance, recorded "clean").
+
+With compaction (the "compact" argument), a third topic, `kv`, is compacted
+(cleanup.policy=compact, small segments, min.cleanable.dirty.ratio 0.01 and
+min.compaction.lag.ms 0, so each pass cleans what it may); the idempotent and transactional
+producers write it too, each record with one of a few record keys per partition, aborts
+included, a tenth of them tombstones (a null value; the history's value in a header), and
+the auditor and the reader read it, so cleaning overlaps reads, writes, kills
+and restarts. The history says which partitions are compacted (operation "compacted",
+written by the parent) and each write's record key: the checker's rule for records the
+cleaner may remove (tests/support/history_model.py, cleanable) applies there.
 
 Values are "<run>.<role>.<n>", unique across runs. The run ends after each thread did its
 operations, or earlier by SIGKILL. Every few operations the child prints a progress line, which
 arms the parent's kill timer.
-
-Hook for a later step: compaction. When eoslog has a cleaner, a thread that keeps it running
-belongs in WORKERS, with cleanup.policy=compact in TOPICS and records given repeating keys.
-The checker then needs one rule more: a record the cleaner removed (an older record of a key
-with a later one, or an aborted record) is no longer in the order a reader starting after the
-clean must see, so passing over it is no skip and its absence from the final reads no loss;
-everything else (offsets never renumbered, no duplicate, nothing readable lost) stands as is.
 """
 
 from __future__ import annotations
@@ -45,15 +50,33 @@ from eoslog.errors import KafkaException
 from eoslog.record import codec
 from tests.support.history import (
     READ_UNCOMMITTED,
+    TOMBSTONE_HEADER,
     Key,
     Recorder,
     Recording,
+    identity,
     key_of,
     split_key,
 )
 
 # Small segments, so that rolls happen during the run too.
 TOPICS = {"in": (3, {"segment.bytes": 16 * 1024}), "out": (2, {"segment.bytes": 16 * 1024})}
+COMPACTED = {
+    "kv": (
+        2,
+        {
+            "cleanup.policy": "compact",
+            "segment.bytes": 2048,
+            "min.cleanable.dirty.ratio": 0.01,
+            "min.compaction.lag.ms": 0,
+            "delete.retention.ms": 200,  # tombstones go within a run
+        },
+    )
+}
+RECORD_KEYS = 6  # per partition of a compacted topic: each key is written again and again
+TOMBSTONE_FRACTION = 0.1
+CLEAN_ROLL_FRACTION = 0.3
+CLEAN_PAUSE_S = 0.005  # between the cleaner's passes: a pace, not an order of events
 COPIERS = "copiers"
 AUDITORS = "auditors"
 TRANSACTIONAL_IDS = ("txw-0", "cp0", "cp1")
@@ -65,10 +88,15 @@ PROGRESS_EVERY = 10
 COPIER_CONSUME_TIMEOUT_S = 0.01
 
 
-def keys(topic: str | None = None) -> list[Key]:
+def topics(compaction: bool = False) -> dict[str, tuple[int, dict[str, Any]]]:
+    """The workload's topics: their partition counts and configs."""
+    return {**TOPICS, **COMPACTED} if compaction else dict(TOPICS)
+
+
+def keys(topic: str | None = None, compaction: bool = False) -> list[Key]:
     return [
         key_of(name, partition)
-        for name, (count, _) in TOPICS.items()
+        for name, (count, _) in topics(compaction).items()
         if topic in (None, name)
         for partition in range(count)
     ]
@@ -92,12 +120,12 @@ def polled(messages: list[Any]) -> list[tuple[Key, int, str]]:
         offset = message.offset()
         if message.error() is None and offset is not None:
             key = key_of(message.topic(), message.partition())
-            found.append((key, offset, (message.value() or b"").decode()))
+            found.append((key, offset, identity(message.value(), message.headers())))
     return found
 
 
-def create_topics(broker: eoslog.Broker) -> None:
-    for name, (count, config) in TOPICS.items():
+def create_topics(broker: eoslog.Broker, compaction: bool = False) -> None:
+    for name, (count, config) in topics(compaction).items():
         if name not in broker.list_topics():
             broker.create_topic(name, count, config)
 
@@ -107,8 +135,11 @@ class Worker:
 
     role = ""
 
-    def __init__(self, broker: eoslog.Broker, recorder: Recorder, run: int, seed: int) -> None:
+    def __init__(
+        self, broker: eoslog.Broker, recorder: Recorder, run: int, seed: int, compaction: bool
+    ) -> None:
         self.broker = broker
+        self.compaction = compaction
         self.recorder = recorder
         self.run = run
         self.rng = random.Random(f"{seed}:{self.role}")
@@ -117,6 +148,13 @@ class Worker:
 
     def value(self) -> str:
         return f"{self.run}.{self.role}.{next(self.numbers)}"
+
+    def keys(self, topic: str | None = None) -> list[Key]:
+        return keys(topic, self.compaction)
+
+    def record_key(self, key: Key) -> str | None:
+        """A record key for a write to `key`: one of a few on a compacted topic, else none."""
+        return f"k{self.rng.randrange(RECORD_KEYS)}" if split_key(key)[0] in COMPACTED else None
 
     def op(self, f: str, **fields: Any) -> Recording:
         return self.recorder.op(self.process, f, **fields)
@@ -137,14 +175,23 @@ class Sender(Worker):
     """Delivery reports collected per value."""
 
     def produce(self, op: Recording, producer: Any, key: Key, value: str) -> None:
-        op.writing(key, value)
+        record_key = self.record_key(key)
+        tombstone = record_key is not None and self.rng.random() < TOMBSTONE_FRACTION
+        op.writing(key, value, record_key, tombstone)
         topic, partition = split_key(key)
 
         def delivered(error: Any, message: Any) -> None:
             if error is None:
                 op.delivered(value, message.offset())
 
-        producer.produce(topic, value.encode(), partition=partition, on_delivery=delivered)
+        producer.produce(
+            topic,
+            None if tombstone else value.encode(),
+            record_key,
+            partition=partition,
+            on_delivery=delivered,
+            headers={TOMBSTONE_HEADER: value} if tombstone else None,
+        )
 
 
 class Idempotent(Sender):
@@ -155,7 +202,9 @@ class Idempotent(Sender):
 
     def step(self) -> None:
         with self.op("send") as op:
-            sends = [(self.rng.choice(keys()), self.value()) for _ in range(self.rng.randint(1, 4))]
+            sends = [
+                (self.rng.choice(self.keys()), self.value()) for _ in range(self.rng.randint(1, 4))
+            ]
             for key, value in sends:
                 self.produce(op, self.producer, key, value)
             self.producer.flush()
@@ -224,7 +273,7 @@ class TransactionalWriter(Transactional):
         if self.rng.random() < 0.5:
             self.read(op, self.consumer, self.rng.randint(1, 5), 0)
         for _ in range(self.rng.randint(1, 5)):
-            self.produce(op, self.producer, self.rng.choice(keys()), self.value())
+            self.produce(op, self.producer, self.rng.choice(self.keys()), self.value())
         if self.previous is not None and self.rng.random() < DELAYED_FRACTION:
             self.producer.flush()  # this transaction is under way on its partitions
             self.delayed_requests(*self.previous)
@@ -233,13 +282,15 @@ class TransactionalWriter(Transactional):
         """A produce and an EndTxn of the previous transaction, arriving now: both must be
         refused (docs/reliability.md family 9)."""
         zombie = f"r{self.run}:txw-delayed"
-        key, value = self.rng.choice(keys()), self.value()
+        key, value = self.rng.choice(self.keys()), self.value()
+        record_key = self.record_key(key)
         with self.recorder.op(zombie, "send", epoch=epoch) as op:
-            op.writing(key, value)
+            op.writing(key, value, record_key)
             builder = codec.BatchBuilder(
                 producer_id=pid, producer_epoch=epoch, base_sequence=0, is_transactional=True
             )
-            builder.append(int(time.time() * 1000), None, value.encode())
+            encoded_key = None if record_key is None else record_key.encode()
+            builder.append(int(time.time() * 1000), encoded_key, value.encode())
             try:
                 info = self.broker.log(*split_key(key)).append_batch(builder.build())
                 if info.duplicate:  # taken for a retry of a batch already there: not appended
@@ -342,7 +393,8 @@ class Auditor(Worker):
                 "enable.auto.commit": False,
             }
         )
-        committed = observe_committed(self.recorder, self.process, self.consumer, AUDITORS, keys())
+        every = self.keys()
+        committed = observe_committed(self.recorder, self.process, self.consumer, AUDITORS, every)
         self.seen: list[tuple[Key, int]] = []
         starts = {key: 0 if offset is None else offset for key, offset in committed.items()}
         with self.op("assign", keys=list(starts), o=starts, group=AUDITORS):
@@ -368,7 +420,7 @@ class Auditor(Worker):
             with self.op("seek", o={key: offset}):
                 self.consumer.seek(partitions([key], {key: offset})[0])
         else:
-            observe_committed(self.recorder, self.process, self.consumer, AUDITORS, keys())
+            observe_committed(self.recorder, self.process, self.consumer, AUDITORS, self.keys())
 
 
 class Uncommitted(Worker):
@@ -376,7 +428,7 @@ class Uncommitted(Worker):
 
     def start(self) -> None:
         self.consumer = self.broker.consumer({"isolation.level": READ_UNCOMMITTED})
-        starts = dict.fromkeys(keys(), 0)
+        starts = dict.fromkeys(self.keys(), 0)
         self.seen: list[tuple[Key, int]] = []
         with self.op("assign", keys=list(starts), o=starts, isolation=READ_UNCOMMITTED):
             self.consumer.assign(partitions(list(starts), starts))
@@ -392,6 +444,25 @@ class Uncommitted(Worker):
                 self.seen.append((key_of(m.topic(), m.partition()), m.offset()))
 
 
+class Cleaner(Worker):
+    """Keeps the log cleaner running (module docstring); with compaction only."""
+
+    role = "cln"
+
+    def start(self) -> None:
+        self.pause = threading.Event()  # never set: its wait() paces the passes
+
+    def step(self) -> None:
+        self.pause.wait(CLEAN_PAUSE_S)
+        rolled = None
+        if self.rng.random() < CLEAN_ROLL_FRACTION:
+            rolled = self.rng.choice(self.keys("kv"))
+        with self.op("clean", keys=[] if rolled is None else [rolled]):
+            if rolled is not None:
+                self.broker.log(*split_key(rolled)).roll()
+            self.broker.run_maintenance()
+
+
 WORKERS: tuple[type[Worker], ...] = (
     Idempotent,
     TransactionalWriter,
@@ -403,8 +474,10 @@ WORKERS: tuple[type[Worker], ...] = (
 
 
 def main(argv: list[str]) -> None:
-    """One run: argv = root, seed, run, history path, operations per thread."""
+    """One run: argv = root, seed, run, history path, operations per thread, and "compact"
+    for the compacted topic and the cleaner (module docstring)."""
     root, seed, run, path, ops = argv[0], int(argv[1]), int(argv[2]), argv[3], int(argv[4])
+    compaction = argv[5:] == ["compact"]
     threading.excepthook = _die
     printing = threading.Lock()
     broker = eoslog.open(root, durability="commit")
@@ -418,7 +491,8 @@ def main(argv: list[str]) -> None:
                 with printing:
                     print(json.dumps({"process": worker.process, "ops": number}), flush=True)
 
-    workers = [kind(broker, recorder, run, seed) for kind in WORKERS]
+    kinds = (*WORKERS, Cleaner) if compaction else WORKERS
+    workers = [kind(broker, recorder, run, seed, compaction) for kind in kinds]
     threads = [threading.Thread(target=work, args=(worker,)) for worker in workers]
     for thread in threads:
         thread.start()
