@@ -44,7 +44,7 @@ def offsets_break(Py_ssize_t position, int64_t fetch_offset, int64_t base_offset
     """The CorruptRecordError for a batch whose offsets break a fetch's order (see
     plan_fetch): built here, off the loop's fast path."""
     if previous_last < 0:
-        what = f"offsets {base_offset}-{last_offset} do not hold the fetch offset {fetch_offset}"
+        what = f"offsets {base_offset}-{last_offset} end before the fetch offset {fetch_offset}"
     else:
         what = f"offsets {base_offset}-{last_offset} do not follow offset {previous_last}"
     return CorruptRecordError(
@@ -100,9 +100,11 @@ def plan_fetch(records, int64_t fetch_offset, aborted_transactions, records_max=
     cdef int64_t run_start = -1, next_offset = fetch_offset, planned = 0, end = 0
     cdef int64_t limit = -1 if records_max is None else records_max
     cdef int64_t position, last_offset, producer_id, first, base_offset
-    # The batches of a fetch must hold the fetch offset in the first and strictly increase
-    # after it: base offsets and lengths lie outside the CRC, and a reader trusting a
-    # damaged one would move backwards or loop.
+    # The first batch of a fetch must end at or past the fetch offset and the batches must
+    # strictly increase after it: base offsets and lengths lie outside the CRC, and a reader
+    # trusting a damaged one would move backwards or loop. The first may begin past the
+    # fetch offset: in a compacted log a fetch inside a gap gets the next batch (Kafka's
+    # rule); where the log has no gaps, the segment read refuses such a batch first.
     cdef int64_t previous_last = -1
     cdef int16_t attrs
     cdef bint dropped, control
@@ -117,7 +119,7 @@ def plan_fetch(records, int64_t fetch_offset, aborted_transactions, records_max=
         base_offset = rows[i].base_offset
         if (
             last_offset < base_offset
-            or (i == 0 and not base_offset <= fetch_offset <= last_offset)
+            or (i == 0 and last_offset < fetch_offset)
             or (i > 0 and base_offset <= previous_last)
         ):
             raise offsets_break(

@@ -27,6 +27,7 @@ from eoslog.coordinator import offsets_log, transaction_log
 from eoslog.coordinator.transaction_state import TransactionState
 from eoslog.errors import KafkaException
 from eoslog.fs import FileHandle, PosixFileSystem
+from eoslog.log import view_open
 from eoslog.log.segment_check import (
     SEGMENT_LOG_NAME,
     SegmentWalk,
@@ -110,7 +111,7 @@ def batch_fields(position: int, header: BatchHeader, *, valid: bool = True) -> d
 
 def describe_batch(position: int, header: BatchHeader, *, valid: bool = True) -> str:
     """One line per batch, with the fields Kafka's DumpLogSegments prints (its
-    deleteHorizonMs, a compaction field eoslog never sets, left out)."""
+    deleteHorizonMs, set by the log cleaner on batches with tombstones, left out)."""
     return (
         f"baseOffset: {header.base_offset} lastOffset: {header.last_offset} "
         f"count: {header.records_count} baseSequence: {header.base_sequence} "
@@ -158,8 +159,10 @@ def _walk_printing(
     printer: _RecordPrinter,
     advance: Advance,
 ) -> int:
-    """Every batch from the start; after damage, from the next valid batch on."""
-    walk = SegmentWalk(handle, size, base)
+    """Every batch from the start; after damage, from the next valid batch on. Gaps are
+    damage unless the segment lies below its partition's cleaner-offset-checkpoint entry."""
+    gaps = view_open.segment_compacted(PosixFileSystem(), handle.path)
+    walk = SegmentWalk(handle, size, base, gaps=gaps)
     done = 0
     status = 0
     while True:
@@ -204,7 +207,7 @@ def _walk_printing(
         )
         if resume is None:
             return status
-        walk = SegmentWalk(handle, size, None, start=resume)
+        walk = SegmentWalk(handle, size, None, start=resume, gaps=gaps)
 
 
 def _print_damaged_batch(

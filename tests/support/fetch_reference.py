@@ -40,7 +40,7 @@ def plan_fetch_reference(
         base_offset = header.base_offset
         if (
             last_offset < base_offset
-            or (previous_last is None and not base_offset <= fetch_offset <= last_offset)
+            or (previous_last is None and last_offset < fetch_offset)
             or (previous_last is not None and base_offset <= previous_last)
         ):
             raise readcommitted.offsets_break(

@@ -14,9 +14,12 @@ consumer moves to. The rules, in Kafka's consumer order (CF `nextFetchedRecord`)
   (offset_min), not here.
 - Offsets may have gaps (control records, dropped batches): the next position is the last
   offset of the last batch planned + 1, never a record offset + 1 by assumption.
-- The first batch holds the fetch offset and every later batch begins past the one before:
-  base offsets and lengths are outside the CRC, and a reader trusting a damaged one would
-  move backwards or loop. A break raises CorruptRecordError naming the batch's position.
+- The first batch ends at or past the fetch offset (it begins past it when the fetch offset
+  lies in a gap the cleaner left: Kafka's consumer moves on to it) and every later batch
+  begins past the one before: base offsets and lengths are outside the CRC, and a reader
+  trusting a damaged one would move backwards or loop. A break raises CorruptRecordError
+  naming the batch's position. (Where the log has no gaps, the partition's read refuses a
+  first batch beginning past the fetch offset.)
 
 plan_fetch runs the Cython filter (pyext/readcommitted.pyx); its readable twin,
 plan_fetch_reference, lives with the tests that hold the two together

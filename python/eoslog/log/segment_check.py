@@ -6,10 +6,11 @@ batch is larger, never more than the largest batch eoslog accepts. `eoslog verif
 `eoslog repair` (eoslog.verify.log, eoslog.log.repair) walk segments with it, so the boundaries
 repair accepts are the ones recovery would reach.
 
-The continuity rule is continuity_problem: eoslog's logs have no compaction, so every batch
-starts right after the previous one and each segment starts where the previous one ends; a
-gap is as wrong as an overlap (an open refuses or cuts at either). It is kept here, small and
-free of any segment object, so that open-time checks can share it.
+The continuity rule is continuity_problem: every batch starts right after the previous one and
+each segment starts where the previous one ends, except in segments the cleaner has cleaned
+(below the partition's cleaner-offset-checkpoint entry: `gaps`), where a batch may start past
+that; a gap anywhere else is as wrong as an overlap (an open refuses or cuts at either). It is
+kept here, small and free of any segment object, so that open-time checks can share it.
 
 Thread safety: a walk is used by one thread; it only preads, so it may run while the owner
 appends (it sees the prefix below the size it was given).
@@ -41,15 +42,15 @@ CHECK_CHUNK_BYTES: Final = limits.recovery_chunk_bytes
 
 def continuity_problem(expected_offset: int, base_offset: int) -> str | None:
     """What is wrong when a batch (or a segment) starting at base_offset follows data that
-    ends just below expected_offset, or None when it continues it exactly. eoslog writes no
-    gaps (it has no compaction, the one cause of gaps in Kafka's logs), so a gap means lost
-    batches or a damaged base offset, which the CRC does not cover."""
+    ends just below expected_offset, or None when it continues it exactly. Outside what the
+    cleaner cleaned (the one cause of gaps in Kafka's logs) a gap means lost batches or a
+    damaged base offset, which the CRC does not cover."""
     if base_offset == expected_offset:
         return None
     if base_offset > expected_offset:
         return (
             f"base offset {base_offset} leaves a gap after offset {expected_offset - 1} "
-            f"(expected {expected_offset}; eoslog's logs have no gaps)"
+            f"(expected {expected_offset}; only the cleaner leaves gaps, and not here)"
         )
     return (
         f"base offset {base_offset} goes back: offsets up to {expected_offset - 1} came "
@@ -80,7 +81,9 @@ class SegmentWalk:
     after the last of them, and `stop` why the walk ended there (None: at `end`).
 
     expected_offset: the base offset the first batch must have (the file name's, from the
-    segment start), or None to take the first batch's own (a walk resuming past damage)."""
+    segment start), or None to take the first batch's own (a walk resuming past damage).
+    gaps: the segment lies below the cleaner-offset-checkpoint entry, so a batch may start
+    past the offset expected (never below it)."""
 
     def __init__(
         self,
@@ -90,8 +93,10 @@ class SegmentWalk:
         *,
         start: int = 0,
         chunk_bytes: int = CHECK_CHUNK_BYTES,
+        gaps: bool = False,
     ) -> None:
         assert 0 <= start <= end, (start, end)
+        self.gaps = gaps
         self.handle = handle
         self.end = end
         self.position = start
@@ -143,7 +148,7 @@ class SegmentWalk:
             return infos, stop
         if self.next_offset is None:
             self.next_offset = int(infos["base_offset"][0])
-        bad = first_offset_violation(infos, self.next_offset)
+        bad = first_offset_violation(infos, self.next_offset, self.gaps)
         if bad is None:
             return infos, stop
         expected = self.next_offset if bad == 0 else int(infos["last_offset"][bad - 1]) + 1

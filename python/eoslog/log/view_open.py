@@ -6,6 +6,7 @@ valid batches (a torn tail is left out; damage recovery would refuse is reported
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING, Final
 
 import numpy as np
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
     from eoslog.log.partition_view import SegmentFiles
     from eoslog.log.txn_index import AbortedTxn
 
+# A partition directory's name: `<topic>-<partition>` (docs/format.md §5.1).
+_PARTITION_DIRECTORY: Final = re.compile(r"(.+)-([0-9]+)")
 # An offset past this leaves no log end offset an int64 can hold (Kafka's offsets are int64):
 # a batch claiming one is damage.
 OFFSET_LIMIT: Final = (1 << 63) - 1
@@ -69,6 +72,29 @@ def cleaned_end(fs: FileSystem, root: str, topic: str, partition: int) -> int:
     except OSError:
         return 0
     return offsets.get((topic, partition), 0)
+
+
+def segment_compacted(fs: FileSystem, log_path: str) -> bool:
+    """Whether the segment at log_path lies wholly below its partition's entry in the
+    cleaner-offset-checkpoint of the log directory holding it (so the cleaner may have left
+    gaps in it): a later segment starts at or below that entry. False for a file outside a
+    `<topic>-<partition>` directory or without such an entry. Read when asked, after the
+    segment was opened: the owner raises the entry before it swaps a segment in."""
+    directory, name = os.path.split(os.path.abspath(log_path))
+    parsed = parse_file_name(name)
+    found = _PARTITION_DIRECTORY.fullmatch(os.path.basename(directory))
+    if parsed is None or found is None:
+        return False
+    root = os.path.dirname(directory)
+    end = cleaned_end(fs, root, found.group(1), int(found.group(2)))
+    if end <= parsed[0]:
+        return False
+    later = [
+        base
+        for base, suffix in filter(None, map(parse_file_name, fs.listdir(directory)))
+        if suffix == LOG_SUFFIX and base > parsed[0]
+    ]
+    return bool(later) and min(later) <= end
 
 
 def aborted_counts(

@@ -28,6 +28,7 @@ import numpy as np
 from eoslog import limits
 from eoslog.errors import KafkaException, NotASegmentFileError
 from eoslog.fs import FileHandle, FileSystem
+from eoslog.log import view_open
 from eoslog.log.recovery import may_cut
 from eoslog.log.segment_check import (
     SEGMENT_LOG_NAME,
@@ -150,7 +151,7 @@ class PartitionWalk:
         offset after the last batch, or None after damage (its end is then unknown)."""
         path = self.log_path(number)
         errors_before = self.report.errors
-        walk = SegmentWalk(handle, size, self.bases[number])
+        walk = SegmentWalk(handle, size, self.bases[number], gaps=self._compacted(number))
         floor: int | None = None  # after damage: the offsets must resume at or above this
         epoch: tuple[int, int] | None = None  # the last batch's leader epoch and position
         while True:
@@ -178,7 +179,7 @@ class PartitionWalk:
             if resume is None:
                 break
             floor = walk.next_offset
-            walk = SegmentWalk(handle, size, None, start=resume)
+            walk = SegmentWalk(handle, size, None, start=resume, gaps=walk.gaps)
         return walk.next_offset if self.report.errors == errors_before else None
 
     def _report_stop(
@@ -229,7 +230,7 @@ class PartitionWalk:
         segment and the later ones) only where it may (recovery.may_cut)."""
         base = self.bases[number]
         problem = continuity_problem(previous_end, base)
-        if problem is None:
+        if problem is None or (base > previous_end and self._compacted(number - 1)):
             return
         path = self.log_path(number)
         text = f"the segment's {problem}, where the previous segment ends"
@@ -249,6 +250,10 @@ class PartitionWalk:
             f"{self._repair(number, 0, previous_end)}"
         )
         self.report.problem(path, 0, text)
+
+    def _compacted(self, number: int) -> bool:
+        """Whether the cleaner may have left gaps in segment `number` (view_open)."""
+        return view_open.segment_compacted(self.fs, self.log_path(number))
 
     def _data_after(self, number: int) -> bool:
         """Whether a segment after `number` holds bytes (valid data after the damage, in
@@ -324,11 +329,17 @@ class PartitionWalk:
             strict=True,
         )
         for position, size, offset in rows:
+            batch = view[position : position + size]
             try:
+                header = codec.read_header(batch)
+                if header.records_count != header.last_offset_delta + 1:
+                    # Emptied of some records by the cleaner (offset deltas with gaps, which
+                    # validate_batch holds to 0..count-1): every record decoded, the
+                    # deltas increasing within the batch, its CRC checked.
+                    codec.batch_records(batch)
+                    continue
                 codec.validate_batch(
-                    view[position : position + size],
-                    batch_bytes_max=limits.batch_bytes_max,
-                    from_client=False,
+                    batch, batch_bytes_max=limits.batch_bytes_max, from_client=False
                 )
             except KafkaException as error:
                 # The codec names the batch's position in the bytes given, here always 0.

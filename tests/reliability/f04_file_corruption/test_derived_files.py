@@ -637,7 +637,6 @@ def fetch_of(*bases_and_counts: tuple[int, int]) -> bytes:
     [
         (fetch_of((0, 3), (3, 2), (1, 2)), 0),  # goes backwards
         (fetch_of((0, 3), (2, 2)), 0),  # overlaps
-        (fetch_of((5, 3)), 2),  # starts past the fetch offset
         (fetch_of((0, 3), (3, 2)), 7),  # ends below it
     ],
 )
@@ -646,6 +645,14 @@ def test_a_fetch_whose_batches_break_the_offset_order_raises(
 ) -> None:
     with pytest.raises(CorruptRecordError, match="out of order"):
         plan(records, fetch_offset, [])  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("plan", [plan_fetch, plan_fetch_reference])
+def test_a_fetch_from_inside_a_gap_plans_from_the_next_batch(plan: object) -> None:
+    # A compacted log's gap (Kafka's rule: the next batch after it); where a log has no
+    # gaps, the partition's read refuses such a batch before any plan (segment.read).
+    found = plan(fetch_of((5, 3)), 2, None)  # type: ignore[operator]
+    assert (found.next_offset, found.records) == (8, 3)
 
 
 @pytest.mark.parametrize("plan", [plan_fetch, plan_fetch_reference])
