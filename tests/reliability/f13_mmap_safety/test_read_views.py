@@ -28,10 +28,10 @@ import pytest
 import eoslog
 from eoslog import limits
 from eoslog.errors import KafkaStorageError
-from eoslog.fs_twin import RecordingFileSystem
 from eoslog.log.mapped_log import TEMP_SUFFIX
 from eoslog.log.partition import PartitionLog
 from tests.support import REPO_ROOT, logtools
+from tests.support.imaging_twin import ImagingTwin
 from tests.support.invariants import check_log
 
 TS = logtools.TS
@@ -190,22 +190,6 @@ TWIN_LOG_DIR = "/data/log"
 TWIN_CONFIG = {"log.index.size.max.bytes": 4096}
 
 
-class ImagingTwin(RecordingFileSystem):
-    """A twin that, while armed, takes a power-loss image before every counted call. (It hooks
-    the twin's call counter, the one place every counted call passes through.)"""
-
-    def __init__(self, seed: int) -> None:
-        super().__init__(seed)
-        self.armed = False
-        self.images: list[tuple[int, str, str, RecordingFileSystem]] = []
-
-    def _count(self, operation: str, path: str) -> str | None:
-        if self.armed:
-            rng = random.Random(f"view truncation {self.seed} {self.calls}")
-            self.images.append((self.calls, operation, path, self.crash_image(rng)))
-        return super()._count(operation, path)
-
-
 @pytest.mark.parametrize("seed", range(3))
 def test_a_power_loss_while_truncate_to_replaces_a_viewed_file_opens_to_a_prefix(
     seed: int,
@@ -213,7 +197,7 @@ def test_a_power_loss_while_truncate_to_replaces_a_viewed_file_opens_to_a_prefix
     """truncate_to under a live view writes the kept prefix to a temp file, syncs it, renames
     it over the .log and syncs the directory. An image before every file-system call it makes
     must open, keep every record below the target, and hold no temp file after the open."""
-    twin = ImagingTwin(seed)
+    twin = ImagingTwin(seed, "view truncation")
     twin.makedirs(TWIN_ROOT, durable=True)
     clock = logtools.Clock(TS)
     broker = eoslog.open(
