@@ -8,15 +8,13 @@ own offsets; cleaning it again keeps that."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
 import eoslog
-from eoslog.fs_twin import RecordingFileSystem
 from eoslog.log.partition import PartitionLog
 from eoslog.record import codec
 from tests.support import logtools
+from tests.support.imaging_twin import ImagingTwin
 
 ROOT = "/data"
 LOG_DIR = "/data/log"
@@ -25,18 +23,6 @@ ROUNDS = 5
 KEYS = 4
 SEEDS = range(3)
 CONFIG = {"cleanup.policy": "compact", "segment.bytes": 400, "delete.retention.ms": 0}
-
-
-class _ImagingFileSystem(RecordingFileSystem):
-    """The twin, taking a crash image before each counted call while `images` is a list."""
-
-    images: list[tuple[str, str, RecordingFileSystem]] | None = None
-    image_rng = random.Random(0)
-
-    def _count(self, operation: str, path: str) -> str | None:
-        if self.images is not None:
-            self.images.append((operation, path, self.crash_image(self.image_rng)))
-        return super()._count(operation, path)
 
 
 def value_at(offset: int) -> tuple[bytes, bytes | None]:
@@ -70,20 +56,20 @@ def check(log: PartitionLog) -> None:
 def test_every_power_loss_image_of_a_cleaning_pass_opens_with_every_latest_value(
     seed: int,
 ) -> None:
-    fs = _ImagingFileSystem(seed)
-    fs.image_rng = random.Random(seed)
+    fs = ImagingTwin(seed, "cleaner power loss")
     fs.makedirs(ROOT, durable=True)
     broker = eoslog.open(LOG_DIR, "commit", fs=fs, clock_ms=lambda: TS, background=False)
     broker.create_topic("t", 1, config=CONFIG)
     log = broker.log("t", 0)
     write(log)
-    fs.images = []
+    fs.armed = True
     broker.run_maintenance()
-    images, fs.images = fs.images, None
+    fs.armed = False
+    images = fs.images
     assert log.cleaned_end > 0 and images
-    operations = {operation for operation, _, _ in images}
+    operations = {operation for _, operation, _, _ in images}
     assert {"rename", "unlink"} <= operations, operations
-    for operation, path, image in images:
+    for _, operation, path, image in images:
         try:
             with eoslog.open(
                 LOG_DIR, "commit", fs=image, clock_ms=lambda: TS, background=False

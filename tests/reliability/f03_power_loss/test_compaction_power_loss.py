@@ -14,6 +14,7 @@ the seed and the file-system call of the image.
 
 from __future__ import annotations
 
+import copy
 import random
 from dataclasses import dataclass, field
 
@@ -107,12 +108,16 @@ def transaction(
 
 
 @dataclass
-class Run:
+class Image:
+    """A power-loss image, with what was written and committed when it was taken."""
+
+    label: str
+    image: RecordingFileSystem
+    clock: logtools.Clock
     written: Written
-    images: list[tuple[str, RecordingFileSystem, logtools.Clock]]
 
 
-def run_workload(seed: int) -> Run:
+def run_workload(seed: int) -> list[Image]:
     """The seeded workload on a fresh twin, with images before every call of each pass."""
     rng = random.Random(seed)
     twin = ImagingTwin(seed, "compaction")
@@ -123,7 +128,7 @@ def run_workload(seed: int) -> Run:
     producer = broker.producer({"transactional.id": "writer", "linger.ms": 0})
     producer.init_transactions()
     written = Written()
-    images: list[tuple[str, RecordingFileSystem, logtools.Clock]] = []
+    images: list[Image] = []
     for number in range(TRANSACTIONS):
         rows, commit = transaction(broker, producer, rng, number, seed)
         for offset, key, value in rows:
@@ -138,13 +143,13 @@ def run_workload(seed: int) -> Run:
             twin.armed = True
             broker.run_maintenance()
             twin.armed = False
+            state = copy.deepcopy(written)
             for call, operation, path, image in twin.images[first:]:
                 label = f"seed={seed} transaction={number} call={call} before {operation} {path}"
-                images.append((label, image, logtools.Clock(clock.now_ms)))
+                images.append(Image(label, image, logtools.Clock(clock.now_ms), state))
     producer.close()
     broker.close()
-    chosen = rng.sample(images, min(IMAGES_PER_SEED, len(images)))
-    return Run(written, chosen)
+    return rng.sample(images, min(IMAGES_PER_SEED, len(images)))
 
 
 def check_rows(rows: list[Row], written: Written, label: str) -> None:
@@ -193,11 +198,11 @@ def run_family(seeds: range) -> None:
     operations: set[str] = set()
     for seed in seeds:
         print(f"compaction power loss: seed {seed}")
-        run = run_workload(seed)
-        for label, image, clock in run.images:
+        for taken in run_workload(seed):
+            label = taken.label
             operations.add(label.split(" before ")[1].split()[0])
             try:
-                check_image(label, image, clock, run.written)
+                check_image(label, taken.image, taken.clock, taken.written)
             except AssertionError:
                 raise
             except Exception as error:  # every image must open and read: any error is a finding

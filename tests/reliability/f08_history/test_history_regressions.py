@@ -18,10 +18,10 @@ The cleaner and an ABORT marker past the cleanable end (compaction seeds 3 and 1
 fetches across cleaned gaps allowed locally; classes lost_write and poll_skip): a record of an
 aborted transaction whose ABORT marker was not yet below the cleanable end (it landed in the
 active segment) counted as the latest record of its key, and the pass removed the committed
-record before it, the latest acknowledged one of that key. CleaningRules.aborted exists for
-this (the aborted transactions of the range from the .txnindex files, Kafka's
-collectAbortedTransactions) but eoslog.log.compactor.clean_log does not pass it yet. Not fixed
-on this branch (the cleaner is another branch's work): the test is a strict xfail until then.
+record before it, the latest acknowledged one of that key. Fixed: transactional data whose
+marker lies past the cleaned range is kept whole and stands for no key until a pass sees its
+outcome (eoslog.log.cleaner, `pending`); the compaction power-loss family
+(tests/reliability/f03_power_loss/test_compaction_power_loss.py) found the same bug.
 """
 
 from __future__ import annotations
@@ -76,9 +76,6 @@ def test_one_call_never_returns_a_record_twice_across_a_rebalance(
         consumer.close()
 
 
-@pytest.mark.xfail(
-    strict=True, reason="clean_log does not pass the range's aborted transactions yet"
-)
 def test_a_clean_keeps_the_latest_committed_record_when_a_later_one_awaits_its_abort_marker(
     tmp_path: os.PathLike[str],
 ) -> None:
