@@ -139,6 +139,11 @@ def test_kafka_python_admin_reads_the_kafka_types_of_topic_and_broker_configs(
         "remote.storage.enable": "BOOLEAN",
         "local.retention.ms": "LONG",
         "local.retention.bytes": "LONG",
+        "cleanup.policy": "LIST",
+        "min.cleanable.dirty.ratio": "DOUBLE",
+        "min.compaction.lag.ms": "LONG",
+        "max.compaction.lag.ms": "LONG",
+        "delete.retention.ms": "LONG",
     }
     assert topic["retention.ms"]["value"] == "60000"
     settings = described["broker"]["0"]

@@ -44,6 +44,8 @@ _CONFIG_BOOLEAN: Final = 1
 _CONFIG_STRING: Final = 2
 _CONFIG_INT: Final = 3
 _CONFIG_LONG: Final = 5
+_CONFIG_DOUBLE: Final = 6
+_CONFIG_LIST: Final = 7
 _CONFIG_TYPES: Final = {
     "segment.bytes": _CONFIG_INT,
     "segment.ms": _CONFIG_LONG,
@@ -58,6 +60,14 @@ _CONFIG_TYPES: Final = {
     "remote.storage.enable": _CONFIG_BOOLEAN,
     "local.retention.ms": _CONFIG_LONG,
     "local.retention.bytes": _CONFIG_LONG,
+    "cleanup.policy": _CONFIG_LIST,
+    "min.cleanable.dirty.ratio": _CONFIG_DOUBLE,
+    "min.compaction.lag.ms": _CONFIG_LONG,
+    "max.compaction.lag.ms": _CONFIG_LONG,
+    "delete.retention.ms": _CONFIG_LONG,
+    "log.cleaner.io.max.bytes.per.second": _CONFIG_DOUBLE,
+    "offsets.retention.minutes": _CONFIG_INT,
+    "offsets.retention.check.interval.ms": _CONFIG_LONG,
     "auto.create.topics.enable": _CONFIG_BOOLEAN,
     "log.retention.check.interval.ms": _CONFIG_LONG,
     "queued.max.request.bytes": _CONFIG_LONG,
