@@ -61,10 +61,16 @@ DURABILITY_MODES: Final = ("commit", "always", "none")
 TRANSACTION_STATE_TOPIC: Final = "__transaction_state"
 CONSUMER_OFFSETS_TOPIC: Final = "__consumer_offsets"
 INTERNAL_TOPICS: Final = (TRANSACTION_STATE_TOPIC, CONSUMER_OFFSETS_TOPIC)
-# Kafka compacts its internal topics and never deletes their records by age or size; eoslog
-# has no compaction yet and keeps them whole, so no committed offset or transaction state
-# vanishes with age or size (log.retention.ms and .bytes apply to user topics only).
-_KEPT_WHOLE: Final = {"retention.ms": -1, "retention.bytes": -1}
+# Kafka compacts its internal topics and never deletes their records by age or size: the
+# cleaner keeps each key's latest record (a transactional id's state, a group's committed
+# offset) and the tombstones of expired ids and offsets remove them, so the logs, and the
+# open's replay of them, follow the live state (log.retention.ms and .bytes apply to user
+# topics only, whatever the broker's or an older eoslog.meta's settings).
+_INTERNAL_CONFIG: Final[dict[str, int | float | str]] = {
+    "cleanup.policy": "compact",
+    "retention.ms": -1,
+    "retention.bytes": -1,
+}
 
 
 class Broker:
@@ -236,7 +242,7 @@ class Broker:
                 self._topics[name] = TopicMetadata(
                     name,
                     self.settings[partitions],
-                    {"segment.bytes": self.settings[segment_key], **_KEPT_WHOLE},
+                    {"segment.bytes": self.settings[segment_key], **_INTERNAL_CONFIG},
                 )
                 self._write_meta()
         for metadata in self._topics.values():
@@ -266,7 +272,7 @@ class Broker:
         log_config = self.default_log_config.with_properties(metadata.config)
         if metadata.name in INTERNAL_TOPICS:
             # Whatever the broker's log.retention.* or an older eoslog.meta say.
-            log_config = log_config.with_properties(_KEPT_WHOLE)
+            log_config = log_config.with_properties(_INTERNAL_CONFIG)
         return log_config
 
     def _open_log(

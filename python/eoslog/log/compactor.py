@@ -65,6 +65,9 @@ class CleanPass:
     bytes_read: int
     bytes_written: int
     cleaned_end: int
+    # Inactive segments the cleaning left empty, deleted (never the first: PartitionLog.
+    # drop_emptied_segment), so a long history leaves no trail of empty files.
+    segments_dropped: int = 0
 
 
 class Throttle:
@@ -164,7 +167,12 @@ def clean_log(log: PartitionLog, now_ms: int, throttle: Throttle) -> CleanPass |
             swapped += 1
         else:
             log.fs.unlink(segment.path(LOG_SUFFIX + CLEANED_SUFFIX))
-    return CleanPass(len(chosen), swapped, contents.bytes_read, written, end)
+    dropped = sum(
+        log.drop_emptied_segment(segment)
+        for segment in log.segments[1:-1]
+        if segment.size == 0 and segment.base_offset < end
+    )
+    return CleanPass(len(chosen), swapped, contents.bytes_read, written, end, dropped)
 
 
 class _SegmentBytes(Sequence[bytes]):

@@ -844,6 +844,22 @@ class PartitionLog:
             self._close_retired(now)
             return True
 
+    def drop_emptied_segment(self, segment: LogSegment) -> bool:
+        """Delete `segment` if cleaning left it empty, it lies wholly below cleaned_end and is
+        neither the first segment (its base is the log start) nor the active one; whether it
+        was deleted. Its offsets become a gap between its neighbours, legal below cleaned_end
+        as any other the cleaner leaves, so a crash before, during or after the unlinks reads
+        the same log (the unlinks are retention's: the derived files, then the .log, then
+        the directory synced). An OSError stops the partition."""
+        with self._storage(writing=True), self._lock:
+            self._check_writable()
+            inactive = self._segments[1:-1]
+            following = self._bases[self._segments.index(segment) + 1] if segment in inactive else 0
+            if segment not in inactive or segment.size != 0 or following > self.cleaned_end:
+                return False
+            self._retire(segment, self._clock_ms())
+            return True
+
     def producer_last_offsets(self) -> dict[int, int]:
         """The last offset of each known producer's last data batch (the batches the cleaner
         keeps, emptied if need be, so that a reopen finds the producer again)."""
