@@ -18,7 +18,9 @@ offsets are not skips.
 Compaction: on a partition the history declares compacted (an operation "compacted" naming it),
 the log cleaner may remove a record once another record of the same record key stands committed
 at a higher offset (a non-transactional record, or one of a committed transaction), and a
-record of an aborted transaction at any time, and a tombstone once delete.retention.ms passed.
+record of an aborted transaction at any time (one of unknown fate too: a killed writer's open
+transaction is aborted by its id's next init_transactions()), and a tombstone once
+delete.retention.ms passed.
 A later record whose fate is unknown (an indeterminate write, never seen decided) counts as one
 that may stand committed, and so does an indeterminate write nobody saw, invoked after the
 record's write completed (if it landed, it landed past it). Such a value is *cleanable* from
@@ -200,7 +202,9 @@ class Model:
             if key not in self.compacted:
                 continue
             fate = self.fate.get((key, value))
-            if fate == ABORTED:
+            if fate == ABORTED or (fate == UNKNOWN and writer.op.f == "txn"):
+                # A transaction of unknown fate may have been aborted: a kill left it open, and
+                # its id's next init_transactions() (or its timeout) ended it with an ABORT.
                 since((key, value), writer.op.invoke_ns)
             retention_ms = self.compacted[key]
             if writer.write.tombstone and retention_ms is not None:
