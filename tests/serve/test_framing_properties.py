@@ -120,9 +120,12 @@ def test_connections_dropped_mid_request_leave_no_task_behind(
         sock.close()
     # Accepting, reading and closing them take the loop a moment after the client's close:
     # the tasks alone can match before the loop has accepted a connection, so both are
-    # waited for (CI once saw 14 connections open the moment the tasks matched).
+    # waited for (CI once saw 14 connections open the moment the tasks matched). At most as
+    # many tasks as before, not exactly as many: `idle` may count a task of the previous
+    # example's connections still finishing, which then ends (a loaded fresh-clone run waited
+    # 30 s for a count one above the one left).
     wait_until(
-        lambda: server.connections_open() == 0 and _server_tasks(server) == idle,
+        lambda: server.connections_open() == 0 and _server_tasks(server) <= idle,
         "no connection and no task of the server's is left",
     )
     assert broker.log("t", 0).log_end_offset == end
